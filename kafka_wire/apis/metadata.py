@@ -1,0 +1,98 @@
+"""Metadata (key 3), v0–v13.
+
+One broker leads every partition with a stable leader epoch. Topics are
+auto-created when the request allows it (v4+ flag; always for v0–v3) and the
+broker is configured to, as Event Hubs does for Java clients. Topic ids
+(v10+) can be looked up. Authorized operations are reported as "not
+requested" (INT32_MIN) unless asked, then as all operations.
+"""
+from __future__ import annotations
+
+import logging
+
+import kafka.errors as Errors
+
+from kafka_wire import codec
+from kafka_wire.apis.registry import handles
+from kafka_wire.topics import LEADER_EPOCH, topic_name_error
+
+log = logging.getLogger(__name__)
+
+_Response = codec.response_class(codec.ApiKey.Metadata)
+_Topic = _Response.MetadataResponseTopic
+_Partition = _Topic.MetadataResponsePartition
+_Broker = _Response.MetadataResponseBroker
+_NOT_REQUESTED = -2147483648
+_ALL_TOPIC_OPS = 0b1_1111_1111_1000  # read..alter_configs bits as Kafka reports them
+
+
+def partition_entries(view, node_id: int) -> list:
+    return [_Partition(error_code=0, partition_index=p, leader_id=node_id, leader_epoch=LEADER_EPOCH,
+                       replica_nodes=[node_id], isr_nodes=[node_id], offline_replicas=[])
+            for p in range(view.partitions)]
+
+
+def _topic_entry(view, node_id: int, ops: int):
+    return _Topic(error_code=0, name=view.name, topic_id=view.topic_id, is_internal=view.internal,
+                  partitions=partition_entries(view, node_id), authorized_operations=ops)
+
+
+def _error_entry(name, error: int, topic_id=None):
+    return _Topic(error_code=error, name=name, topic_id=topic_id, is_internal=False, partitions=[],
+                  authorized_operations=_NOT_REQUESTED)
+
+
+@handles(codec.ApiKey.Metadata, 0, 13)
+def metadata(request, ctx):
+    version = ctx.version
+    topics = ctx.topics
+    node = ctx.cluster.node_id
+    visible = ctx.services.extra.get("topic_visible")  # Event Hubs authorization filter
+    ops = _ALL_TOPIC_OPS if request.include_topic_authorized_operations else _NOT_REQUESTED
+    allow_auto = topics.auto_create and (version < 4 or request.allow_auto_topic_creation)
+
+    entries = []
+    if request.topics is None or (version == 0 and not request.topics):
+        for view in topics.all():
+            if visible is None or visible(ctx, view.name):
+                entries.append(_topic_entry(view, node, ops))
+    else:
+        for wanted in request.topics:
+            name = wanted.name
+            if name is None and version >= 10:
+                name = topics.name_for_id(wanted.topic_id)
+                if name is None:
+                    entries.append(_error_entry(None, Errors.UnknownTopicIdError.errno, wanted.topic_id))
+                    continue
+            if visible is not None and not visible(ctx, name):
+                entries.append(_error_entry(name, Errors.TopicAuthorizationFailedError.errno))
+                continue
+            view = topics.get(name)
+            if view is None:
+                if topic_name_error(name):
+                    entries.append(_error_entry(name, Errors.InvalidTopicError.errno))
+                    continue
+                if not allow_auto:
+                    entries.append(_error_entry(name, Errors.UnknownTopicOrPartitionError.errno))
+                    continue
+                creator = ctx.services.extra.get("auto_create")
+                try:
+                    view = creator(ctx, name) if creator else topics.create(name)
+                except Exception as exc:  # a policy refusal: report, don't fail the request
+                    log.info("auto-creation of %s refused: %s", name, exc)
+                    code = getattr(exc, "errno", Errors.UnknownTopicOrPartitionError.errno)
+                    entries.append(_error_entry(name, code))
+                    continue
+            entries.append(_topic_entry(view, node, ops))
+
+    cluster = ctx.cluster
+    return _Response(
+        version=version,
+        throttle_time_ms=0,
+        brokers=[_Broker(node_id=node, host=cluster.host, port=cluster.port, rack=cluster.rack)],
+        cluster_id=cluster.cluster_id,
+        controller_id=node,
+        topics=entries,
+        authorized_operations=_NOT_REQUESTED,
+        error_code=0,
+    )

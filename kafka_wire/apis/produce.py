@@ -1,0 +1,95 @@
+"""Produce (key 0), v3–v13.
+
+Batches stay opaque: the log validates length, magic and CRC-32C, assigns
+offsets and (for LogAppendTime topics) stamps the append time. acks=0 gets
+no response at all; acks=1 and acks=all are the same thing on one broker.
+v13 names topics by id. Not emulated: replication (min.insync.replicas is
+always met by the single replica).
+"""
+from __future__ import annotations
+
+import logging
+
+import kafka.errors as Errors
+
+from kafka_wire import codec
+from kafka_wire.apis.registry import handles
+from kafka_wire.errors import for_log_error
+from log import errors as log_errors
+
+log = logging.getLogger(__name__)
+
+_Response = codec.response_class(codec.ApiKey.Produce)
+_TopicResp = _Response.TopicProduceResponse
+_PartResp = _TopicResp.PartitionProduceResponse
+
+
+def _part(index: int, error: int, base_offset: int = -1, append_time: int = -1,
+          log_start: int = -1, message: str | None = None):
+    return _PartResp(index=index, error_code=error, base_offset=base_offset,
+                     log_append_time_ms=append_time, log_start_offset=log_start,
+                     record_errors=[], error_message=message)
+
+
+@handles(codec.ApiKey.Produce, 3, 13)
+def produce(request, ctx):
+    version = ctx.version
+    topics = ctx.topics
+    acks = request.acks
+    check = ctx.services.extra.get("produce_check")  # Event Hubs policy / quota hook
+    txns = ctx.services.txns
+    now_ms = ctx.clock.now_ms()
+    bad_acks = acks not in (0, 1, -1)
+    responses = []
+    for tdata in request.topic_data:
+        name = tdata.name
+        if version >= 13:
+            name = topics.name_for_id(tdata.topic_id)
+        view = topics.get(name) if name is not None else None
+        parts = []
+        for pdata in tdata.partition_data:
+            idx = pdata.index
+            if bad_acks:
+                parts.append(_part(idx, Errors.InvalidRequiredAcksError.errno))
+                continue
+            if view is None:
+                code = (Errors.UnknownTopicIdError.errno if version >= 13 and name is None
+                        else Errors.UnknownTopicOrPartitionError.errno)
+                parts.append(_part(idx, code))
+                continue
+            if not 0 <= idx < view.partitions or pdata.records is None:
+                parts.append(_part(idx, Errors.UnknownTopicOrPartitionError.errno))
+                continue
+            if check is not None:
+                refusal = check(ctx, view, idx, pdata.records, request.transactional_id)
+                if refusal:
+                    code, message = refusal
+                    parts.append(_part(idx, code, message=message))
+                    continue
+            try:
+                if txns is not None:
+                    info = txns.append(ctx, view.name, idx, pdata.records, now_ms,
+                                       request.transactional_id)
+                else:
+                    info = topics.append(view.name, idx, pdata.records, now_ms)
+            except log_errors.LogError as exc:
+                code = for_log_error(exc)
+                if code == Errors.KafkaStorageError.errno:
+                    log.error("append to %s-%d failed: %s", view.name, idx, exc)
+                parts.append(_part(idx, code, message=str(exc) or None))
+                continue
+            except Exception as exc:  # raised by the idempotence layer with an errno
+                code = getattr(exc, "errno", None)
+                if code is None:
+                    raise
+                plog = topics.log(view.name, idx)
+                parts.append(_part(idx, code, log_start=plog.log_start_offset if plog else -1,
+                                   message=str(exc) or None))
+                continue
+            parts.append(_part(idx, 0, info.base_offset,
+                               info.append_time_ms if info.log_append_time else -1,
+                               info.log_start_offset))
+        responses.append(_TopicResp(name=name, topic_id=tdata.topic_id, partition_responses=parts))
+    if acks == 0:
+        return None
+    return _Response(version=version, responses=responses, throttle_time_ms=0)

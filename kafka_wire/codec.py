@@ -1,0 +1,173 @@
+"""The Kafka protocol codec: the one module that imports ``kafka.protocol``.
+
+Requests are decoded and responses encoded with kafka-python's schema-driven
+message classes (Kafka's own JSON schemas). This module peeks at the request
+header before decoding, knows which header version goes with which API
+version, and builds the ApiVersions v0 fallback a client gets when it asks
+for an ApiVersions version we do not serve.
+"""
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import kafka.protocol as _kp
+from kafka.protocol.api_key import ApiKey
+from kafka.protocol.api_message import ApiMessage
+
+__all__ = [
+    "ApiKey", "RequestHeader", "CodecError", "parse_request_header", "decode_request",
+    "encode_response", "response_class", "request_class", "max_codec_version",
+    "api_versions_v0_fallback",
+]
+
+_HEADER = struct.Struct(">hhih")
+_INT32 = struct.Struct(">i")
+
+
+class CodecError(Exception):
+    """A frame that cannot be parsed: the connection that sent it is closed."""
+
+
+@dataclass(slots=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    size: int  # bytes of header, where the body starts
+
+
+def _load_messages() -> tuple[dict[int, type], dict[int, type]]:
+    for mod in pkgutil.walk_packages(_kp.__path__, "kafka.protocol."):
+        if ".old" in mod.name or "generate_stubs" in mod.name:
+            continue
+        importlib.import_module(mod.name)
+    requests: dict[int, type] = {}
+    responses: dict[int, type] = {}
+
+    def walk(cls: type) -> None:
+        for sub in cls.__subclasses__():
+            if getattr(sub, "_class_version", None) is None and getattr(sub, "_json", None):
+                (requests if sub.is_request() else responses)[sub.API_KEY] = sub
+            walk(sub)
+
+    walk(ApiMessage)
+    return requests, responses
+
+
+_REQUESTS, _RESPONSES = _load_messages()
+
+
+def register_message(request_cls: type, response_cls: type) -> None:
+    """Add message classes kafka-python lacks (built from Kafka's JSON schemas)."""
+    _REQUESTS[request_cls.API_KEY] = request_cls
+    _RESPONSES[response_cls.API_KEY] = response_cls
+
+
+def request_class(api_key: int) -> type | None:
+    return _REQUESTS.get(api_key)
+
+
+def response_class(api_key: int) -> type:
+    return _RESPONSES[api_key]
+
+
+def max_codec_version(api_key: int) -> int:
+    cls = _REQUESTS.get(api_key)
+    return -1 if cls is None else cls.max_version
+
+
+def is_flexible(api_key: int, version: int) -> bool:
+    cls = _REQUESTS.get(api_key)
+    return cls is not None and cls.flexible_version_q(version)
+
+
+def _read_uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        if pos >= len(buf):
+            raise CodecError("truncated varint in request header")
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise CodecError("varint too long in request header")
+
+
+def parse_request_header(frame: memoryview) -> RequestHeader:
+    """Read header v1 (or v2 for flexible versions) without decoding the body."""
+    if len(frame) < _HEADER.size:
+        raise CodecError(f"frame of {len(frame)} bytes is shorter than a request header")
+    api_key, api_version, correlation_id, cid_len = _HEADER.unpack_from(frame, 0)
+    pos = _HEADER.size
+    client_id = None
+    if cid_len >= 0:
+        end = pos + cid_len
+        if end > len(frame):
+            raise CodecError("client_id runs past the end of the frame")
+        client_id = bytes(frame[pos:end]).decode("utf-8", "replace")
+        pos = end
+    elif cid_len != -1:
+        raise CodecError(f"invalid client_id length {cid_len}")
+    if api_version >= 0 and is_flexible(api_key, api_version):
+        # Header v2: tagged fields follow the (never compact) client_id.
+        count, pos = _read_uvarint(frame, pos)
+        for _ in range(count):
+            _tag, pos = _read_uvarint(frame, pos)
+            size, pos = _read_uvarint(frame, pos)
+            pos += size
+            if pos > len(frame):
+                raise CodecError("tagged header field runs past the end of the frame")
+    return RequestHeader(api_key, api_version, correlation_id, client_id, pos)
+
+
+def decode_request(header: RequestHeader, frame: memoryview) -> Any:
+    cls = _REQUESTS.get(header.api_key)
+    if cls is None:
+        raise CodecError(f"unknown api key {header.api_key}")
+    try:
+        request = cls.decode(frame[header.size:], version=header.api_version)
+    except CodecError:
+        raise
+    except Exception as exc:  # the codec raises many types on hostile input
+        raise CodecError(f"cannot decode {cls.__name__} v{header.api_version}: {exc!r}") from exc
+    return request
+
+
+def encode_response(response: Any, header: RequestHeader) -> bytearray:
+    """Frame a response: size, header (v0, or v1 for flexible versions), body."""
+    version = header.api_version
+    flexible = response.flexible_version_q(version)
+    if header.api_key == ApiKey.ApiVersions:
+        flexible_header = False  # ApiVersions responses always use header v0
+    else:
+        flexible_header = flexible
+    body = response.encode(version=version)
+    out = bytearray(8 + (1 if flexible_header else 0))
+    struct.pack_into(">ii", out, 0, len(out) - 4 + len(body), header.correlation_id)
+    out += body
+    return out
+
+
+def api_versions_v0_fallback(header: RequestHeader, api_keys: list[tuple[int, int, int]],
+                             error_code: int) -> bytearray:
+    """The reply a client gets when it asks for an ApiVersions version we lack.
+
+    Kafka answers in v0 so that any client can read it and retry with a
+    version from the list.
+    """
+    cls = _RESPONSES[ApiKey.ApiVersions]
+    resp = cls(version=0, error_code=error_code, api_keys=[
+        cls.ApiVersion(api_key=k, min_version=lo, max_version=hi) for k, lo, hi in api_keys
+    ])
+    body = resp.encode(version=0)
+    out = bytearray(_INT32.pack(len(body) + 4) + _INT32.pack(header.correlation_id))
+    out += body
+    return out

@@ -1,0 +1,62 @@
+"""Broker settings: one typed home, defaults documented once."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def parse_host_port(text: str, default_port: int = 9092) -> tuple[str, int]:
+    """'HOST:PORT', ':PORT', 'HOST' or '[::1]:PORT' → (host, port)."""
+    text = text.strip()
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port = rest.lstrip(":")
+    elif text.count(":") == 1:
+        host, port = text.split(":")
+    else:
+        host, port = text, ""
+    try:
+        port_num = int(port) if port else default_port
+    except ValueError:
+        raise ValueError(f"address {text!r} is invalid: use HOST:PORT, e.g. 127.0.0.1:9092") from None
+    if not 0 <= port_num <= 65535:
+        raise ValueError(f"port {port_num} in {text!r} is out of range 0-65535")
+    return host or "127.0.0.1", port_num
+
+
+@dataclass
+class BrokerConfig:
+    """Settings of one kafka-wire process.
+
+    data_dir: where partitions and the checkpoint store live.
+    listen: Kafka listener (port 0 = ephemeral, the tests' choice).
+    advertise: address put in Metadata; defaults to the bound listener.
+    max_request_bytes: frames larger than this close the connection before
+        any allocation (Kafka's socket.request.max.bytes is 100 MiB).
+    auto_create_topics: Metadata with allow_auto_topic_creation creates hubs,
+        as Event Hubs does.
+    num_partitions: partitions of auto-created topics (Kafka's num.partitions).
+    group_initial_rebalance_delay_ms: small by default so tests join fast;
+        Kafka's default is 3000.
+    """
+    data_dir: Path = Path("./data")
+    listen_host: str = "127.0.0.1"
+    listen_port: int = 9092
+    advertise_host: str | None = None
+    advertise_port: int | None = None
+    node_id: int = 0
+    cluster_id: str | None = None
+    max_request_bytes: int = 100 * 1024 * 1024
+    auto_create_topics: bool = True
+    num_partitions: int = 1
+    default_replication_factor: int = 1
+    topic_defaults: dict[str, str] = field(default_factory=dict)
+    group_initial_rebalance_delay_ms: int = 0
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1_800_000
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
+    retention_check_interval_ms: int = 30_000
+    # Bytes of complete requests a connection may queue before we stop reading it.
+    connection_buffer_bytes: int = 16 * 1024 * 1024
+    default_namespace: str = "emulatorNs1"
+    in_memory: bool = False

@@ -1,0 +1,76 @@
+"""What a request handler may use: the request's header, its connection, and
+the broker's collaborators by name (log manager, group coordinator, clock)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kafka_wire.codec import RequestHeader
+
+
+@dataclass(slots=True)
+class ClusterInfo:
+    """The single broker we present: node id, advertised address, cluster id."""
+    node_id: int
+    host: str
+    port: int
+    cluster_id: str
+    rack: str | None = None
+
+
+@dataclass(slots=True)
+class ConnectionState:
+    """Per-connection facts a handler may read (and SASL handlers may set)."""
+    peer: str
+    connection_id: int
+    authenticated: bool = False
+    sasl_mechanism: str | None = None
+    principal: Any = None          # set by the Event Hubs layer after SASL
+    namespace: Any = None          # the Event Hubs namespace this connection is bound to
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Services:
+    """The broker's collaborators, built once by the server."""
+    cluster: ClusterInfo
+    config: Any        # kafka_wire.config.BrokerConfig
+    clock: Any         # coordinator.clock.Clock
+    topics: Any        # kafka_wire.topics.TopicManager (logs, configs, metadata)
+    groups: Any = None  # coordinator.group_coordinator.GroupCoordinator
+    txns: Any = None    # coordinator.transactions (later)
+    faults: Any = None  # kafka_wire.testing fault hooks (later)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class RequestContext:
+    header: "RequestHeader"
+    connection: ConnectionState
+    services: Services
+
+    @property
+    def version(self) -> int:
+        return self.header.api_version
+
+    @property
+    def client_id(self) -> str | None:
+        return self.header.client_id
+
+    # Narrow accessors so handlers name what they use.
+    @property
+    def topics(self):
+        return self.services.topics
+
+    @property
+    def groups(self):
+        return self.services.groups
+
+    @property
+    def clock(self):
+        return self.services.clock
+
+    @property
+    def cluster(self) -> ClusterInfo:
+        return self.services.cluster

@@ -1,0 +1,110 @@
+"""Incremental fetch sessions (KIP-227), as Java and librdkafka consumers use them.
+
+A session remembers, per partition, the fetch offset and max bytes the client
+last sent and the high watermark and log start offset we last reported, so
+that incremental requests carry only what changed and incremental responses
+only partitions with news. Sessions are bounded in number; the least recently
+used one is evicted and its client simply gets FETCH_SESSION_ID_NOT_FOUND and
+starts a new one, as with a Kafka broker.
+"""
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import kafka.errors as Errors
+
+INITIAL_EPOCH = 0
+FINAL_EPOCH = -1
+
+
+@dataclass(slots=True)
+class CachedPartition:
+    fetch_offset: int
+    max_bytes: int
+    high_watermark: int = -1
+    log_start_offset: int = -1
+
+
+@dataclass(slots=True)
+class FetchSession:
+    session_id: int
+    epoch: int  # the epoch the next request must carry
+    partitions: "OrderedDict[tuple[str, int], CachedPartition]" = field(default_factory=OrderedDict)
+
+
+class SessionError(Exception):
+    def __init__(self, errno: int) -> None:
+        super().__init__(errno)
+        self.errno = errno
+
+
+class FetchSessionCache:
+    def __init__(self, max_sessions: int = 1000) -> None:
+        self.max_sessions = max_sessions
+        self._sessions: "OrderedDict[int, FetchSession]" = OrderedDict()
+        self._ids = itertools.count(1)
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def resolve(self, session_id: int, epoch: int,
+                requested: list[tuple[tuple[str, int], int, int]],
+                forgotten: list[tuple[str, int]]) -> tuple[FetchSession | None, bool]:
+        """Apply a request to the cache.
+
+        Returns (session or None for a sessionless fetch, incremental?).
+        ``requested`` holds ((topic, partition), fetch_offset, max_bytes).
+        Raises SessionError with the Kafka error code for bad ids or epochs.
+        """
+        if session_id == 0:
+            if epoch == INITIAL_EPOCH:
+                session = FetchSession(self._new_id(), 1)
+                for key, offset, max_bytes in requested:
+                    session.partitions[key] = CachedPartition(offset, max_bytes)
+                self._add(session)
+                return session, False
+            if epoch == FINAL_EPOCH:
+                return None, False
+            raise SessionError(Errors.InvalidFetchSessionEpochError.errno)
+        if epoch == FINAL_EPOCH:
+            self._sessions.pop(session_id, None)
+            return None, False
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise SessionError(Errors.FetchSessionIdNotFoundError.errno)
+        if epoch == INITIAL_EPOCH:
+            # Client closes this session and opens a new full one.
+            self._sessions.pop(session_id, None)
+            return self.resolve(0, INITIAL_EPOCH, requested, forgotten)
+        if epoch != session.epoch:
+            raise SessionError(Errors.InvalidFetchSessionEpochError.errno)
+        session.epoch = epoch + 1 if epoch < 2**31 - 1 else 1
+        self._sessions.move_to_end(session_id)
+        for key in forgotten:
+            session.partitions.pop(key, None)
+        for key, offset, max_bytes in requested:
+            cached = session.partitions.get(key)
+            if cached is None:
+                session.partitions[key] = CachedPartition(offset, max_bytes)
+            else:
+                cached.fetch_offset = offset
+                cached.max_bytes = max_bytes
+        return session, True
+
+    def _new_id(self) -> int:
+        while True:
+            sid = next(self._ids) & 0x7FFFFFFF
+            if sid and sid not in self._sessions:
+                return sid
+
+    def _add(self, session: FetchSession) -> None:
+        self._sessions[session.session_id] = session
+        while len(self._sessions) > self.max_sessions:
+            self._sessions.popitem(last=False)
+
+    def drop_topic(self, topic: str) -> None:
+        for session in self._sessions.values():
+            for key in [k for k in session.partitions if k[0] == topic]:
+                del session.partitions[key]

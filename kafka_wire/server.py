@@ -1,0 +1,293 @@
+"""The Kafka listener: framing, request ordering and back-pressure.
+
+Each connection reads length-prefixed frames into a scratch buffer (large
+frames get a buffer of their own, filled by the transport directly), and
+handles them strictly one at a time, writing responses in request order,
+as a Kafka broker does. A handler that returns an awaitable (a long poll)
+makes the connection wait for it; requests that arrive meanwhile queue up to
+``connection_buffer_bytes``, then the connection stops reading. While the
+transport's write buffer is full (a slow consumer) no further request is
+handled, so a client that does not read cannot grow our memory.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import logging
+import struct
+from collections import deque
+from typing import Any
+
+import kafka.errors as Errors
+
+from kafka_wire import codec
+from kafka_wire.apis import registry
+from kafka_wire.context import ConnectionState, RequestContext, Services
+
+log = logging.getLogger(__name__)
+
+_SCRATCH = 256 * 1024
+_LEN = struct.Struct(">i")
+_conn_ids = itertools.count(1)
+
+
+class KafkaConnection(asyncio.BufferedProtocol):
+    def __init__(self, server: "KafkaServer") -> None:
+        self.server = server
+        self.services = server.services
+        self.max_request = server.services.config.max_request_bytes
+        self.queue_limit = server.services.config.connection_buffer_bytes
+        self.transport: asyncio.Transport | None = None
+        self.state: ConnectionState | None = None
+        self._scratch = bytearray(_SCRATCH)
+        self._fill = 0             # bytes of _scratch holding data
+        self._big: bytearray | None = None   # a frame too large for scratch
+        self._big_fill = 0
+        self._pending: deque[bytes | bytearray] = deque()
+        self._pending_bytes = 0
+        self._busy = False         # a handler's awaitable is in flight
+        self._write_paused = False
+        self._read_paused = False
+        self._closed = False
+        self._task: asyncio.Task | None = None
+
+    # -- asyncio protocol ------------------------------------------------
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        peer_text = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.state = ConnectionState(peer=peer_text, connection_id=next(_conn_ids))
+        self.server.connections.add(self)
+
+    def connection_lost(self, exc) -> None:
+        self._closed = True
+        self.server.connections.discard(self)
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        self._pending.clear()
+        self._scratch = bytearray()
+        self._big = None
+        hook = self.services.extra.get("on_disconnect")
+        if hook is not None:
+            hook(self.state)
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        self._drain()
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self._big is not None:
+            return memoryview(self._big)[self._big_fill:]
+        if self._fill == len(self._scratch):
+            # Only a partial length prefix or header can be left here.
+            self._scratch.extend(bytes(_SCRATCH))
+        return memoryview(self._scratch)[self._fill:]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        if self._big is not None:
+            self._big_fill += nbytes
+            if self._big_fill == len(self._big):
+                frame, self._big = self._big, None
+                self._enqueue(frame)
+            self._drain()
+            return
+        self._fill += nbytes
+        self._split_scratch()
+        self._drain()
+
+    def eof_received(self) -> bool:
+        return False
+
+    # -- framing ---------------------------------------------------------
+    def _split_scratch(self) -> None:
+        buf, pos, fill = self._scratch, 0, self._fill
+        while fill - pos >= 4:
+            (size,) = _LEN.unpack_from(buf, pos)
+            if size < 0 or size > self.max_request:
+                self._abort(f"request of {size} bytes exceeds max_request_bytes="
+                            f"{self.max_request}" if size > 0 else f"invalid frame length {size}")
+                return
+            if fill - pos - 4 >= size:
+                self._enqueue(bytes(buf[pos + 4:pos + 4 + size]))
+                pos += 4 + size
+                continue
+            if size + 4 > len(buf):
+                # Too big for scratch: a buffer of its own, filled in place.
+                big = bytearray(size)
+                have = fill - pos - 4
+                big[:have] = buf[pos + 4:fill]
+                self._big, self._big_fill = big, have
+                pos = fill
+            break
+        if pos:
+            rest = fill - pos
+            if rest:
+                buf[:rest] = buf[pos:fill]
+            self._fill = rest
+            if len(buf) > _SCRATCH and rest <= _SCRATCH:
+                del buf[_SCRATCH:]
+
+    def _enqueue(self, frame: bytes | bytearray) -> None:
+        self._pending.append(frame)
+        self._pending_bytes += len(frame)
+        if self._pending_bytes > self.queue_limit and not self._read_paused:
+            self._read_paused = True
+            self.transport.pause_reading()
+
+    # -- dispatch --------------------------------------------------------
+    def _drain(self) -> None:
+        """Handle queued requests in order until one must wait."""
+        while self._pending and not self._busy and not self._write_paused and not self._closed:
+            frame = self._pending.popleft()
+            self._pending_bytes -= len(frame)
+            self._handle(frame)
+        if self._read_paused and self._pending_bytes <= self.queue_limit // 2 and not self._closed:
+            self._read_paused = False
+            self.transport.resume_reading()
+
+    def _handle(self, frame: bytes | bytearray) -> None:
+        view = memoryview(frame)
+        try:
+            header = codec.parse_request_header(view)
+        except codec.CodecError as exc:
+            self._abort(f"malformed request header: {exc}")
+            return
+        reg = registry.lookup(header.api_key)
+        if reg is None or not reg.min_version <= header.api_version <= reg.max_version:
+            if header.api_key == codec.ApiKey.ApiVersions:
+                # Kafka answers unknown ApiVersions versions in v0 so the client can retry.
+                self._write(codec.api_versions_v0_fallback(
+                    header, registry.advertised(), Errors.UnsupportedVersionError.errno))
+                return
+            self._abort(f"unsupported api key {header.api_key} v{header.api_version} "
+                        f"from client {header.client_id!r}")
+            return
+        gate = self.services.extra.get("auth_gate")
+        if gate is not None and not reg.pre_auth and not gate(self.state, header):
+            self._abort(f"api key {header.api_key} before authentication")
+            return
+        try:
+            request = codec.decode_request(header, view)
+        except codec.CodecError as exc:
+            self._abort(str(exc))
+            return
+        ctx = RequestContext(header, self.state, self.services)
+        metrics = self.services.extra.get("on_request")
+        try:
+            result = reg.handler(request, ctx)
+        except Exception:
+            log.exception("handler for api key %s v%s failed; closing %s",
+                          header.api_key, header.api_version, self.state.peer)
+            self._abort(None)
+            return
+        if inspect.isawaitable(result):
+            self._busy = True
+            self._task = asyncio.ensure_future(result)
+            self._task.add_done_callback(lambda t, h=header: self._on_done(t, h))
+            return
+        self._respond(result, header)
+        if metrics is not None:
+            metrics(header)
+
+    def _on_done(self, task: asyncio.Task, header) -> None:
+        self._busy = False
+        self._task = None
+        if self._closed or task.cancelled():
+            return
+        exc = task.exception()
+        if exc is not None:
+            log.error("handler for api key %s v%s failed; closing %s", header.api_key,
+                      header.api_version, self.state.peer, exc_info=exc)
+            self._abort(None)
+            return
+        self._respond(task.result(), header)
+        metrics = self.services.extra.get("on_request")
+        if metrics is not None:
+            metrics(header)
+        self._drain()
+
+    def _respond(self, response: Any, header) -> None:
+        if response is None:
+            return
+        if isinstance(response, Raw):
+            self._write_many(response.chunks(header))
+            if response.close_after:
+                self._abort(None)
+            return
+        try:
+            out = codec.encode_response(response, header)
+        except Exception:
+            log.exception("cannot encode response to api key %s v%s", header.api_key,
+                          header.api_version)
+            self._abort(None)
+            return
+        self._write(out)
+
+    def _write(self, data) -> None:
+        if not self._closed:
+            self.transport.write(data)
+
+    def _write_many(self, chunks) -> None:
+        if not self._closed:
+            self.transport.writelines(chunks)
+
+    def _abort(self, reason: str | None) -> None:
+        if reason:
+            log.warning("closing connection %s: %s", self.state.peer if self.state else "?", reason)
+        self._closed = True
+        self._pending.clear()
+        if self.transport is not None:
+            self.transport.abort()
+
+    def close(self) -> None:
+        self._abort(None)
+
+
+class Raw:
+    """A response already encoded by a fast path: header is added here."""
+    __slots__ = ("body", "flexible_header", "close_after")
+
+    def __init__(self, body: list, flexible_header: bool, close_after: bool = False) -> None:
+        self.body = body
+        self.flexible_header = flexible_header
+        self.close_after = close_after
+
+    def chunks(self, header) -> list:
+        size = sum(len(c) for c in self.body) + 4 + (1 if self.flexible_header else 0)
+        head = struct.pack(">ii", size, header.correlation_id)
+        if self.flexible_header:
+            head += b"\x00"
+        return [head, *self.body]
+
+
+class KafkaServer:
+    """Owns the listening socket and the set of live connections."""
+
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.connections: set[KafkaConnection] = set()
+        self._server: asyncio.base_events.Server | None = None
+        registry.load_all()
+
+    async def start(self, host: str, port: int, ssl=None) -> tuple[str, int]:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: KafkaConnection(self), host, port, ssl=ssl, reuse_address=True, backlog=1024)
+        sock = self._server.sockets[0]
+        bound = sock.getsockname()
+        return bound[0], bound[1]
+
+    def close_connections(self) -> None:
+        for conn in list(self.connections):
+            conn.close()
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self.close_connections()
+            await self._server.wait_closed()
+            self._server = None

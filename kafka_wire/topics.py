@@ -1,0 +1,151 @@
+"""Topics as the API handlers see them: names, ids, partitions, configs, and
+the wake-ups that let a waiting Fetch answer as soon as data arrives."""
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import uuid
+from dataclasses import dataclass
+from typing import Iterable
+
+from log.config import LogConfig
+from log.manager import LogManager
+from log.partition_log import PartitionLog
+
+log = logging.getLogger(__name__)
+
+_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_TOPIC_NAME = 249
+LEADER_EPOCH = 0  # one broker, never re-elected: a stable epoch
+
+
+def topic_name_error(name: str | None) -> str | None:
+    """Why ``name`` is not a legal topic name, or None when it is."""
+    if not name:
+        return "topic name is empty"
+    if name in (".", ".."):
+        return f"topic name {name!r} is invalid: '.' and '..' are reserved"
+    if len(name) > MAX_TOPIC_NAME:
+        return f"topic name is {len(name)} characters long: the limit is {MAX_TOPIC_NAME}"
+    if not _LEGAL.match(name):
+        return (f"topic name {name!r} is invalid: use letters, digits, '.', '_' and '-'")
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class TopicView:
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    configs: dict[str, str]
+    internal: bool = False
+
+
+class TopicManager:
+    """Thin layer over :class:`log.manager.LogManager` for the Kafka APIs."""
+
+    def __init__(self, logs: LogManager, *, num_partitions: int = 1,
+                 auto_create: bool = True, topic_defaults: dict[str, str] | None = None) -> None:
+        self.logs = logs
+        self.num_partitions = num_partitions
+        self.auto_create = auto_create
+        self.topic_defaults = dict(topic_defaults or {})
+        self._waiters: dict[tuple[str, int], list[asyncio.Future]] = {}
+        self._by_id: dict[uuid.UUID, str] = {}
+        # Hooks the Event Hubs layer and metrics attach to.
+        self.on_append = None
+        self._refresh_ids()
+
+    # -- naming and lookup --------------------------------------------------
+    def _refresh_ids(self) -> None:
+        self._by_id = {uuid.UUID(t.topic_id): name for name, t in self.logs.topics().items()}
+
+    def get(self, name: str) -> TopicView | None:
+        info = self.logs.topic(name)
+        if info is None:
+            return None
+        return TopicView(info.name, uuid.UUID(info.topic_id), info.partitions,
+                         dict(info.configs), name.startswith("__"))
+
+    def name_for_id(self, topic_id: uuid.UUID) -> str | None:
+        return self._by_id.get(topic_id)
+
+    def names(self) -> list[str]:
+        return sorted(self.logs.topics())
+
+    def all(self) -> Iterable[TopicView]:
+        for name in self.names():
+            view = self.get(name)
+            if view is not None:
+                yield view
+
+    def log(self, topic: str, partition: int) -> PartitionLog | None:
+        return self.logs.get_log(topic, partition)
+
+    def effective_config(self, name: str) -> LogConfig:
+        info = self.logs.topic(name)
+        overrides = dict(self.topic_defaults)
+        if info is not None:
+            overrides.update(info.configs)
+        return LogConfig.from_kafka(overrides, base=self.logs.default_config)
+
+    # -- administration -----------------------------------------------------
+    def create(self, name: str, partitions: int | None = None,
+               configs: dict[str, str] | None = None) -> TopicView:
+        error = topic_name_error(name)
+        if error:
+            raise ValueError(error)
+        merged = dict(self.topic_defaults)
+        merged.update(configs or {})
+        self.logs.create_topic(name, partitions or self.num_partitions, merged)
+        self._refresh_ids()
+        log.info("created topic %s with %d partitions", name, partitions or self.num_partitions)
+        return self.get(name)
+
+    def delete(self, name: str) -> None:
+        self.logs.delete_topic(name)
+        self._refresh_ids()
+        for key in [k for k in self._waiters if k[0] == name]:
+            self._wake(key)
+        log.info("deleted topic %s", name)
+
+    def create_partitions(self, name: str, total: int) -> None:
+        self.logs.create_partitions(name, total)
+
+    def alter_config(self, name: str, overrides: dict[str, str]) -> None:
+        self.logs.alter_topic_config(name, overrides)
+
+    # -- data path ----------------------------------------------------------
+    def append(self, topic: str, partition: int, records, now_ms: int):
+        plog = self.logs.get_log(topic, partition)
+        info = plog.append(records, now_ms=now_ms)
+        key = (topic, partition)
+        if key in self._waiters:
+            self._wake(key)
+        if self.on_append is not None:
+            self.on_append(topic, partition, info)
+        return info
+
+    def _wake(self, key: tuple[str, int]) -> None:
+        for fut in self._waiters.pop(key, ()):
+            if not fut.done():
+                fut.set_result(None)
+
+    def wait_for_data(self, keys: Iterable[tuple[str, int]]) -> asyncio.Future:
+        """A future resolved at the next append to any of ``keys``."""
+        fut = asyncio.get_running_loop().create_future()
+        for key in keys:
+            self._waiters.setdefault(key, []).append(fut)
+        return fut
+
+    def forget_waiter(self, fut: asyncio.Future, keys: Iterable[tuple[str, int]]) -> None:
+        for key in keys:
+            waiters = self._waiters.get(key)
+            if waiters:
+                try:
+                    waiters.remove(fut)
+                except ValueError:
+                    pass
+                if not waiters:
+                    del self._waiters[key]

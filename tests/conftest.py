@@ -1,0 +1,110 @@
+"""Shared fixtures: an in-process broker on 127.0.0.1:0 with a temporary data
+directory, and a helper to run the broker as a real subprocess."""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from kafka_wire.testing import EmulatedBroker
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def broker(tmp_path):
+    with EmulatedBroker(tmp_path / "data") as b:
+        yield b
+
+
+@pytest.fixture
+def broker_factory(tmp_path):
+    """Start (and restart) brokers on one data directory; all stopped at the end."""
+    started: list[EmulatedBroker] = []
+
+    def make(**settings) -> EmulatedBroker:
+        b = EmulatedBroker(tmp_path / "data", **settings).start()
+        started.append(b)
+        return b
+
+    yield make
+    for b in started:
+        b.stop()
+
+
+class BrokerProcess:
+    """``kafka-wire serve`` as a child process; stopped by PID."""
+
+    READY = re.compile(r"bootstrap\.servers=(\S+)")
+
+    def __init__(self, data_dir: Path, port: int = 0, extra: list[str] | None = None) -> None:
+        self.data_dir = data_dir
+        self.port = port
+        self.extra = extra or []
+        self.proc: subprocess.Popen | None = None
+        self.bootstrap_servers: str | None = None
+        self.log_path = data_dir.parent / f"broker-{os.getpid()}-{time.monotonic_ns()}.log"
+
+    def start(self, timeout: float = 30) -> "BrokerProcess":
+        cmd = [sys.executable, "-m", "kafka_wire.cli", "serve", "--data-dir", str(self.data_dir),
+               "--listen", f"127.0.0.1:{self.port}", *self.extra]
+        self._log = open(self.log_path, "wb")
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, cwd=ROOT)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            text = self.log_path.read_text(errors="replace")
+            m = self.READY.search(text)
+            if m:
+                self.bootstrap_servers = m.group(1)
+                self.port = int(self.bootstrap_servers.rsplit(":", 1)[1])
+                return self
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"broker exited early:\n{text}")
+            time.sleep(0.02)
+        self.kill()
+        raise RuntimeError("broker did not become ready in time")
+
+    def kill(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
+        self._close_log()
+
+    def terminate(self, timeout: float = 20) -> int:
+        if self.proc and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                return self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+                raise
+        self._close_log()
+        return self.proc.returncode if self.proc else 0
+
+    def _close_log(self) -> None:
+        log = getattr(self, "_log", None)
+        if log is not None and not log.closed:
+            log.close()
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+
+@pytest.fixture
+def broker_process(tmp_path):
+    procs: list[BrokerProcess] = []
+
+    def make(port: int = 0, extra: list[str] | None = None) -> BrokerProcess:
+        p = BrokerProcess(tmp_path / "data", port, extra).start()
+        procs.append(p)
+        return p
+
+    yield make
+    for p in procs:
+        p.kill()
