@@ -10,6 +10,7 @@ import uuid
 from pathlib import Path
 
 from coordinator.clock import SystemClock
+from coordinator.producer_ids import ProducerIdManager
 from kafka_wire.config import BrokerConfig
 from kafka_wire.context import ClusterInfo, Services
 from kafka_wire.server import KafkaServer
@@ -65,6 +66,7 @@ class Broker:
         cluster = ClusterInfo(cfg.node_id, cfg.advertise_host or cfg.listen_host,
                               cfg.advertise_port or cfg.listen_port, _cluster_id(data_dir, cfg.cluster_id))
         self.services = Services(cluster=cluster, config=cfg, clock=clock, topics=topics)
+        self.services.extra["producer_ids"] = ProducerIdManager(data_dir / "producer-ids")
         self._attach_coordinators(data_dir)
         self.server = KafkaServer(self.services)
         host, port = await self.server.start(cfg.listen_host, cfg.listen_port)

@@ -7,6 +7,7 @@ import logging
 import re
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable
 
 from log.config import LogConfig
@@ -83,6 +84,24 @@ class TopicManager:
     def log(self, topic: str, partition: int) -> PartitionLog | None:
         return self.logs.get_log(topic, partition)
 
+    def logs_dir(self) -> Path:
+        """The directory holding this manager's partitions (DescribeLogDirs' log dir)."""
+        return self.logs.root
+
+    def collision(self, name: str) -> str | None:
+        """An existing topic whose name clashes with ``name`` ('.' vs '_'), as Kafka refuses."""
+        key = name.replace(".", "_")
+        for other in self.logs.topics():
+            if other != name and other.replace(".", "_") == key:
+                return other
+        return None
+
+    def validate_configs(self, overrides: dict[str, str]) -> LogConfig:
+        """The config a topic with ``overrides`` would get; ValueError says what is wrong."""
+        merged = dict(self.topic_defaults)
+        merged.update(overrides)
+        return LogConfig.from_kafka(merged, base=self.logs.default_config)
+
     def effective_config(self, name: str) -> LogConfig:
         info = self.logs.topic(name)
         overrides = dict(self.topic_defaults)
@@ -115,6 +134,10 @@ class TopicManager:
 
     def alter_config(self, name: str, overrides: dict[str, str]) -> None:
         self.logs.alter_topic_config(name, overrides)
+
+    def replace_configs(self, name: str, overrides: dict[str, str]) -> None:
+        """Make ``overrides`` the topic's whole override set (others go back to defaults)."""
+        self.logs.alter_topic_config(name, overrides, replace=True)
 
     # -- data path ----------------------------------------------------------
     def append(self, topic: str, partition: int, records, now_ms: int):

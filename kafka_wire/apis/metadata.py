@@ -22,8 +22,9 @@ _Response = codec.response_class(codec.ApiKey.Metadata)
 _Topic = _Response.MetadataResponseTopic
 _Partition = _Topic.MetadataResponsePartition
 _Broker = _Response.MetadataResponseBroker
-_NOT_REQUESTED = -2147483648
-_ALL_TOPIC_OPS = 0b1_1111_1111_1000  # read..alter_configs bits as Kafka reports them
+_NOT_REQUESTED = None  # encoded as INT32_MIN
+# READ, WRITE, CREATE, DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS (Kafka AclOperation codes)
+_ALL_TOPIC_OPS = frozenset({3, 4, 5, 6, 7, 8, 10, 11})
 
 
 def partition_entries(view, node_id: int) -> list:
@@ -48,7 +49,7 @@ def metadata(request, ctx):
     topics = ctx.topics
     node = ctx.cluster.node_id
     visible = ctx.services.extra.get("topic_visible")  # Event Hubs authorization filter
-    ops = _ALL_TOPIC_OPS if request.include_topic_authorized_operations else _NOT_REQUESTED
+    ops = set(_ALL_TOPIC_OPS) if request.include_topic_authorized_operations else _NOT_REQUESTED
     allow_auto = topics.auto_create and (version < 4 or request.allow_auto_topic_creation)
 
     entries = []

@@ -19,7 +19,8 @@ def _produce(bootstrap, topic, records, **conf):
 
     p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, **conf})
     for key, value, headers, partition in records:
-        p.produce(topic, value=value, key=key, headers=headers, partition=partition, on_delivery=cb)
+        extra = {} if partition is None else {"partition": partition}
+        p.produce(topic, value=value, key=key, headers=headers, on_delivery=cb, **extra)
         p.poll(0)
     assert p.flush(30) == 0
     assert not errors, errors

@@ -1,0 +1,37 @@
+"""Producer ids: unique for the life of the data directory.
+
+Ids are handed out from blocks; the end of the current block is persisted
+before any id of it is used, so a crash may skip ids but never reuse one.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+BLOCK = 1000
+
+
+class ProducerIdManager:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._next = 0
+        self._block_end = 0
+        if self.path.exists():
+            try:
+                self._next = self._block_end = int(self.path.read_text().strip() or 0)
+            except ValueError:
+                # A damaged file: skip far ahead rather than risk reusing ids.
+                self._next = self._block_end = 1 << 40
+
+    def next_id(self) -> int:
+        if self._next >= self._block_end:
+            self._block_end = self._next + BLOCK
+            tmp = self.path.with_suffix(".tmp")
+            with open(tmp, "w") as fh:
+                fh.write(str(self._block_end))
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, self.path)
+        pid = self._next
+        self._next += 1
+        return pid

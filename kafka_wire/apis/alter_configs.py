@@ -1,0 +1,70 @@
+"""AlterConfigs (key 33), v0–v2: the legacy, replace-everything alter.
+
+For a TOPIC the request's configs become the topic's whole override set
+(a config left out, or given a null value, goes back to its default). Values
+are checked by the log's LogConfig (INVALID_CONFIG with its message);
+validate_only checks and changes nothing. An Event Hubs policy may refuse
+through ``services.extra["alter_topic_config_policy"]`` (``(ctx, name,
+overrides) -> None | (errno, message)``). BROKER resources: kafka-wire has
+no dynamic broker configs, so only alters that change nothing succeed (tools
+send empty ones); anything else is INVALID_REQUEST. Not emulated:
+BROKER_LOGGER (INVALID_REQUEST, as Kafka answers this API), GROUP and
+CLIENT_METRICS resources.
+"""
+from __future__ import annotations
+
+from collections import Counter
+
+import kafka.errors as Errors
+
+from kafka_wire import codec
+from kafka_wire.apis.registry import handles
+from kafka_wire.config_entries import (
+    ResourceType, apply_topic_overrides, broker_change_refusal, broker_name_error,
+)
+
+_Response = codec.response_class(codec.ApiKey.AlterConfigs)
+_Result = _Response.AlterConfigsResourceResponse
+
+
+def _duplicated_resources(request) -> set[tuple[int, str]]:
+    counts = Counter((r.resource_type, r.resource_name) for r in request.resources)
+    return {key for key, n in counts.items() if n > 1}
+
+
+def _alter_one(resource, ctx, validate_only: bool) -> tuple[int, str | None]:
+    kind = resource.resource_type
+    name = resource.resource_name
+    if kind == ResourceType.TOPIC:
+        overrides = {c.name: c.value for c in resource.configs if c.value is not None}
+        return apply_topic_overrides(ctx, name, overrides, validate_only)
+    if kind == ResourceType.BROKER:
+        problem = broker_name_error(ctx.services, name, allow_default=True)
+        if problem is None:
+            problem = broker_change_refusal(ctx.services, {c.name: c.value for c in resource.configs})
+        return (Errors.InvalidRequestError.errno, problem) if problem else (0, None)
+    if kind == ResourceType.BROKER_LOGGER:
+        return (Errors.InvalidRequestError.errno,
+                "AlterConfigs does not support BROKER_LOGGER: use IncrementalAlterConfigs")
+    return Errors.InvalidRequestError.errno, f"unsupported resource type {kind}"
+
+
+@handles(codec.ApiKey.AlterConfigs, 0, 2)
+def alter_configs(request, ctx):
+    duplicated = _duplicated_resources(request)
+    answered: set[tuple[int, str]] = set()
+    results = []
+    for resource in request.resources:
+        key = (resource.resource_type, resource.resource_name)
+        if key in duplicated:
+            if key not in answered:
+                answered.add(key)
+                results.append(_Result(error_code=Errors.InvalidRequestError.errno,
+                                       error_message="resource appears more than once in the request",
+                                       resource_type=key[0], resource_name=key[1]))
+            continue
+        errno, message = _alter_one(resource, ctx, bool(request.validate_only))
+        results.append(_Result(error_code=errno, error_message=message,
+                               resource_type=resource.resource_type,
+                               resource_name=resource.resource_name))
+    return _Response(version=ctx.version, throttle_time_ms=0, responses=results)

@@ -1,0 +1,54 @@
+"""OffsetForLeaderEpoch (key 23), v2–v4.
+
+There is one leader epoch (LEADER_EPOCH, 0) and it began at offset 0, so
+asking for it answers the high watermark with that epoch. As in Kafka,
+asking for an epoch no leader has had yet (or -1) answers leader_epoch -1
+and end_offset -1 without an error; a consumer then treats its position as
+truncated and resets it. current_leader_epoch is checked as Fetch does:
+older is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH. Not emulated:
+follower requests (replica_id >= 0 are answered as a consumer's), epoch
+history (there is none).
+"""
+from __future__ import annotations
+
+import kafka.errors as Errors
+
+from kafka_wire import codec
+from kafka_wire.apis.registry import handles
+from kafka_wire.topics import LEADER_EPOCH
+
+_Response = codec.response_class(codec.ApiKey.OffsetForLeaderEpoch)
+_TopicResult = _Response.OffsetForLeaderTopicResult
+_EpochEnd = _TopicResult.EpochEndOffset
+
+UNDEFINED = -1
+
+
+def _end(index: int, errno: int, epoch: int = UNDEFINED, offset: int = UNDEFINED):
+    return _EpochEnd(error_code=errno, partition=index, leader_epoch=epoch, end_offset=offset)
+
+
+def _answer(ctx, view, p):
+    index = p.partition
+    plog = ctx.topics.log(view.name, index) if view is not None and 0 <= index < view.partitions else None
+    if plog is None:
+        return _end(index, Errors.UnknownTopicOrPartitionError.errno)
+    current = p.current_leader_epoch
+    if current is not None and current >= 0 and current != LEADER_EPOCH:
+        errno = (Errors.FencedLeaderEpochError.errno if current < LEADER_EPOCH
+                 else Errors.UnknownLeaderEpochError.errno)
+        return _end(index, errno)
+    if p.leader_epoch == LEADER_EPOCH:
+        return _end(index, 0, LEADER_EPOCH, plog.high_watermark)
+    # An epoch before the first (none exists) or after the current one.
+    return _end(index, 0)
+
+
+@handles(codec.ApiKey.OffsetForLeaderEpoch, 2, 4)
+def offset_for_leader_epoch(request, ctx):
+    topics_out = []
+    for t in request.topics:
+        view = ctx.topics.get(t.topic)
+        topics_out.append(_TopicResult(topic=t.topic,
+                                       partitions=[_answer(ctx, view, p) for p in t.partitions]))
+    return _Response(version=ctx.version, throttle_time_ms=0, topics=topics_out)
