@@ -1,0 +1,341 @@
+"""Memory-mapped index files of a log segment.
+
+``OffsetIndex`` (``.index``) and ``TimeIndex`` (``.timeindex``) use Kafka's
+entry formats and are sparse: one entry every index.interval.bytes of log.
+``BatchIndex`` (``.batches``) is ours and dense: one entry per batch with its
+byte position and broker append time, which Event Hubs exposes as the event's
+offset and enqueued time.
+
+Writable (active) files are extended sparse with ftruncate and mapped read-only
+for lookups. Entries are written with os.pwrite, never through the map, so a
+full disk surfaces as OSError(ENOSPC) at the write instead of SIGBUS at some
+later page fault. On roll or close the file is trimmed to its entries.
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+import struct
+from pathlib import Path
+
+logger = logging.getLogger(__name__)
+
+
+class _EntryFile:
+    """Fixed-size big-endian entries after an optional header."""
+
+    ENTRY: struct.Struct
+    HEADER_SIZE = 0
+    GROWABLE = False  # fixed files are sized once to max_bytes; growable ones double
+    INITIAL_ENTRIES = 1024
+
+    def __init__(self, path: Path, max_bytes: int):
+        self.path = path
+        self.max_entries = max(0, max_bytes // self.ENTRY.size)
+        self._fd: int | None = None
+        self._map: mmap.mmap | None = None
+        self._map_len = 0
+        self._capacity = 0  # entries the file can hold right now (active only)
+        self.entries = 0
+        if path.exists():
+            size = path.stat().st_size
+            self.file_bytes = size
+            self.entries = max(0, size - self.HEADER_SIZE) // self.ENTRY.size
+            self._remap(size)
+        else:
+            self.file_bytes = -1  # missing
+
+    # -- state ------------------------------------------------------------------
+
+    @property
+    def writable(self) -> bool:
+        return self._fd is not None
+
+    @property
+    def is_full(self) -> bool:
+        return not self.GROWABLE and self.entries >= self.max_entries
+
+    def entry(self, i: int) -> tuple:
+        return self.ENTRY.unpack_from(self._map, self.HEADER_SIZE + i * self.ENTRY.size)  # type: ignore[arg-type]
+
+    def last_entry(self) -> tuple | None:
+        return self.entry(self.entries - 1) if self.entries else None
+
+    def all_entries(self) -> list[tuple]:
+        if not self.entries:
+            return []
+        start = self.HEADER_SIZE
+        with memoryview(self._map) as view:  # type: ignore[arg-type]
+            return list(self.ENTRY.iter_unpack(view[start : start + self.entries * self.ENTRY.size]))
+
+    def _sample(self, full: bool) -> list[tuple]:
+        """Entries to sanity-check: all of them, or just the first and last."""
+        if full:
+            return self.all_entries()
+        if not self.entries:
+            return []
+        return [self.entry(0), self.entry(self.entries - 1)] if self.entries > 1 else [self.entry(0)]
+
+    def floor(self, key: int, field: int = 0) -> int:
+        """Index of the last entry whose ``field`` <= key, or -1."""
+        lo, hi = 0, self.entries - 1
+        unpack = self.ENTRY.unpack_from
+        buf, base, size = self._map, self.HEADER_SIZE, self.ENTRY.size
+        found = -1
+        while lo <= hi:
+            mid = (lo + hi) >> 1
+            if unpack(buf, base + mid * size)[field] <= key:  # type: ignore[arg-type]
+                found = mid
+                lo = mid + 1
+            else:
+                hi = mid - 1
+        return found
+
+    def first_above(self, key: int, field: int = 0) -> int:
+        """Index of the first entry whose ``field`` > key (``entries`` if none)."""
+        return self.floor(key, field) + 1
+
+    # -- writing ----------------------------------------------------------------
+
+    def open_for_append(self) -> None:
+        """Make the file writable and give it room (sparse) for new entries."""
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        if self.GROWABLE:
+            capacity = max(self.INITIAL_ENTRIES, self.entries * 2)
+        else:
+            capacity = max(self.max_entries, self.entries)
+        self._resize(capacity)
+
+    def _resize(self, capacity: int) -> None:
+        length = self.HEADER_SIZE + capacity * self.ENTRY.size
+        os.ftruncate(self._fd, length)  # type: ignore[arg-type]
+        self._capacity = capacity
+        self.file_bytes = length
+        self._remap(length)
+
+    def append(self, data: bytes, count: int) -> None:
+        """Append ``count`` packed entries with one pwrite. Raises OSError."""
+        if self._fd is None:
+            raise RuntimeError(f"{self.path.name} is not open for append")
+        if self.entries + count > self._capacity:
+            if not self.GROWABLE:
+                raise RuntimeError(f"{self.path.name} is full")
+            self._resize(max(self._capacity * 2, self.entries + count))
+        _pwrite_all(self._fd, data, self.HEADER_SIZE + self.entries * self.ENTRY.size)
+        self.entries += count
+
+    def write_header(self, data: bytes) -> None:
+        _pwrite_all(self._fd, data, 0)  # type: ignore[arg-type]
+
+    def truncate_entries(self, count: int) -> None:
+        """Forget entries >= count. Stale bytes past the end are overwritten by
+        later appends or cut by trim(); a reopen after a crash rebuilds."""
+        self.entries = min(self.entries, count)
+
+    def trim(self) -> None:
+        """Cut the file to its entries, map it at that size and release the fd."""
+        length = self.HEADER_SIZE + self.entries * self.ENTRY.size
+        fd = self._fd if self._fd is not None else os.open(self.path, os.O_RDWR)
+        try:
+            self._unmap()  # unmap first: pages past the new end would fault (SIGBUS)
+            os.ftruncate(fd, length)
+        finally:
+            os.close(fd)
+            self._fd = None
+        self.file_bytes = length
+        self._capacity = 0
+        self._remap(length)
+
+    def flush(self) -> None:
+        _fsync(self._fd, self.path)
+
+    def close(self) -> None:
+        self._unmap()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def delete(self) -> None:
+        self.close()
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+
+    # -- mapping ----------------------------------------------------------------
+
+    def _remap(self, length: int) -> None:
+        self._unmap()
+        if length <= 0:
+            return
+        fd = self._fd if self._fd is not None else os.open(self.path, os.O_RDONLY)
+        try:
+            self._map = mmap.mmap(fd, length, access=mmap.ACCESS_READ)
+            self._map_len = length
+        finally:
+            if fd is not self._fd:
+                os.close(fd)
+
+    def _unmap(self) -> None:
+        if self._map is not None:
+            try:
+                self._map.close()
+            except BufferError:  # someone still holds a view; let GC unmap it
+                pass
+            self._map = None
+            self._map_len = 0
+
+
+class OffsetIndex(_EntryFile):
+    """``.index``: (offset - base_offset int32, position int32), big-endian.
+
+    An entry names the start of a batch; the segment's first batch is never
+    indexed, so valid entries are > 0 in both fields.
+    """
+
+    ENTRY = struct.Struct(">ii")
+
+    def problem(self, log_size: int, max_rel_offset: int, full: bool) -> str | None:
+        if self.file_bytes < 0:
+            return "missing"
+        if self.file_bytes % self.ENTRY.size:
+            return f"size {self.file_bytes} is not a multiple of {self.ENTRY.size}"
+        entries = self._sample(full)
+        prev = (0, 0)
+        for rel, pos in entries:
+            if rel <= prev[0] or pos <= prev[1] or pos >= log_size or rel > max_rel_offset:
+                return f"entry ({rel}, {pos}) is out of order or points past the log"
+            prev = (rel, pos)
+        return None
+
+    def lookup(self, rel_offset: int) -> int:
+        """Position of the last indexed batch starting at or before rel_offset (0 if none)."""
+        i = self.floor(rel_offset)
+        return self.entry(i)[1] if i >= 0 else 0
+
+
+class TimeIndex(_EntryFile):
+    """``.timeindex``: (timestamp int64, offset - base_offset int32), big-endian.
+
+    Each entry is (max timestamp so far, relative offset of a batch holding it),
+    so every record up to that offset has a timestamp <= the entry's.
+    """
+
+    ENTRY = struct.Struct(">qi")
+
+    def problem(self, log_size: int, max_rel_offset: int, full: bool) -> str | None:
+        if self.file_bytes < 0:
+            return "missing"
+        if self.file_bytes % self.ENTRY.size:
+            return f"size {self.file_bytes} is not a multiple of {self.ENTRY.size}"
+        entries = self._sample(full)
+        if self.entries and self.last_entry() == (0, 0):
+            return "ends with an empty entry (not trimmed)"
+        prev: tuple[int, int] | None = None
+        for ts, rel in entries:
+            if rel < 0 or rel > max_rel_offset or (prev is not None and (ts <= prev[0] or rel < prev[1])):
+                return f"entry ({ts}, {rel}) is out of order or points past the log"
+            prev = (ts, rel)
+        return None
+
+
+BATCH_INDEX_MAGIC = b"KWBI"
+BATCH_INDEX_HEADER = struct.Struct(">4sHHq")  # magic, version, reserved, base_position
+
+
+class BatchIndex(_EntryFile):
+    """``.batches``: dense, one entry per batch: (offset - base_offset uint32,
+    position uint32, append_time_ms int64), big-endian, after a 16-byte header
+    carrying the segment's base_position (its start within the partition's
+    byte stream, the origin of Event Hubs offsets)."""
+
+    ENTRY = struct.Struct(">IIq")
+    HEADER_SIZE = BATCH_INDEX_HEADER.size
+    GROWABLE = True
+
+    def __init__(self, path: Path):
+        super().__init__(path, max_bytes=0)
+
+    def read_base_position(self) -> int | None:
+        if self._map is None or self._map_len < self.HEADER_SIZE:
+            return None
+        magic, version, _, base_position = BATCH_INDEX_HEADER.unpack_from(self._map)
+        if magic != BATCH_INDEX_MAGIC or version != 1 or base_position < 0:
+            return None
+        return base_position
+
+    def write_base_position(self, base_position: int) -> None:
+        data = BATCH_INDEX_HEADER.pack(BATCH_INDEX_MAGIC, 1, 0, base_position)
+        if self._fd is not None:
+            self.write_header(data)
+            return
+        fd = os.open(self.path, os.O_RDWR)
+        try:
+            _pwrite_all(fd, data, 0)
+        finally:
+            os.close(fd)
+
+    def problem(self, log_size: int, max_rel_offset: int, full: bool) -> str | None:
+        if self.file_bytes < 0:
+            return "missing"
+        if self.read_base_position() is None:
+            return "bad header"
+        if (self.file_bytes - self.HEADER_SIZE) % self.ENTRY.size:
+            return f"size {self.file_bytes} is not a whole number of entries"
+        if log_size and not self.entries:
+            return "no entries for a non-empty log"
+        entries = self._sample(full)
+        prev: tuple[int, int, int] | None = None
+        for entry in entries:
+            rel, pos, _ = entry
+            if pos >= log_size or rel > max_rel_offset or (prev is not None and (rel <= prev[0] or pos <= prev[1])):
+                return f"entry {entry} is out of order or points past the log"
+            prev = entry
+        if self.entries and self.entry(0)[1] != 0:
+            return "first batch is not at position 0"
+        return None
+
+    def floor_offset(self, rel_offset: int) -> int:
+        return self.floor(rel_offset, 0)
+
+    def floor_position(self, position: int) -> int:
+        return self.floor(position, 1)
+
+    def position(self, i: int) -> int:
+        return self.ENTRY.unpack_from(self._map, self.HEADER_SIZE + i * self.ENTRY.size)[1]  # type: ignore[arg-type]
+
+
+def _pwrite_all(fd: int, data, offset: int) -> None:
+    """pwrite until done; short writes happen (signals, quotas) and must be resumed."""
+    view = memoryview(data)
+    try:
+        while view:
+            written = os.pwrite(fd, view, offset)
+            if written <= 0:
+                raise OSError(f"pwrite wrote {written} bytes")
+            view = view[written:]
+            offset += written
+    finally:
+        view.release()
+
+
+def _fsync(fd: int | None, path: Path) -> None:
+    """fsync through our fd, or a fresh read-only one for a sealed file."""
+    if fd is not None:
+        os.fsync(fd)
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+pwrite_all = _pwrite_all
+fsync_path = _fsync

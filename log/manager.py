@@ -1,0 +1,243 @@
+"""LogManager: every partition log under one root directory.
+
+Layout::
+
+    root/{topic}-{partition}/      one PartitionLog each
+    root/__topics/{topic}.json     name, topic_id, partition count, config overrides
+
+Topic metadata is written atomically (tmp + fsync + rename). Deleting a topic
+renames its partition directories to ``*.deleted`` before removing them, so a
+crash half way leaves nothing that looks like live data; leftovers are removed
+at the next start.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Mapping
+
+from .config import LogConfig
+from .errors import TopicExists, UnknownTopic
+from .partition_log import PartitionLog
+from .recovery import write_atomic
+
+logger = logging.getLogger(__name__)
+
+TOPICS_DIR = "__topics"
+_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+
+
+def validate_topic_name(name: str) -> None:
+    """Raise ValueError unless ``name`` is a legal Kafka topic name."""
+    if not isinstance(name, str) or not _TOPIC_NAME.match(name) or name in (".", ".."):
+        raise ValueError(
+            f"topic name {name!r} is invalid: use 1 to 249 letters, digits, '.', '_' and '-' (not '.' or '..')"
+        )
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    name: str
+    topic_id: str  # uuid4 string
+    partitions: int
+    configs: dict[str, str] = field(default_factory=dict)  # overrides only
+    config: LogConfig = field(default_factory=LogConfig)  # effective: defaults + overrides
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "topic_id": self.topic_id, "partitions": self.partitions, "configs": self.configs}
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class LogManager:
+    def __init__(self, root: Path, default_config: LogConfig, *, clock: Callable[[], int] = _wall_clock_ms):
+        self.root = Path(root)
+        self.default_config = default_config
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._topics: dict[str, TopicInfo] = {}
+        self._logs: dict[tuple[str, int], PartitionLog] = {}
+        self._closed = False
+        (self.root / TOPICS_DIR).mkdir(parents=True, exist_ok=True)
+        self._load()
+
+    # -- queries ----------------------------------------------------------------
+
+    def topic(self, name: str) -> TopicInfo | None:
+        return self._topics.get(name)
+
+    def topics(self) -> dict[str, TopicInfo]:
+        return dict(self._topics)
+
+    def get_log(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def partition_dir(self, topic: str, partition: int) -> Path:
+        return self.root / f"{topic}-{partition}"
+
+    # -- topic administration ---------------------------------------------------
+
+    def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None) -> TopicInfo:
+        """Create a topic and open its partitions. Raises ValueError for a bad
+        name, partition count or config, TopicExists if it (or a name that
+        collides with it) exists."""
+        validate_topic_name(name)
+        if partitions < 1:
+            raise ValueError(f"topic {name!r}: the number of partitions must be at least 1, not {partitions}")
+        overrides = {k: str(v) for k, v in (configs or {}).items()}
+        config = LogConfig.from_kafka(overrides, base=self.default_config)
+        with self._lock:
+            self._check_open()
+            if name in self._topics:
+                raise TopicExists(f"topic {name!r} already exists")
+            collision = _collision_key(name)
+            for other in self._topics:
+                if _collision_key(other) == collision:
+                    raise TopicExists(f"topic {name!r} collides with existing topic {other!r} ('.' and '_' clash)")
+            info = TopicInfo(name, str(uuid.uuid4()), partitions, overrides, config)
+            for p in range(partitions):
+                self._open_partition(info, p)
+            self._save(info)
+            self._topics[name] = info
+            logger.info("created topic %s with %d partitions", name, partitions)
+            return info
+
+    def delete_topic(self, name: str) -> None:
+        with self._lock:
+            self._check_open()
+            info = self._require(name)
+            doomed = []
+            for p in range(info.partitions):
+                log = self._logs.pop((name, p), None)
+                if log is not None:
+                    log.abandon()  # no trimming or markers: the files are going
+                src = self.partition_dir(name, p)
+                if src.exists():
+                    dst = src.with_name(f"{src.name[:200]}.{uuid.uuid4().hex[:8]}.deleted")
+                    os.rename(src, dst)
+                    doomed.append(dst)
+            (self.root / TOPICS_DIR / f"{name}.json").unlink(missing_ok=True)
+            del self._topics[name]
+        for path in doomed:
+            shutil.rmtree(path, ignore_errors=True)
+        logger.info("deleted topic %s", name)
+
+    def create_partitions(self, name: str, new_total: int) -> TopicInfo:
+        with self._lock:
+            self._check_open()
+            info = self._require(name)
+            if new_total <= info.partitions:
+                raise ValueError(
+                    f"topic {name!r} has {info.partitions} partitions: the new count must be larger, not {new_total}"
+                )
+            new = TopicInfo(info.name, info.topic_id, new_total, info.configs, info.config)
+            for p in range(info.partitions, new_total):
+                self._open_partition(new, p)
+            self._save(new)
+            self._topics[name] = new
+            return new
+
+    def alter_topic_config(
+        self, name: str, overrides: Mapping[str, str | None], *, replace: bool = False
+    ) -> TopicInfo:
+        """Set (or with value None, remove) config overrides and apply them to
+        the open logs. ``replace`` drops overrides not named (legacy AlterConfigs)."""
+        with self._lock:
+            self._check_open()
+            info = self._require(name)
+            merged = {} if replace else dict(info.configs)
+            for key, value in overrides.items():
+                if value is None:
+                    merged.pop(key, None)
+                else:
+                    merged[key] = str(value)
+            config = LogConfig.from_kafka(merged, base=self.default_config)
+            new = TopicInfo(info.name, info.topic_id, info.partitions, merged, config)
+            self._save(new)
+            self._topics[name] = new
+            for p in range(info.partitions):
+                log = self._logs.get((name, p))
+                if log is not None:
+                    log.update_config(config)
+            return new
+
+    # -- maintenance ------------------------------------------------------------
+
+    def enforce_retention(self, now_ms: int) -> int:
+        """Apply retention to every log; returns segments deleted."""
+        deleted = 0
+        for log in list(self._logs.values()):
+            if not log.closed:
+                deleted += log.enforce_retention(now_ms)
+        return deleted
+
+    def flush(self) -> None:
+        for log in list(self._logs.values()):
+            log.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for log in self._logs.values():
+                log.close()
+
+    # -- internals --------------------------------------------------------------
+
+    def _require(self, name: str) -> TopicInfo:
+        info = self._topics.get(name)
+        if info is None:
+            raise UnknownTopic(f"topic {name!r} does not exist")
+        return info
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("the log manager is closed")
+
+    def _open_partition(self, info: TopicInfo, partition: int) -> PartitionLog:
+        log = PartitionLog(self.partition_dir(info.name, partition), info.config, now_ms=self._clock())
+        self._logs[(info.name, partition)] = log
+        return log
+
+    def _save(self, info: TopicInfo) -> None:
+        data = json.dumps(info.to_json(), indent=2, sort_keys=True).encode()
+        write_atomic(self.root / TOPICS_DIR / f"{info.name}.json", data)
+
+    def _load(self) -> None:
+        for path in self.root.iterdir():
+            if path.name.endswith(".deleted"):  # a delete interrupted by a crash
+                shutil.rmtree(path, ignore_errors=True)
+        for path in sorted((self.root / TOPICS_DIR).iterdir()):
+            if path.suffix != ".json":
+                path.unlink(missing_ok=True)  # an interrupted atomic write
+                continue
+            try:
+                raw = json.loads(path.read_text())
+                name, partitions = raw["name"], int(raw["partitions"])
+                validate_topic_name(name)
+                configs = {str(k): str(v) for k, v in raw.get("configs", {}).items()}
+                config = LogConfig.from_kafka(configs, base=self.default_config)
+                info = TopicInfo(name, str(raw["topic_id"]), partitions, configs, config)
+            except (ValueError, KeyError, TypeError) as exc:
+                logger.error("ignoring unreadable topic metadata %s: %s", path, exc)
+                continue
+            for p in range(partitions):
+                self._open_partition(info, p)
+            self._topics[name] = info
+        logger.info("loaded %d topics, %d partitions from %s", len(self._topics), len(self._logs), self.root)
+
+
+def _collision_key(name: str) -> str:
+    return name.replace(".", "_")

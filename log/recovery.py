@@ -1,0 +1,153 @@
+"""Opening a partition directory: find its segments and recover them.
+
+After a clean shutdown (marker present) every segment is trusted once cheap
+sanity checks of its indexes pass. After an unclean one, the active (last)
+segment is re-validated batch by batch (header, CRC-32C, increasing offsets)
+and cut at the first torn or corrupt batch; the segment before it gets full
+index checks too, since a crash during a roll can leave it untrimmed. Any
+segment with missing or damaged indexes is rebuilt from its log. A segment
+that loses bytes in the middle of the log takes every later segment with it:
+the log is always the longest valid prefix.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import uuid
+from pathlib import Path
+
+from .config import LogConfig
+from .segment import LOG_SUFFIX, LogSegment
+
+logger = logging.getLogger(__name__)
+
+CLEAN_SHUTDOWN_FILE = "clean-shutdown"
+LOG_START_OFFSET_FILE = "log-start-offset"
+_SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index|timeindex|batches)$")
+FULLY_CHECKED_SEGMENTS = 2  # the active one and the one a crash during roll may leave untrimmed
+
+
+def load_segments(directory: Path, config: LogConfig) -> tuple[list[LogSegment], int]:
+    """Open (and recover) the segments of ``directory``; returns them, the last
+    one active, and the log start offset."""
+    marker = directory / CLEAN_SHUTDOWN_FILE
+    clean = marker.exists()
+    if clean:
+        marker.unlink()  # from now on a crash is an unclean shutdown
+    persisted_start = read_log_start_offset(directory)
+    bases = _scan_directory(directory)
+
+    segments: list[LogSegment] = []
+    for n, base in enumerate(bases):
+        last = n == len(bases) - 1
+        full = not clean and n >= len(bases) - FULLY_CHECKED_SEGMENTS
+        seg = LogSegment.load(directory, base, config, recover=last and not clean, full_check=full)
+        if segments and seg.base_offset < segments[-1].next_offset:
+            logger.warning(
+                "%s: segment %d overlaps the previous one (which ends at %d); dropping it and later segments",
+                directory, base, segments[-1].next_offset,
+            )
+            _delete_from(directory, config, bases[n:], seg)
+            break
+        segments.append(seg)
+        if seg.dropped_bytes and not last:
+            logger.warning("%s: dropping the segments after %d, which lost its tail", directory, base)
+            _delete_from(directory, config, bases[n + 1 :])
+            break
+
+    _fix_base_positions(segments)
+    # Segments wholly below the log start offset were about to be deleted when we stopped.
+    while len(segments) > 1 and segments[0].next_offset <= persisted_start:
+        segments.pop(0).delete()
+    if not segments:
+        segments.append(LogSegment.create(directory, persisted_start, 0, config))
+    elif persisted_start > segments[-1].next_offset:
+        logger.warning(
+            "%s: log start offset %d is past the end of the log (%d); starting empty there",
+            directory, persisted_start, segments[-1].next_offset,
+        )
+        position = segments[-1].base_position + segments[-1].size
+        for seg in segments:
+            seg.delete()
+        segments = [LogSegment.create(directory, persisted_start, position, config)]
+    if not segments[-1].active:
+        segments[-1].open_for_append()
+    return segments, max(persisted_start, segments[0].base_offset)
+
+
+def _delete_from(directory: Path, config: LogConfig, bases: list[int], opened: LogSegment | None = None) -> None:
+    for base in bases:
+        seg = opened if opened is not None and opened.base_offset == base else LogSegment(directory, base, config)
+        seg.delete()
+
+
+def _scan_directory(directory: Path) -> list[int]:
+    """Base offsets of the segments; removes leftovers of interrupted writes."""
+    bases, orphans = set(), {}
+    for path in directory.iterdir():
+        name = path.name
+        if name.endswith((".tmp", ".deleted")):
+            logger.info("removing leftover %s", path)
+            path.unlink(missing_ok=True)
+            continue
+        m = _SEGMENT_NAME.match(name)
+        if not m:
+            continue
+        if m.group(2) == LOG_SUFFIX[1:]:
+            bases.add(int(m.group(1)))
+        else:
+            orphans.setdefault(int(m.group(1)), []).append(path)
+    for base, paths in orphans.items():
+        if base not in bases:
+            for path in paths:  # indexes whose .log is gone
+                path.unlink(missing_ok=True)
+    return sorted(bases)
+
+
+def _fix_base_positions(segments: list[LogSegment]) -> None:
+    """A segment whose .batches header was lost takes its Event Hubs base
+    position from its neighbours, so byte offsets never move."""
+    for i, seg in enumerate(segments):
+        if seg.base_position_known:
+            continue
+        if i > 0:
+            value = segments[i - 1].base_position + segments[i - 1].size
+        else:
+            later = next((j for j in range(1, len(segments)) if segments[j].base_position_known), None)
+            if later is None:
+                value = 0
+                logger.warning("%s: no segment knows its byte position; Event Hubs offsets restart at 0", seg.log_path)
+            else:
+                value = max(0, segments[later].base_position - sum(s.size for s in segments[:later]))
+        seg.set_base_position(value)
+
+
+def read_log_start_offset(directory: Path) -> int:
+    path = directory / LOG_START_OFFSET_FILE
+    try:
+        return max(0, int(path.read_text().strip()))
+    except FileNotFoundError:
+        return 0
+    except ValueError:
+        logger.warning("%s is unreadable; using the first segment's base offset", path)
+        return 0
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write via tmp + fsync + rename (+ directory fsync): readers see the old
+    file or the new one, never a torn one."""
+    tmp = path.with_name(f".{uuid.uuid4().hex[:8]}.tmp")  # short: a topic name may be 249 chars
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)

@@ -1,0 +1,517 @@
+"""LogSegment: one ``{base_offset:020d}.log`` file and its three indexes.
+
+The ``.log`` file holds RecordBatch v2 bytes exactly as appended. The active
+segment's file is extended sparse to segment.bytes (preallocate), written with
+os.pwrite and mapped read-only; reads are zero-copy memoryview slices of the
+map. A map that may have exported views (a socket write in flight) is never
+closed: we drop our reference and let the last view unmap it.
+"""
+
+from __future__ import annotations
+
+import logging
+import mmap
+import os
+from pathlib import Path
+from typing import NamedTuple
+
+from . import batch as rb
+from .batch import BatchHeader
+from .config import LogConfig
+from .index import BatchIndex, OffsetIndex, TimeIndex, fsync_path, pwrite_all
+
+logger = logging.getLogger(__name__)
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+BATCH_INDEX_SUFFIX = ".batches"
+INT32_MAX = 2**31 - 1
+
+_EMPTY = memoryview(b"")
+
+
+def segment_path(directory: Path, base_offset: int, suffix: str) -> Path:
+    return directory / f"{base_offset:020d}{suffix}"
+
+
+class BatchLocation(NamedTuple):
+    """Where a batch sits: its index in ``.batches``, file position and header."""
+
+    index: int
+    position: int
+    header: BatchHeader
+
+
+class LogSegment:
+    """A segment of a partition log. Build with ``create`` or ``load``."""
+
+    def __init__(self, directory: Path, base_offset: int, config: LogConfig):
+        self.directory = directory
+        self.base_offset = base_offset
+        self.config = config
+        self.log_path = segment_path(directory, base_offset, LOG_SUFFIX)
+        self.base_position = 0
+        self.base_position_known = True  # False if .batches was lost: PartitionLog derives it
+        self.dropped_bytes = 0  # what recovery cut off when loading
+        self.size = 0  # valid bytes in .log
+        self.next_offset = base_offset
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = -1
+        self.active = False
+        self.dirty = False  # written since the last fsync
+        self.offset_index = OffsetIndex(segment_path(directory, base_offset, INDEX_SUFFIX), config.segment_index_bytes)
+        self.time_index = TimeIndex(segment_path(directory, base_offset, TIME_INDEX_SUFFIX), config.segment_index_bytes)
+        self.batch_index = BatchIndex(segment_path(directory, base_offset, BATCH_INDEX_SUFFIX))
+        self._fd: int | None = None
+        self._map: mmap.mmap | None = None
+        self._map_len = 0
+        self._file_len = self.log_path.stat().st_size if self.log_path.exists() else 0
+        self._bytes_since_index = 0
+
+    def __repr__(self) -> str:
+        return f"LogSegment({self.log_path.name}, offsets {self.base_offset}..{self.next_offset}, {self.size} bytes)"
+
+    # -- construction -----------------------------------------------------------
+
+    @classmethod
+    def create(cls, directory: Path, base_offset: int, base_position: int, config: LogConfig) -> LogSegment:
+        """A new, empty, active segment. Stale files of the same name are replaced."""
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, BATCH_INDEX_SUFFIX):
+            segment_path(directory, base_offset, suffix).unlink(missing_ok=True)
+        seg = cls(directory, base_offset, config)
+        seg.base_position = base_position
+        seg.open_for_append()
+        seg.batch_index.write_base_position(base_position)
+        return seg
+
+    @classmethod
+    def load(cls, directory: Path, base_offset: int, config: LogConfig, *, recover: bool, full_check: bool) -> LogSegment:
+        """Open an existing segment read-only. With ``recover`` (the active
+        segment after an unclean shutdown) the whole file is re-validated and the
+        indexes rebuilt; otherwise the indexes are sanity-checked and rebuilt
+        only if damaged. Sets ``dropped_bytes`` to what recovery cut off."""
+        seg = cls(directory, base_offset, config)
+        reason = "unclean shutdown" if recover else seg._index_problem(full_check)
+        if reason is None:
+            seg._load_from_indexes()
+        else:
+            seg.dropped_bytes = seg.recover(reason, keep_active=recover)
+        return seg
+
+    def _index_problem(self, full: bool) -> str | None:
+        """Why the indexes cannot be trusted as they are, or None."""
+        bi = self.batch_index
+        problem = bi.problem(self._file_len, INT32_MAX, full)
+        if problem:
+            return f".batches {problem}"
+        if bi.entries:
+            rel, pos, _ = bi.last_entry()
+            self._remap()
+            header = rb.check_stored_batch(self._map, pos, self._file_len)
+            if header is None or header.base_offset != self.base_offset + rel:
+                return ".batches points at a bad batch"
+            if pos + header.size != self._file_len:
+                return "log file was not trimmed"
+            max_rel = header.last_offset - self.base_offset
+        else:
+            if self._file_len:
+                return "log file has bytes but no batches"
+            max_rel = 0
+        for index in (self.offset_index, self.time_index):
+            problem = index.problem(self._file_len, max_rel, full)
+            if problem:
+                return f"{index.path.suffix} {problem}"
+        return None
+
+    def _load_from_indexes(self) -> None:
+        self.size = self._file_len
+        self.base_position = self.batch_index.read_base_position() or 0
+        bi = self.batch_index
+        if bi.entries:
+            _, pos, _ = bi.last_entry()
+            self.next_offset = self.header_at(pos).next_offset
+        last_time = self.time_index.last_entry()
+        if last_time is not None:
+            self.max_timestamp, rel = last_time
+            self.offset_of_max_timestamp = self.base_offset + rel
+
+    def recover(self, reason: str, *, quiet: bool = False, keep_active: bool = False) -> int:
+        """Re-validate every batch (header, CRC, increasing offsets), cut the
+        file at the first bad one, rebuild the three indexes. Returns the
+        number of bytes of junk dropped (0 for a clean end). With
+        ``keep_active`` the segment stays open for append, its file length
+        unchanged, so maps already handed out never cover a hole."""
+        self._remap()
+        old_times: dict[tuple[int, int], int] = {}
+        base_position = self.batch_index.read_base_position()
+        if self.batch_index.file_bytes >= 0 and not (self.batch_index.file_bytes - BatchIndex.HEADER_SIZE) % 16:
+            prev = (-1, -1)
+            for rel, pos, t in self.batch_index.all_entries():
+                if rel <= prev[0] or pos <= prev[1]:
+                    break  # the unwritten (zero) tail of a preallocated file
+                old_times[(rel, pos)] = t
+                prev = (rel, pos)
+        buf, end = self._map, self._file_len
+        batches, pos = rb.scan_stored_batches(buf, 0, end, self.base_offset) if buf is not None else ([], 0)
+        for n, (bpos, header) in enumerate(batches):
+            if header.last_offset - self.base_offset > INT32_MAX or bpos + header.size > INT32_MAX:
+                batches, pos = batches[:n], bpos  # cannot be indexed: treat as the end
+                break
+        expected = batches[-1][1].next_offset if batches else self.base_offset
+        dropped = 0
+        if pos < end:
+            tail = bytes(buf[pos : min(end, pos + rb.HEADER_SIZE)]) if buf is not None else b""
+            if tail.strip(b"\0"):
+                # Count the junk up to the preallocated zeros, not the whole sparse file.
+                zeros = buf.find(bytes(4096), pos)  # type: ignore[union-attr]
+                dropped = (end if zeros < 0 else zeros) - pos
+                logger.warning(
+                    "%s: recovery (%s) kept %d bytes in %d batches (offsets %d..%d) and dropped "
+                    "%d bytes of torn or corrupt data at position %d",
+                    self.log_path, reason, pos, len(batches), self.base_offset, expected - 1, dropped, pos,
+                )
+        if not dropped and not quiet:
+            logger.info("%s: rebuilt indexes (%s): %d batches, %d bytes", self.log_path, reason, len(batches), pos)
+
+        # Rebuild from scratch; enqueued times come from the old .batches when it agrees.
+        for index in (self.offset_index, self.time_index, self.batch_index):
+            index.delete()
+        self.offset_index = OffsetIndex(self.offset_index.path, self.config.segment_index_bytes)
+        self.time_index = TimeIndex(self.time_index.path, self.config.segment_index_bytes)
+        self.batch_index = BatchIndex(self.batch_index.path)
+        self.size = 0
+        self.next_offset = self.base_offset
+        self.max_timestamp = self.offset_of_max_timestamp = -1
+        self._bytes_since_index = 0
+        self._truncate_file(pos)
+        self.base_position = base_position or 0
+        self.base_position_known = base_position is not None
+        self.open_for_append()
+        self.batch_index.write_base_position(self.base_position)
+        times, last_time = [], 0
+        for bpos, header in batches:
+            # Without a recorded append time, the best guess is the batch's own timestamp.
+            t = old_times.get((header.base_offset - self.base_offset, bpos), max(header.max_timestamp, last_time))
+            last_time = max(last_time, t)
+            times.append(t)
+        if batches:
+            self._index_batches(0, [h for _, h in batches], times)
+        self.size = pos
+        if not keep_active:
+            self.seal()
+        return dropped
+
+    # -- append -----------------------------------------------------------------
+
+    def open_for_append(self) -> None:
+        """Make this the active segment: writable, preallocated, indexes sized."""
+        if self._fd is None:
+            self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        if self.config.preallocate and self._file_len < self.config.segment_bytes:
+            os.ftruncate(self._fd, self.config.segment_bytes)  # sparse: no blocks yet
+            self._file_len = self.config.segment_bytes
+        for index in (self.offset_index, self.time_index, self.batch_index):
+            index.open_for_append()
+        last = self.offset_index.last_entry()
+        self._bytes_since_index = self.size - (last[1] if last else 0)
+        self.active = True
+        self._remap()
+
+    def append(self, data, headers: list[BatchHeader], append_time_ms: int) -> int:
+        """Write ``data`` (whole batches, offsets already assigned) at the end.
+
+        One pwrite for the log, one per index. Raises OSError after undoing any
+        partial write, leaving the segment exactly as it was. Returns the
+        position of the first batch.
+        """
+        pos0 = self.size
+        counts = [(ix, ix.entries) for ix in (self.offset_index, self.time_index, self.batch_index)]
+        saved = (self.next_offset, self.max_timestamp, self.offset_of_max_timestamp, self._bytes_since_index)
+        try:
+            pwrite_all(self._fd, data, pos0)  # type: ignore[arg-type]
+            self._file_len = max(self._file_len, pos0 + len(data))
+            self._index_batches(pos0, headers, append_time_ms)
+        except BaseException:
+            for ix, n in counts:
+                ix.truncate_entries(n)
+            self.next_offset, self.max_timestamp, self.offset_of_max_timestamp, self._bytes_since_index = saved
+            self._truncate_file(pos0)
+            raise
+        self.size = pos0 + len(data)
+        self.dirty = True
+        return pos0
+
+    def _index_batches(self, pos: int, headers: list[BatchHeader], append_time_ms: int | list[int]) -> None:
+        """Add the .batches entries for consecutive batches starting at ``pos``,
+        and offset/time index entries every index.interval.bytes."""
+        base = self.base_offset
+        interval = self.config.index_interval_bytes
+        dense, sparse, timed = [], [], []
+        pack_b, pack_o, pack_t = BatchIndex.ENTRY.pack, OffsetIndex.ENTRY.pack, TimeIndex.ENTRY.pack
+        last_ts = self.time_index.last_entry()
+        last_ts = last_ts[0] if last_ts else None
+        since = self._bytes_since_index
+        max_ts, max_off = self.max_timestamp, self.offset_of_max_timestamp
+        # Sparse entries are hints: if an index fills mid-request, skip them rather than fail.
+        sparse_room = self.offset_index.max_entries - self.offset_index.entries
+        timed_room = self.time_index.max_entries - self.time_index.entries - 1  # one kept for seal()
+        times = append_time_ms if isinstance(append_time_ms, list) else None
+        for n, header in enumerate(headers):
+            rel = header.base_offset - base
+            dense.append(pack_b(rel, pos, times[n] if times is not None else append_time_ms))
+            if since > interval and pos > 0 and len(sparse) < sparse_room:
+                sparse.append(pack_o(rel, pos))
+                if max_ts >= 0 and (last_ts is None or max_ts > last_ts) and len(timed) < timed_room:
+                    timed.append(pack_t(max_ts, max_off - base))
+                    last_ts = max_ts
+                since = 0
+            if header.max_timestamp > max_ts:
+                max_ts, max_off = header.max_timestamp, header.base_offset
+            since += header.size
+            pos += header.size
+        self.batch_index.append(b"".join(dense), len(dense))
+        if sparse:
+            self.offset_index.append(b"".join(sparse), len(sparse))
+        if timed:
+            self.time_index.append(b"".join(timed), len(timed))
+        self.next_offset = headers[-1].next_offset
+        self.max_timestamp, self.offset_of_max_timestamp = max_ts, max_off
+        self._bytes_since_index = since
+
+    def index_room(self) -> int:
+        """Entries the sparse indexes can still take."""
+        return min(
+            self.offset_index.max_entries - self.offset_index.entries,
+            self.time_index.max_entries - self.time_index.entries - 1,  # keep one for seal()
+        )
+
+    def _truncate_file(self, size: int) -> None:
+        """Drop bytes >= size, keeping the file length so no existing map faults."""
+        fd = self._fd if self._fd is not None else os.open(self.log_path, os.O_RDWR)
+        try:
+            length = self._file_len
+            os.ftruncate(fd, size)  # frees the blocks (ENOSPC relief) and zeroes the range
+            if length > size:
+                os.ftruncate(fd, length)
+        finally:
+            if fd is not self._fd:
+                os.close(fd)
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop the batch holding ``offset`` and everything after it. Rare
+        (recovery, tests), so it simply cuts the file and rebuilds the indexes;
+        the segment stays active or becomes active."""
+        loc = self.locate(offset)
+        if loc is None:
+            return
+        if self._fd is None:
+            self._fd = os.open(self.log_path, os.O_RDWR)
+        self._truncate_file(loc.position)
+        self.recover(f"truncated to offset {loc.header.base_offset}", quiet=True, keep_active=True)
+
+    # -- reading ----------------------------------------------------------------
+
+    @property
+    def batch_count(self) -> int:
+        return self.batch_index.entries
+
+    @property
+    def first_append_ms(self) -> int | None:
+        return self.batch_index.entry(0)[2] if self.batch_index.entries else None
+
+    @property
+    def last_append_ms(self) -> int | None:
+        last = self.batch_index.last_entry()
+        return last[2] if last else None
+
+    def header_at(self, position: int) -> BatchHeader:
+        if position + rb.HEADER_SIZE > self._map_len:
+            self._remap()
+        return rb.parse_header(self._map, position)  # type: ignore[arg-type]
+
+    def view(self, start: int, end: int) -> memoryview:
+        """Zero-copy slice of the .log file."""
+        if end <= start:
+            return _EMPTY
+        if end > self._map_len:
+            self._remap()
+        return memoryview(self._map)[start:end]  # type: ignore[arg-type]
+
+    def end_of(self, i: int) -> int:
+        """File position just past batch i."""
+        return self.batch_index.position(i + 1) if i + 1 < self.batch_index.entries else self.size
+
+    def locate(self, offset: int) -> BatchLocation | None:
+        """The batch holding ``offset``, else the first batch after it; None if
+        the segment has nothing at or after ``offset``."""
+        bi = self.batch_index
+        i = max(bi.floor_offset(offset - self.base_offset), 0)
+        while i < bi.entries:
+            pos = bi.position(i)
+            header = self.header_at(pos)
+            if header.last_offset >= offset:
+                return BatchLocation(i, pos, header)
+            i += 1
+        return None
+
+    def read(self, offset: int, max_bytes: int, upper: int, min_one_batch: bool) -> memoryview | None:
+        """Whole batches from the one holding ``offset``, at most ``max_bytes``
+        (the first batch whole if ``min_one_batch``), only batches entirely
+        below ``upper``. None if this segment has nothing at or after offset."""
+        loc = self.locate(offset)
+        if loc is None:
+            return None
+        if loc.header.base_offset >= upper or loc.header.last_offset >= upper:
+            return _EMPTY
+        bi = self.batch_index
+        start = loc.position
+        limit = start + max_bytes
+        # Byte budget: batch m-1 is the last to start within it; it fits only if it ends there too.
+        m = bi.first_above(limit, 1)
+        if m < bi.entries:
+            j = m - 2
+        else:
+            j = bi.entries - 1 if self.size <= limit else bi.entries - 2
+        # Offset bound: only batches whose last offset is below ``upper``.
+        k = bi.floor_offset(upper - 1 - self.base_offset)
+        if k >= 0 and self.header_at(bi.position(k)).last_offset >= upper:
+            k -= 1
+        j = min(j, k)
+        if j < loc.index:
+            if not min_one_batch:
+                return _EMPTY
+            j = loc.index
+        return self.view(start, self.end_of(j))
+
+    def find_timestamp(self, ts: int, min_offset: int = 0) -> tuple[int, int] | None:
+        """(timestamp, offset) of the first record at or after ``min_offset``
+        stamped >= ts; batch granularity where records cannot be read cheaply."""
+        if self.max_timestamp < ts:
+            return None
+        i = self.time_index.floor(ts - 1, 0)  # entries strictly below ts: safe to skip to
+        rel = self.time_index.entry(i)[1] if i >= 0 else 0
+        bi = self.batch_index
+        start = max(bi.floor_offset(max(rel, min_offset - self.base_offset)), 0)
+        for j in range(start, bi.entries):
+            pos = bi.position(j)
+            header = self.header_at(pos)
+            if header.max_timestamp < ts or header.last_offset < min_offset:
+                continue
+            # Record granularity where the batch allows it cheaply, as Kafka answers.
+            records = rb.record_timestamps(self.view(pos, pos + header.size), 0, header)
+            if records is None:
+                return header.max_timestamp, max(header.base_offset, min_offset)
+            for offset, record_ts in records:
+                if record_ts >= ts and offset >= min_offset:
+                    return record_ts, offset
+        return None
+
+    def offset_of_timestamp_in_batch(self, offset: int, ts: int) -> int:
+        """Offset of the first record stamped ``ts`` in the batch holding ``offset``."""
+        loc = self.locate(offset)
+        if loc is None:
+            return offset
+        view = self.view(loc.position, loc.position + loc.header.size)
+        for record_offset, record_ts in rb.record_timestamps(view, 0, loc.header) or ():
+            if record_ts == ts:
+                return record_offset
+        return loc.header.base_offset
+
+    def batch_position(self, offset: int) -> tuple[int, int] | None:
+        """(base_position + file position, append time) of the batch holding offset."""
+        loc = self.locate(offset)
+        if loc is None or loc.header.base_offset > offset:
+            return None
+        return self.base_position + loc.position, self.batch_index.entry(loc.index)[2]
+
+    # -- lifecycle --------------------------------------------------------------
+
+    def seal(self) -> None:
+        """Stop being active: final time index entry, trim every file to its
+        contents, release file descriptors."""
+        if self.max_timestamp >= 0:
+            last = self.time_index.last_entry()
+            if (last is None or self.max_timestamp > last[0]) and self.time_index.writable:
+                if not self.time_index.is_full:
+                    self.time_index.append(
+                        TimeIndex.ENTRY.pack(self.max_timestamp, self.offset_of_max_timestamp - self.base_offset), 1
+                    )
+        if self._fd is not None:
+            if self.dirty and (self.config.flush_messages or self.config.flush_ms is not None):
+                self.flush()
+            # Views handed out cover only [0, size), so shrinking cannot fault them.
+            os.ftruncate(self._fd, self.size)
+            os.close(self._fd)
+            self._fd = None
+        elif self._file_len != self.size:
+            with open(self.log_path, "r+b") as f:
+                f.truncate(self.size)
+        self._file_len = self.size
+        for index in (self.offset_index, self.time_index, self.batch_index):
+            index.trim()
+        self.active = False
+        self._remap()
+
+    def flush(self) -> None:
+        fsync_path(self._fd, self.log_path)
+        for index in (self.offset_index, self.time_index, self.batch_index):
+            index.flush()
+        self.dirty = False
+
+    def close(self) -> None:
+        if self.active:
+            self.seal()
+        self._drop_map()
+        for index in (self.offset_index, self.time_index, self.batch_index):
+            index.close()
+
+    def set_base_position(self, base_position: int) -> None:
+        self.batch_index.write_base_position(base_position)
+        self.base_position = base_position
+        self.base_position_known = True
+
+    def release(self) -> None:
+        """Let go of maps and descriptors as a crash would: nothing trimmed."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self._drop_map()
+        for index in (self.offset_index, self.time_index, self.batch_index):
+            index.close()
+        self.active = False
+
+    def delete(self) -> None:
+        """Unlink the files; maps with views in flight stay valid until released."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self._drop_map()
+        for index in (self.offset_index, self.time_index, self.batch_index):
+            index.delete()
+        self.log_path.unlink(missing_ok=True)
+        self.active = False
+
+    def _remap(self) -> None:
+        length = self._file_len
+        if length == self._map_len and self._map is not None:
+            return
+        self._drop_map()
+        if length <= 0:
+            return
+        fd = self._fd if self._fd is not None else os.open(self.log_path, os.O_RDONLY)
+        try:
+            self._map = mmap.mmap(fd, length, access=mmap.ACCESS_READ)
+            self._map_len = length
+        finally:
+            if fd is not self._fd:
+                os.close(fd)
+
+    def _drop_map(self) -> None:
+        if self._map is not None:
+            try:
+                self._map.close()
+            except BufferError:
+                pass  # a view is still out (e.g. a pending socket write); GC unmaps later
+            self._map = None
+            self._map_len = 0

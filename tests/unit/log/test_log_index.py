@@ -1,0 +1,71 @@
+"""OffsetIndex / TimeIndex / BatchIndex files (log/index.py)."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+import pytest
+
+from log.index import BatchIndex, OffsetIndex, TimeIndex
+
+
+def test_offset_index_is_preallocated_sparse_and_trimmed(tmp_path):
+    path = tmp_path / "00000000000000000000.index"
+    index = OffsetIndex(path, max_bytes=800)
+    index.open_for_append()
+    assert path.stat().st_size == 800 and index.max_entries == 100
+    index.append(b"".join(OffsetIndex.ENTRY.pack(r, r * 100) for r in (3, 7, 12)), 3)
+    assert index.lookup(2) == 0 and index.lookup(3) == 300 and index.lookup(11) == 700 and index.lookup(99) == 1200
+    index.trim()
+    assert path.stat().st_size == 24
+    reopened = OffsetIndex(path, max_bytes=800)
+    assert reopened.entries == 3 and reopened.last_entry() == (12, 1200)
+    assert reopened.problem(log_size=2000, max_rel_offset=20, full=True) is None
+    assert reopened.problem(log_size=1000, max_rel_offset=20, full=False) is not None  # points past the log
+
+
+def test_an_index_knows_when_it_is_full(tmp_path):
+    index = OffsetIndex(tmp_path / "x.index", max_bytes=16)
+    index.open_for_append()
+    index.append(OffsetIndex.ENTRY.pack(1, 1) + OffsetIndex.ENTRY.pack(2, 2), 2)
+    assert index.is_full
+
+
+def test_time_index_floor_and_damage_checks(tmp_path):
+    index = TimeIndex(tmp_path / "x.timeindex", max_bytes=1200)
+    index.open_for_append()
+    index.append(TimeIndex.ENTRY.pack(100, 1) + TimeIndex.ENTRY.pack(200, 5), 2)
+    assert index.floor(99) == -1 and index.floor(150) == 0 and index.floor(200) == 1
+    assert index.problem(0, 10, full=True) is None
+    index.close()
+    with open(tmp_path / "x.timeindex", "r+b") as f:  # preallocated, never trimmed
+        f.truncate(1200)
+    assert TimeIndex(tmp_path / "x.timeindex", 1200).problem(0, 10, full=False) is not None
+
+
+def test_batch_index_grows_and_keeps_its_base_position(tmp_path):
+    index = BatchIndex(tmp_path / "x.batches")
+    index.open_for_append()
+    index.write_base_position(12345)
+    entries = [BatchIndex.ENTRY.pack(i, i * 70, 1000 + i) for i in range(3000)]  # > initial capacity
+    index.append(b"".join(entries), len(entries))
+    index.trim()
+    reopened = BatchIndex(tmp_path / "x.batches")
+    assert reopened.read_base_position() == 12345
+    assert reopened.entries == 3000 and reopened.entry(2999) == (2999, 2999 * 70, 3999)
+    assert reopened.floor_offset(1500) == 1500 and reopened.floor_position(71) == 1
+    assert reopened.problem(log_size=3000 * 70, max_rel_offset=3000, full=True) is None
+
+
+def test_index_writes_go_through_pwrite_so_enospc_is_an_oserror(tmp_path, monkeypatch):
+    index = OffsetIndex(tmp_path / "x.index", max_bytes=80)
+    index.open_for_append()
+
+    def no_space(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "pwrite", no_space)
+    with pytest.raises(OSError) as exc:
+        index.append(OffsetIndex.ENTRY.pack(1, 1), 1)
+    assert exc.value.errno == errno.ENOSPC and index.entries == 0
