@@ -12,7 +12,7 @@ from pathlib import Path
 from coordinator.clock import SystemClock
 from coordinator.producer_ids import ProducerIdManager
 from kafka_wire.config import BrokerConfig
-from kafka_wire.context import ClusterInfo, Services
+from kafka_wire.context import ClusterInfo, NamespaceRuntime, Services
 from kafka_wire.server import KafkaServer
 from kafka_wire.topics import TopicManager
 from log.config import LogConfig
@@ -59,13 +59,15 @@ class Broker:
         data_dir.mkdir(parents=True, exist_ok=True)
         clock = self.clock or SystemClock()
         self.clock = clock
-        default_log = LogConfig.from_kafka(cfg.topic_defaults) if cfg.topic_defaults else LogConfig()
-        self.logs = LogManager(data_dir / cfg.default_namespace, default_log)
-        topics = TopicManager(self.logs, num_partitions=cfg.num_partitions,
-                              auto_create=cfg.auto_create_topics, topic_defaults={})
         cluster = ClusterInfo(cfg.node_id, cfg.advertise_host or cfg.listen_host,
                               cfg.advertise_port or cfg.listen_port, _cluster_id(data_dir, cfg.cluster_id))
-        self.services = Services(cluster=cluster, config=cfg, clock=clock, topics=topics)
+        self.services = Services(cluster=cluster, config=cfg, clock=clock, topics=None,
+                                 default_namespace=cfg.default_namespace)
+        for name in dict.fromkeys([cfg.default_namespace, *cfg.namespaces]):
+            self.services.namespaces[name] = self._open_namespace(data_dir, name)
+        default = self.services.namespaces[cfg.default_namespace]
+        self.services.topics = default.topics
+        self.logs = default.topics.logs
         self.services.extra["producer_ids"] = ProducerIdManager(data_dir / "producer-ids")
         self._attach_coordinators(data_dir)
         self.server = KafkaServer(self.services)
@@ -76,6 +78,14 @@ class Broker:
         self.address = (cluster.host, cluster.port)
         self._schedule_retention()
         return self.address
+
+    def _open_namespace(self, data_dir: Path, name: str) -> NamespaceRuntime:
+        cfg = self.config
+        default_log = LogConfig.from_kafka(cfg.topic_defaults) if cfg.topic_defaults else LogConfig()
+        logs = LogManager(data_dir / name, default_log)
+        topics = TopicManager(logs, num_partitions=cfg.num_partitions,
+                              auto_create=cfg.auto_create_topics, topic_defaults={})
+        return NamespaceRuntime(name=name, topics=topics)
 
     def _attach_coordinators(self, data_dir: Path) -> None:
         try:
@@ -93,10 +103,12 @@ class Broker:
         self._retention_timer = self.clock.call_later(interval, self._run_retention)
 
     def _run_retention(self) -> None:
-        try:
-            self.logs.enforce_retention(self.clock.now_ms())
-        except Exception:
-            log.exception("retention pass failed")
+        now = self.clock.now_ms()
+        for ns in self.services.namespaces.values():
+            try:
+                ns.topics.logs.enforce_retention(now)
+            except Exception:
+                log.exception("retention pass failed in namespace %s", ns.name)
         self._schedule_retention()
 
     async def stop(self) -> None:
@@ -113,9 +125,10 @@ class Broker:
             except Exception:
                 log.exception("error while closing")
         self._closers.clear()
-        if self.logs is not None:
-            self.logs.close()
-            self.logs = None
+        if self.services is not None:
+            for ns in self.services.namespaces.values():
+                ns.topics.logs.close()
+        self.logs = None
 
 
 async def serve_forever(config: BrokerConfig, ready_line: bool = True) -> None:

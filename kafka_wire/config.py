@@ -59,4 +59,9 @@ class BrokerConfig:
     # Bytes of complete requests a connection may queue before we stop reading it.
     connection_buffer_bytes: int = 16 * 1024 * 1024
     default_namespace: str = "emulatorNs1"
+    # Further namespaces served side by side (the Event Hubs layer fills this
+    # from a config file); each gets DATA_DIR/<name>/.
+    namespaces: list[str] = field(default_factory=list)
+    # The Event Hubs model (kafka_wire.eventhubs), when a config file gave one.
+    eventhubs: object | None = None
     in_memory: bool = False

@@ -32,6 +32,19 @@ class ConnectionState:
 
 
 @dataclass(slots=True)
+class NamespaceRuntime:
+    """One Event Hubs namespace as the broker runs it: its own topics (event
+    hubs, under DATA_DIR/<name>/) and its own consumer groups (Kafka groups are
+    namespace-wide in Event Hubs). ``model`` is the Event Hubs settings object
+    (tier, policies, quotas) when the Event Hubs layer configured one."""
+    name: str
+    topics: Any         # kafka_wire.topics.TopicManager
+    groups: Any = None  # coordinator.group_coordinator.GroupCoordinator
+    model: Any = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
 class Services:
     """The broker's collaborators, built once by the server."""
     cluster: ClusterInfo
@@ -42,6 +55,8 @@ class Services:
     txns: Any = None    # coordinator.transactions (later)
     faults: Any = None  # kafka_wire.testing fault hooks (later)
     extra: dict[str, Any] = field(default_factory=dict)
+    namespaces: dict[str, NamespaceRuntime] = field(default_factory=dict)
+    default_namespace: str = ""
 
 
 @dataclass(slots=True)
@@ -49,6 +64,9 @@ class RequestContext:
     header: "RequestHeader"
     connection: ConnectionState
     services: Services
+    # Set by a handler whose request went over a quota: the server puts it in
+    # the response's throttle_time_ms and mutes the connection that long.
+    throttle_ms: int = 0
 
     @property
     def version(self) -> int:
@@ -58,14 +76,22 @@ class RequestContext:
     def client_id(self) -> str | None:
         return self.header.client_id
 
-    # Narrow accessors so handlers name what they use.
+    # Narrow accessors so handlers name what they use. A connection works
+    # inside one namespace: the one it authenticated to, else the default.
+    @property
+    def namespace(self) -> NamespaceRuntime:
+        ns = self.connection.namespace
+        if ns is None:
+            ns = self.services.namespaces[self.services.default_namespace]
+        return ns
+
     @property
     def topics(self):
-        return self.services.topics
+        return self.namespace.topics
 
     @property
     def groups(self):
-        return self.services.groups
+        return self.namespace.groups
 
     @property
     def clock(self):

@@ -8,6 +8,13 @@ makes the connection wait for it; requests that arrive meanwhile queue up to
 ``connection_buffer_bytes``, then the connection stops reading. While the
 transport's write buffer is full (a slow consumer) no further request is
 handled, so a client that does not read cannot grow our memory.
+
+Quotas (KIP-219): a handler that sets ``ctx.throttle_ms`` gets that value
+written into its response's ``throttle_time_ms``, and the connection is muted
+for as long (no reading, no further request handled), timed by the injected
+clock. SASL v0: after a SaslHandshake v0 the client's next frame is a bare
+SASL token, answered with a bare (length-prefixed) token; the
+``services.extra["sasl_raw"]`` hook handles it.
 """
 from __future__ import annotations
 
@@ -49,6 +56,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._busy = False         # a handler's awaitable is in flight
         self._write_paused = False
         self._read_paused = False
+        self._throttled = False    # muted by a quota (KIP-219)
+        self._throttle_timer = None
+        self._reading = True
         self._closed = False
         self._task: asyncio.Task | None = None
 
@@ -68,6 +78,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._pending.clear()
         self._scratch = bytearray()
         self._big = None
+        if self._throttle_timer is not None:
+            self._throttle_timer.cancel()
+            self._throttle_timer = None
         hook = self.services.extra.get("on_disconnect")
         if hook is not None:
             hook(self.state)
@@ -136,20 +149,51 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._pending_bytes += len(frame)
         if self._pending_bytes > self.queue_limit and not self._read_paused:
             self._read_paused = True
-            self.transport.pause_reading()
+            self._update_reading()
+
+    def _update_reading(self) -> None:
+        """Read from the socket unless the queue is full or a quota mutes us."""
+        want = not (self._read_paused or self._throttled)
+        if want != self._reading and not self._closed:
+            self._reading = want
+            if want:
+                self.transport.resume_reading()
+            else:
+                self.transport.pause_reading()
+
+    def _throttle(self, ms: int) -> None:
+        if ms <= 0 or self._closed:
+            return
+        if self._throttle_timer is not None:
+            self._throttle_timer.cancel()
+        self._throttled = True
+        self._update_reading()
+        self._throttle_timer = self.services.clock.call_later(ms, self._end_throttle)
+
+    def _end_throttle(self) -> None:
+        self._throttle_timer = None
+        self._throttled = False
+        if self._closed:
+            return
+        self._update_reading()
+        self._drain()
 
     # -- dispatch --------------------------------------------------------
     def _drain(self) -> None:
         """Handle queued requests in order until one must wait."""
-        while self._pending and not self._busy and not self._write_paused and not self._closed:
+        while (self._pending and not self._busy and not self._write_paused and not self._closed
+               and not self._throttled):
             frame = self._pending.popleft()
             self._pending_bytes -= len(frame)
             self._handle(frame)
         if self._read_paused and self._pending_bytes <= self.queue_limit // 2 and not self._closed:
             self._read_paused = False
-            self.transport.resume_reading()
+            self._update_reading()
 
     def _handle(self, frame: bytes | bytearray) -> None:
+        if self.state.attrs.get("sasl_raw"):
+            self._handle_raw_sasl(frame)
+            return
         view = memoryview(frame)
         try:
             header = codec.parse_request_header(view)
@@ -187,13 +231,23 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if inspect.isawaitable(result):
             self._busy = True
             self._task = asyncio.ensure_future(result)
-            self._task.add_done_callback(lambda t, h=header: self._on_done(t, h))
+            self._task.add_done_callback(lambda t, h=header, c=ctx: self._on_done(t, h, c))
             return
-        self._respond(result, header)
+        self._respond(result, header, ctx.throttle_ms)
         if metrics is not None:
             metrics(header)
 
-    def _on_done(self, task: asyncio.Task, header) -> None:
+    def _handle_raw_sasl(self, frame) -> None:
+        """The bare SASL token that follows a SaslHandshake v0."""
+        self.state.attrs.pop("sasl_raw", None)
+        hook = self.services.extra.get("sasl_raw")
+        reply = hook(self.services, self.state, bytes(frame)) if hook is not None else None
+        if reply is None:
+            self._abort(f"SASL authentication failed (handshake v0) for {self.state.peer}")
+            return
+        self._write(_LEN.pack(len(reply)) + reply)
+
+    def _on_done(self, task: asyncio.Task, header, ctx: RequestContext) -> None:
         self._busy = False
         self._task = None
         if self._closed or task.cancelled():
@@ -204,20 +258,25 @@ class KafkaConnection(asyncio.BufferedProtocol):
                       header.api_version, self.state.peer, exc_info=exc)
             self._abort(None)
             return
-        self._respond(task.result(), header)
+        self._respond(task.result(), header, ctx.throttle_ms)
         metrics = self.services.extra.get("on_request")
         if metrics is not None:
             metrics(header)
         self._drain()
 
-    def _respond(self, response: Any, header) -> None:
+    def _respond(self, response: Any, header, throttle_ms: int = 0) -> None:
         if response is None:
+            self._throttle(throttle_ms)
             return
         if isinstance(response, Raw):
             self._write_many(response.chunks(header))
             if response.close_after:
-                self._abort(None)
+                self._close_after_write()
+            else:
+                self._throttle(throttle_ms)
             return
+        if throttle_ms > 0 and hasattr(response, "throttle_time_ms"):
+            response.throttle_time_ms = throttle_ms
         try:
             out = codec.encode_response(response, header)
         except Exception:
@@ -226,6 +285,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._abort(None)
             return
         self._write(out)
+        self._throttle(throttle_ms)
 
     def _write(self, data) -> None:
         if not self._closed:
@@ -242,6 +302,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._pending.clear()
         if self.transport is not None:
             self.transport.abort()
+
+    def _close_after_write(self) -> None:
+        """Close once the buffered response is sent (an authentication failure)."""
+        self._closed = True
+        self._pending.clear()
+        if self.transport is not None:
+            self.transport.close()
 
     def close(self) -> None:
         self._abort(None)

@@ -1,0 +1,22 @@
+"""Consumer groups and committed offsets (as Event Hubs checkpoints).
+
+Sans-IO: plain Python values in, plain results out, time from an injected
+:class:`~coordinator.clock.Clock`. Never imports ``kafka_wire`` and never sees
+wire frames; error codes are ``kafka.errors`` classes' ``errno``.
+
+- :class:`GroupCoordinator`: what API handlers call (classic JoinGroup/SyncGroup
+  protocol, KIP-848 ConsumerGroupHeartbeat, offsets, describe/list/delete).
+- :mod:`coordinator.checkpoints`: where committed offsets are kept.
+- :mod:`coordinator.eventhubs_view`: an event hub's consumer groups, Event Hubs style.
+"""
+from coordinator.checkpoints import (
+    Checkpoint, CheckpointStore, EmbeddedCheckpointStore, MemoryCheckpointStore,
+)
+from coordinator.clock import Clock, SystemClock, VirtualClock
+from coordinator.config import GroupCoordinatorConfig
+from coordinator.group_coordinator import GroupCoordinator
+
+__all__ = [
+    "Checkpoint", "CheckpointStore", "Clock", "EmbeddedCheckpointStore", "GroupCoordinator",
+    "GroupCoordinatorConfig", "MemoryCheckpointStore", "SystemClock", "VirtualClock",
+]

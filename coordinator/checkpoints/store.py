@@ -1,0 +1,116 @@
+"""Checkpoints and the store interface.
+
+A checkpoint is what Event Hubs keeps per (namespace, event hub, consumer
+group, partition): the **sequence number** to resume from (the committed
+Kafka offset) and the Event Hubs **offset**, the byte position of that event
+in the partition (a decimal string on the Event Hubs surface, an int here).
+Kafka's committed leader epoch and metadata string ride along so that
+OffsetFetch returns exactly what OffsetCommit stored.
+
+Only committed offsets are stored: group membership is not (as in Kafka,
+members rejoin after a broker restart).
+"""
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+from typing import Iterable
+
+__all__ = ["Checkpoint", "CheckpointKey", "CheckpointStore", "MemoryCheckpointStore"]
+
+CheckpointKey = tuple[str, str, str, int]  # namespace, event hub, consumer group, partition
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    namespace: str
+    event_hub: str          # the Kafka topic
+    consumer_group: str     # the Kafka group id
+    partition: int
+    sequence_number: int    # the committed Kafka offset: the next event to read
+    offset: int | None      # Event Hubs byte position of that event; None if unknown
+    leader_epoch: int = -1
+    metadata: str | None = None
+    commit_time_ms: int = 0
+
+    def __post_init__(self) -> None:
+        # Event Hubs hands offsets around as decimal strings; keep one form.
+        if isinstance(self.offset, str):
+            object.__setattr__(self, "offset", int(self.offset))
+
+    @property
+    def key(self) -> CheckpointKey:
+        return (self.namespace, self.event_hub, self.consumer_group, self.partition)
+
+    @property
+    def offset_str(self) -> str | None:
+        """The Event Hubs form of the offset (a decimal string)."""
+        return None if self.offset is None else str(self.offset)
+
+    @property
+    def topic(self) -> str:
+        return self.event_hub
+
+    @property
+    def group_id(self) -> str:
+        return self.consumer_group
+
+
+class CheckpointStore(abc.ABC):
+    """Where committed offsets live. Implementations need not be thread-safe:
+    the coordinator calls them from the event loop thread only."""
+
+    @abc.abstractmethod
+    def put(self, checkpoint: Checkpoint) -> None:
+        """Store ``checkpoint``, replacing the one with the same key."""
+
+    def put_many(self, checkpoints: Iterable[Checkpoint]) -> None:
+        """Store several checkpoints; stores may make this one write."""
+        for checkpoint in checkpoints:
+            self.put(checkpoint)
+
+    @abc.abstractmethod
+    def delete(self, namespace: str, group: str, topic: str, partition: int) -> None:
+        """Forget one partition's checkpoint (absent keys are fine)."""
+
+    @abc.abstractmethod
+    def delete_group(self, namespace: str, group: str) -> None:
+        """Forget every checkpoint of a consumer group in a namespace."""
+
+    @abc.abstractmethod
+    def load(self) -> Iterable[Checkpoint]:
+        """Every live checkpoint, in no particular order."""
+
+    @abc.abstractmethod
+    def flush(self) -> None:
+        """Make everything written so far durable against power loss."""
+
+    @abc.abstractmethod
+    def close(self) -> None:
+        """Flush and release resources; idempotent."""
+
+
+class MemoryCheckpointStore(CheckpointStore):
+    """Not durable: for tests and for brokers run without a data directory."""
+
+    def __init__(self) -> None:
+        self._state: dict[CheckpointKey, Checkpoint] = {}
+
+    def put(self, checkpoint: Checkpoint) -> None:
+        self._state[checkpoint.key] = checkpoint
+
+    def delete(self, namespace: str, group: str, topic: str, partition: int) -> None:
+        self._state.pop((namespace, topic, group, partition), None)
+
+    def delete_group(self, namespace: str, group: str) -> None:
+        for key in [k for k in self._state if k[0] == namespace and k[2] == group]:
+            del self._state[key]
+
+    def load(self) -> list[Checkpoint]:
+        return list(self._state.values())
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,142 @@
+"""KIP-848 consumer groups: the state of a group and its members, and the
+results of ConsumerGroupHeartbeat (the rules are in
+:mod:`coordinator.consumer_group_manager`). In this protocol the coordinator
+computes assignments and members reconcile towards them.
+
+Epochs: the **group epoch** rises whenever membership, subscriptions or the
+subscribed topics' partition counts change; the **assignment epoch** is the
+group epoch the target assignment was computed for; a **member epoch** says
+which target a member has reconciled to. A member moving to a new target
+first gives up partitions it must lose (it stays in its epoch, state
+``unrevoked_partitions``, until a heartbeat no longer lists them), then gets
+the new epoch and whatever partitions are free; partitions still held by
+another member wait (``unreleased_partitions``) until that member lets go.
+"""
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from typing import Any, NamedTuple
+
+__all__ = ["ConsumerGroup", "ConsumerGroupMember", "HeartbeatResult",
+           "ConsumerGroupDescription", "ConsumerMemberDescription", "LEAVE_EPOCH",
+           "STATIC_LEAVE_EPOCH", "STABLE", "UNREVOKED", "UNRELEASED", "Partitions"]
+
+LEAVE_EPOCH = -1
+STATIC_LEAVE_EPOCH = -2
+STABLE, UNREVOKED, UNRELEASED = "stable", "unrevoked_partitions", "unreleased_partitions"
+Partitions = dict[str, set[int]]  # topic name -> partitions
+
+
+class HeartbeatResult(NamedTuple):
+    error_code: int
+    error_message: str | None
+    member_id: str | None
+    member_epoch: int
+    heartbeat_interval_ms: int
+    # [(topic_id, [partitions])]; None when the assignment did not change.
+    assignment: list[tuple[uuid.UUID, list[int]]] | None
+
+    @classmethod
+    def error(cls, error_code: int, message: str | None = None) -> "HeartbeatResult":
+        return cls(error_code, message, None, -1, 0, None)
+
+
+class ConsumerMemberDescription(NamedTuple):
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: list[str]
+    assignment: list[tuple[uuid.UUID | None, str, list[int]]]
+    target_assignment: list[tuple[uuid.UUID | None, str, list[int]]]
+
+
+class ConsumerGroupDescription(NamedTuple):
+    group_id: str
+    error_code: int
+    error_message: str | None
+    state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor_name: str
+    members: list[ConsumerMemberDescription]
+
+
+class ConsumerGroupMember:
+    __slots__ = ("member_id", "instance_id", "rack_id", "client_id", "client_host",
+                 "rebalance_timeout_ms", "subscribed", "server_assignor", "member_epoch",
+                 "previous_member_epoch", "state", "assigned", "revoking", "session_timer",
+                 "session_token", "rebalance_timer", "rebalance_token")
+
+    def __init__(self, member_id: str, instance_id: str | None) -> None:
+        self.member_id = member_id
+        self.instance_id = instance_id
+        self.rack_id: str | None = None
+        self.client_id = ""
+        self.client_host = ""
+        self.rebalance_timeout_ms = 300_000
+        self.subscribed: list[str] = []
+        self.server_assignor: str | None = None
+        self.member_epoch = 0
+        self.previous_member_epoch = 0
+        self.state = STABLE
+        self.assigned: Partitions = {}
+        self.revoking: Partitions = {}
+        self.session_timer: Any = None
+        self.session_token: object | None = None
+        self.rebalance_timer: Any = None
+        self.rebalance_token: object | None = None
+
+    def owned(self) -> set[tuple[str, int]]:
+        return ({(t, p) for t, ps in self.assigned.items() for p in ps}
+                | {(t, p) for t, ps in self.revoking.items() for p in ps})
+
+    def __repr__(self) -> str:
+        return (f"<ConsumerGroupMember {self.member_id} epoch={self.member_epoch} "
+                f"{self.state} assigned={self.assigned} revoking={self.revoking}>")
+
+
+class ConsumerGroup:
+    group_type = "consumer"
+    protocol_type = "consumer"
+
+    def __init__(self, group_id: str) -> None:
+        self.group_id = group_id
+        self.group_epoch = 0
+        self.assignment_epoch = 0
+        self.members: dict[str, ConsumerGroupMember] = {}
+        self.static_members: dict[str, str] = {}  # instance id -> member id
+        self.target: dict[str, Partitions] = {}
+        self.owner: dict[tuple[str, int], str] = {}  # partition -> member holding it
+        self.topics: dict[str, tuple[uuid.UUID, int]] = {}  # subscribed topic metadata
+
+    @property
+    def state(self) -> str:
+        if not self.members:
+            return "Empty"
+        if self.assignment_epoch < self.group_epoch:
+            return "Assigning"
+        if any(m.member_epoch != self.assignment_epoch or m.state != STABLE
+               for m in self.members.values() if m.member_epoch != STATIC_LEAVE_EPOCH):
+            return "Reconciling"
+        return "Stable"
+
+    def subscribed_topics(self) -> set[str]:
+        return {t for m in self.members.values() for t in m.subscribed}
+
+    def preferred_assignor(self, default: str) -> str:
+        votes = Counter(m.server_assignor for m in self.members.values() if m.server_assignor)
+        return votes.most_common(1)[0][0] if votes else default
+
+    def set_ownership(self, member: ConsumerGroupMember, assigned: Partitions,
+                      revoking: Partitions) -> None:
+        for tp in member.owned():
+            if self.owner.get(tp) == member.member_id:
+                del self.owner[tp]
+        member.assigned = {t: set(ps) for t, ps in assigned.items() if ps}
+        member.revoking = {t: set(ps) for t, ps in revoking.items() if ps}
+        for tp in member.owned():
+            self.owner[tp] = member.member_id

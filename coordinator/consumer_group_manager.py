@@ -1,0 +1,454 @@
+"""KIP-848 ConsumerGroupHeartbeat: the coordinator computes each group's
+target assignment and reconciles members towards it, one heartbeat at a time.
+
+Only the heartbeating member is reconciled, as in Kafka.
+
+Sans-IO like the classic protocol: plain values in and out, timers on the
+injected clock (session timeout per member; rebalance timeout while a member
+holds partitions it must revoke).
+
+Not emulated: regular-expression subscriptions (KIP-848 ``SubscribedTopicRegex``),
+client-side assignors, rack-aware assignment, online migration of a live
+classic group.
+"""
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any, Callable, Iterable
+
+import kafka.errors as Errors
+
+from coordinator.assignors import ASSIGNORS
+from coordinator.clock import Clock
+from coordinator.config import GroupCoordinatorConfig
+from coordinator.consumer_group import (
+    LEAVE_EPOCH, STABLE, STATIC_LEAVE_EPOCH, UNRELEASED, UNREVOKED, ConsumerGroup,
+    ConsumerGroupDescription, ConsumerGroupMember, ConsumerMemberDescription, HeartbeatResult,
+    Partitions,
+)
+from coordinator.results import GroupListing
+
+__all__ = ["ConsumerGroupManager", "TopicMetadata"]
+
+log = logging.getLogger(__name__)
+
+NONE = Errors.NoError.errno
+TopicMetadata = Callable[[str], "tuple[uuid.UUID, int] | None"]
+
+
+class ConsumerGroupManager:
+    def __init__(self, config: GroupCoordinatorConfig, clock: Clock,
+                 topic_metadata: TopicMetadata, *,
+                 has_offsets: Callable[[str], bool] = lambda group_id: False) -> None:
+        self.config = config
+        self.clock = clock
+        self.topic_metadata = topic_metadata
+        self.has_offsets = has_offsets
+        self.groups: dict[str, ConsumerGroup] = {}
+
+    # -- queries used by the GroupCoordinator --------------------------------------------
+
+    def has_group(self, group_id: str) -> bool:
+        return group_id in self.groups
+
+    def group_ids(self) -> list[str]:
+        return list(self.groups)
+
+    def is_empty(self, group_id: str) -> bool:
+        return not self.groups[group_id].members
+
+    def subscribed_topics(self, group_id: str) -> set[str]:
+        return self.groups[group_id].subscribed_topics()
+
+    def list_groups(self) -> list[GroupListing]:
+        return [GroupListing(g.group_id, "consumer", g.state, "consumer")
+                for g in self.groups.values()]
+
+    def remove_group(self, group_id: str) -> None:
+        group = self.groups.pop(group_id)
+        for member in group.members.values():
+            self._cancel_timers(member)
+
+    def delete_group(self, group_id: str) -> int:
+        group = self.groups.get(group_id)
+        if group is None:
+            return Errors.GroupIdNotFoundError.errno
+        if group.members:
+            return Errors.NonEmptyGroupError.errno
+        self.remove_group(group_id)
+        return NONE
+
+    def maybe_remove_group(self, group_id: str) -> None:
+        group = self.groups.get(group_id)
+        if group is not None and not group.members and not self.has_offsets(group_id):
+            log.info("consumer group %s is empty and has no offsets: removed", group_id)
+            self.remove_group(group_id)
+
+    def shutdown(self) -> None:
+        for group in self.groups.values():
+            for member in group.members.values():
+                self._cancel_timers(member)
+
+    def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int) -> int | None:
+        group = self.groups[group_id]
+        if member_epoch < 0 and not group.members:
+            return None  # admin commit to an empty group
+        member = group.members.get(member_id)
+        if member is None:
+            return Errors.UnknownMemberIdError.errno
+        if member_epoch != member.member_epoch:
+            return Errors.StaleMemberEpochError.errno
+        return None
+
+    def validate_offset_fetch(self, group_id: str, member_id: str, member_epoch: int) -> int | None:
+        member = self.groups[group_id].members.get(member_id)
+        if member is None:
+            return Errors.UnknownMemberIdError.errno
+        if member_epoch != member.member_epoch:
+            return Errors.StaleMemberEpochError.errno
+        return None
+
+    # -- ConsumerGroupHeartbeat ----------------------------------------------------------
+
+    def heartbeat(self, group_id: str, member_id: str, member_epoch: int,
+                  instance_id: str | None = None, rack_id: str | None = None,
+                  rebalance_timeout_ms: int = -1,
+                  subscribed_topic_names: list[str] | None = None,
+                  server_assignor: str | None = None,
+                  topic_partitions_owned: Iterable[tuple[Any, Iterable[int]]] | None = None,
+                  client_id: str = "", client_host: str = "") -> HeartbeatResult:
+        invalid = Errors.InvalidRequestError.errno
+        if not group_id:
+            return HeartbeatResult.error(invalid, "GroupId can't be empty.")
+        if member_epoch == 0:
+            if rebalance_timeout_ms == -1:
+                return HeartbeatResult.error(invalid, "RebalanceTimeoutMs must be provided in "
+                                                      "first request.")
+            if topic_partitions_owned is None or list(topic_partitions_owned):
+                return HeartbeatResult.error(invalid, "TopicPartitions must be empty when "
+                                                      "(re-)joining.")
+            if subscribed_topic_names is None:
+                return HeartbeatResult.error(invalid, "SubscribedTopicNames must be set in "
+                                                      "first request.")
+        elif member_epoch == STATIC_LEAVE_EPOCH and instance_id is None:
+            return HeartbeatResult.error(invalid, "InstanceId can't be null for a static leave.")
+        elif member_epoch not in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH) and not member_id:
+            return HeartbeatResult.error(invalid, "MemberId can't be empty.")
+        if server_assignor is not None and server_assignor not in self.config.consumer_group_assignors:
+            return HeartbeatResult.error(Errors.UnsupportedAssignorError.errno,
+                                         f"ServerAssignor {server_assignor} is not supported; "
+                                         f"use one of {list(self.config.consumer_group_assignors)}.")
+        if member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+            return self._leave(group_id, member_id, member_epoch, instance_id)
+
+        group = self.groups.get(group_id)
+        if group is None:
+            if member_epoch != 0:
+                return HeartbeatResult.error(Errors.GroupIdNotFoundError.errno,
+                                             f"Group {group_id} not found.")
+            group = self.groups[group_id] = ConsumerGroup(group_id)
+        owned = None if topic_partitions_owned is None else self._names(group, topic_partitions_owned)
+        member, created, error = self._member_for(group, member_id, member_epoch, instance_id,
+                                                  owned)
+        if error is not None:
+            self.maybe_remove_group(group_id)
+            return error
+        assert member is not None
+        joining = member_epoch == 0
+        bump = created
+        if rebalance_timeout_ms != -1:
+            member.rebalance_timeout_ms = rebalance_timeout_ms
+        if rack_id is not None:
+            member.rack_id = rack_id
+        if client_id:
+            member.client_id, member.client_host = client_id, client_host
+        if subscribed_topic_names is not None:
+            subscribed = sorted(set(subscribed_topic_names))
+            if subscribed != member.subscribed:
+                member.subscribed = subscribed
+                bump = True
+        if server_assignor is not None and server_assignor != member.server_assignor:
+            member.server_assignor = server_assignor
+            bump = True
+        if self._refresh_topics(group) or bump:
+            group.group_epoch += 1
+            log.info("consumer group %s: epoch %d (member %s)", group_id, group.group_epoch,
+                     member.member_id)
+        if group.group_epoch > group.assignment_epoch:
+            self._compute_target(group)
+        before = {t: set(ps) for t, ps in member.assigned.items()}
+        self._reconcile(group, member, owned)
+        self._schedule_session(group, member)
+        full = rebalance_timeout_ms != -1 and subscribed_topic_names is not None and owned is not None
+        send = joining or full or before != member.assigned
+        return HeartbeatResult(NONE, None, member.member_id, member.member_epoch,
+                               self.config.consumer_group_heartbeat_interval_ms,
+                               self._with_ids(group, member.assigned) if send else None)
+
+    def _names(self, group: ConsumerGroup, owned: Iterable[tuple[Any, Iterable[int]]]) -> Partitions:
+        """Owned partitions keyed by topic name (requests carry topic ids)."""
+        by_id = {tid: name for name, (tid, _n) in group.topics.items()}
+        out: Partitions = {}
+        for topic, partitions in owned:
+            name = topic if isinstance(topic, str) else by_id.get(topic)
+            if name is not None:
+                out.setdefault(name, set()).update(partitions)
+        return out
+
+    def _with_ids(self, group: ConsumerGroup, partitions: Partitions) -> list:
+        return [(group.topics[t][0] if t in group.topics else None, sorted(ps))
+                for t, ps in sorted(partitions.items()) if ps]
+
+    def _member_for(self, group, member_id, member_epoch, instance_id, owned):
+        fenced = Errors.FencedMemberEpochError.errno
+        if member_epoch == 0:
+            limit = self.config.consumer_group_max_size
+            if instance_id is not None and instance_id in group.static_members:
+                old = group.members[group.static_members[instance_id]]
+                if old.member_epoch != STATIC_LEAVE_EPOCH and old.member_id != member_id:
+                    return None, False, HeartbeatResult.error(
+                        Errors.UnreleasedInstanceIdError.errno,
+                        f"Static member {member_id or '<new>'} with instance id {instance_id} "
+                        f"cannot join the group because the instance id is owned by "
+                        f"{old.member_id}.")
+                return self._replace_static(group, old, member_id or str(uuid.uuid4())), False, None
+            existing = group.members.get(member_id) if member_id else None
+            if existing is not None:
+                # A member rejoining with epoch 0 has dropped its partitions: start it afresh.
+                self._remove_member(group, existing, "rejoined with epoch 0")
+            elif limit is not None and len(group.members) >= limit:
+                return None, False, HeartbeatResult.error(Errors.GroupMaxSizeReachedError.errno,
+                                                   f"The consumer group has reached its maximum "
+                                                   f"capacity of {limit} members.")
+            member = ConsumerGroupMember(member_id or str(uuid.uuid4()), instance_id)
+            group.members[member.member_id] = member
+            if instance_id is not None:
+                group.static_members[instance_id] = member.member_id
+            log.info("consumer group %s: member %s joins", group.group_id, member.member_id)
+            return member, True, None
+        member = group.members.get(member_id)
+        if member is None:
+            return None, False, HeartbeatResult.error(Errors.UnknownMemberIdError.errno,
+                                               f"Member {member_id} is not a member of group "
+                                               f"{group.group_id}.")
+        if member.instance_id != instance_id:
+            return None, False, HeartbeatResult.error(Errors.FencedInstanceIdError.errno,
+                                               f"Instance id {instance_id} does not match "
+                                               f"member {member_id}.")
+        if member_epoch > member.member_epoch:
+            return None, False, HeartbeatResult.error(fenced, (
+                f"The consumer group member has a greater member epoch ({member_epoch}) than the "
+                f"one known by the group coordinator ({member.member_epoch}). The member must "
+                f"abandon all its partitions and rejoin."))
+        if member_epoch < member.member_epoch:
+            # The answer carrying the new epoch may have been lost: accept the
+            # previous epoch if the member owns no more than it is assigned.
+            owns = {(t, p) for t, ps in (owned or {}).items() for p in ps}
+            assigned = {(t, p) for t, ps in member.assigned.items() for p in ps}
+            if member_epoch != member.previous_member_epoch or not owns <= assigned:
+                return None, False, HeartbeatResult.error(fenced, (
+                    f"The consumer group member has a smaller member epoch ({member_epoch}) than "
+                    f"the one known by the group coordinator ({member.member_epoch}). The member "
+                    f"must abandon all its partitions and rejoin."))
+        return member, False, None
+
+    def _replace_static(self, group: ConsumerGroup, old: ConsumerGroupMember,
+                        new_id: str) -> ConsumerGroupMember:
+        """The new incarnation of a static member takes over its partitions and target."""
+        self._cancel_timers(old)
+        del group.members[old.member_id]
+        member = ConsumerGroupMember(new_id, old.instance_id)
+        for slot in ("rack_id", "rebalance_timeout_ms", "subscribed", "server_assignor"):
+            setattr(member, slot, getattr(old, slot))
+        assigned, revoking = old.assigned, old.revoking
+        group.set_ownership(old, {}, {})
+        group.set_ownership(member, assigned, revoking)
+        # It resumes where the old incarnation was (the epoch before a static leave).
+        epoch = old.previous_member_epoch if old.member_epoch == STATIC_LEAVE_EPOCH \
+            else old.member_epoch
+        member.member_epoch = member.previous_member_epoch = epoch
+        member.state = old.state
+        group.members[new_id] = member
+        group.static_members[old.instance_id] = new_id
+        if old.member_id in group.target:
+            group.target[new_id] = group.target.pop(old.member_id)
+        log.info("consumer group %s: static member %s replaces %s", group.group_id,
+                 old.instance_id, old.member_id)
+        return member
+
+    def _leave(self, group_id: str, member_id: str, member_epoch: int,
+               instance_id: str | None) -> HeartbeatResult:
+        group = self.groups.get(group_id)
+        unknown = HeartbeatResult.error(Errors.UnknownMemberIdError.errno,
+                                        f"Member {member_id} is not a member of group {group_id}.")
+        if group is None:
+            return HeartbeatResult.error(Errors.GroupIdNotFoundError.errno,
+                                         f"Group {group_id} not found.")
+        if instance_id is not None:
+            current = group.static_members.get(instance_id)
+            if current is None:
+                return unknown
+            if member_id and current != member_id:
+                return HeartbeatResult.error(Errors.FencedInstanceIdError.errno,
+                                             f"Instance id {instance_id} is owned by {current}.")
+            member = group.members[current]
+        else:
+            member = group.members.get(member_id)
+            if member is None:
+                return unknown
+        if member_epoch == STATIC_LEAVE_EPOCH:
+            # It will be back (a rolling restart): keep its partitions until its session ends.
+            self._set_epoch(member, STATIC_LEAVE_EPOCH)
+            log.info("consumer group %s: static member %s left temporarily", group_id,
+                     member.instance_id)
+        else:
+            self._remove_member(group, member, "left the group")
+            self.maybe_remove_group(group_id)
+        return HeartbeatResult(NONE, None, member.member_id, member_epoch, 0, None)
+
+    # -- assignment ----------------------------------------------------------------------
+
+    def _refresh_topics(self, group: ConsumerGroup) -> bool:
+        """Re-read metadata of subscribed topics; True if anything changed."""
+        topics = {}
+        for topic in sorted(group.subscribed_topics()):
+            meta = self.topic_metadata(topic)
+            if meta is not None:
+                topics[topic] = (meta[0], meta[1])
+        changed = topics != group.topics
+        group.topics = topics
+        return changed
+
+    def _compute_target(self, group: ConsumerGroup) -> None:
+        name = group.preferred_assignor(self.config.consumer_group_assignors[0])
+        subscriptions = {m.member_id: set(m.subscribed) for m in group.members.values()}
+        sizes = {t: n for t, (_id, n) in group.topics.items()}
+        group.target = ASSIGNORS[name].assign(subscriptions, sizes, group.target)
+        group.assignment_epoch = group.group_epoch
+        log.info("consumer group %s: target assignment for epoch %d computed by %s",
+                 group.group_id, group.assignment_epoch, name)
+
+    def _reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember,
+                   owned: Partitions | None) -> None:
+        if member.state == UNREVOKED:
+            if self._owns_any(owned, member.revoking):
+                return  # still waiting for the member to give them up
+            self._next_assignment(group, member, member.member_epoch + 1, owned)
+        elif member.state == UNRELEASED or member.member_epoch != group.assignment_epoch:
+            self._next_assignment(group, member, member.member_epoch, owned)
+
+    @staticmethod
+    def _owns_any(owned: Partitions | None, partitions: Partitions) -> bool:
+        if owned is None:
+            return True  # not told otherwise: assume it still holds them
+        return any(owned.get(t, set()) & ps for t, ps in partitions.items())
+
+    def _next_assignment(self, group: ConsumerGroup, member: ConsumerGroupMember,
+                         epoch: int, owned: Partitions | None) -> None:
+        target = group.target.get(member.member_id, {})
+        keep: Partitions = {}
+        revoke: Partitions = {}
+        add: Partitions = {}
+        unreleased = False
+        for topic in set(target) | set(member.assigned):
+            wanted = target.get(topic, set())
+            current = member.assigned.get(topic, set())
+            keep[topic] = current & wanted
+            revoke[topic] = current - wanted
+            free = {p for p in wanted - current
+                    if group.owner.get((topic, p)) in (None, member.member_id)}
+            unreleased |= len(free) < len(wanted - current)
+            add[topic] = free
+        revoke = {t: ps for t, ps in revoke.items() if ps}
+        add = {t: ps for t, ps in add.items() if ps}
+        if revoke and self._owns_any(owned, revoke):
+            group.set_ownership(member, keep, revoke)
+            member.state = UNREVOKED
+            self._set_epoch(member, epoch)
+            self._schedule_rebalance_timeout(group, member)
+            return
+        for t, ps in add.items():
+            keep.setdefault(t, set()).update(ps)
+        group.set_ownership(member, keep, {})
+        member.state = UNRELEASED if unreleased else STABLE
+        self._set_epoch(member, group.assignment_epoch)
+        self._cancel_rebalance_timeout(member)
+
+    @staticmethod
+    def _set_epoch(member: ConsumerGroupMember, epoch: int) -> None:
+        if epoch != member.member_epoch:
+            member.previous_member_epoch = member.member_epoch
+            member.member_epoch = epoch
+
+    def _remove_member(self, group: ConsumerGroup, member: ConsumerGroupMember, why: str) -> None:
+        self._cancel_timers(member)
+        group.set_ownership(member, {}, {})
+        del group.members[member.member_id]
+        group.target.pop(member.member_id, None)
+        if member.instance_id is not None and group.static_members.get(member.instance_id) == \
+                member.member_id:
+            del group.static_members[member.instance_id]
+        group.group_epoch += 1
+        self._refresh_topics(group)
+        log.info("consumer group %s: member %s %s (group epoch %d)", group.group_id,
+                 member.member_id, why, group.group_epoch)
+
+    # -- timers --------------------------------------------------------------------------
+
+    def _schedule_session(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        if member.session_timer is not None:
+            member.session_timer.cancel()
+        token = member.session_token = object()
+        member.session_timer = self.clock.call_later(
+            self.config.consumer_group_session_timeout_ms,
+            lambda: self._expire(group, member, token, "session", "its session timed out"))
+
+    def _schedule_rebalance_timeout(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        if member.rebalance_timer is not None:
+            return  # already counting for this revocation
+        token = member.rebalance_token = object()
+        member.rebalance_timer = self.clock.call_later(
+            member.rebalance_timeout_ms,
+            lambda: self._expire(group, member, token, "rebalance",
+                                 "did not revoke its partitions within the rebalance timeout"))
+
+    def _cancel_rebalance_timeout(self, member: ConsumerGroupMember) -> None:
+        if member.rebalance_timer is not None:
+            member.rebalance_timer.cancel()
+        member.rebalance_timer = member.rebalance_token = None
+
+    def _cancel_timers(self, member: ConsumerGroupMember) -> None:
+        if member.session_timer is not None:
+            member.session_timer.cancel()
+        member.session_timer = member.session_token = None
+        self._cancel_rebalance_timeout(member)
+
+    def _expire(self, group: ConsumerGroup, member: ConsumerGroupMember, token: object,
+                kind: str, why: str) -> None:
+        current = member.session_token if kind == "session" else member.rebalance_token
+        if (current is not token or self.groups.get(group.group_id) is not group
+                or group.members.get(member.member_id) is not member):
+            return
+        self._remove_member(group, member, f"fenced: {why}")
+        self.maybe_remove_group(group.group_id)
+
+    # -- describe ------------------------------------------------------------------------
+
+    def describe(self, group_id: str) -> ConsumerGroupDescription:
+        group = self.groups.get(group_id)
+        if group is None:
+            return ConsumerGroupDescription(group_id, Errors.GroupIdNotFoundError.errno,
+                                            f"Group {group_id} not found.", "Dead", -1, -1, "", [])
+
+        def parts(partitions: Partitions):
+            return [(group.topics.get(t, (None, 0))[0], t, sorted(ps))
+                    for t, ps in sorted(partitions.items()) if ps]
+
+        members = [ConsumerMemberDescription(
+            m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
+            list(m.subscribed), parts(m.assigned), parts(group.target.get(m.member_id, {})))
+            for m in group.members.values()]
+        return ConsumerGroupDescription(
+            group_id, NONE, None, group.state, group.group_epoch, group.assignment_epoch,
+            group.preferred_assignor(self.config.consumer_group_assignors[0]), members)

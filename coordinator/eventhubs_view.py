@@ -1,0 +1,131 @@
+"""An event hub's consumer groups as Event Hubs shows them.
+
+``$Default`` always exists (plus any groups configured for the hub); every
+Kafka group that has committed offsets for the hub or whose members
+subscribe to it is listed too, with its members, who owns which partition
+(decoded from consumer-protocol assignments, or KIP-848 member state), the
+checkpoint per partition and the lag behind the end of the log.
+
+Read-only: it looks at the coordinator's state and changes nothing.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Iterable
+
+from coordinator import consumer_protocol
+from coordinator.classic_group import ClassicGroup
+
+if TYPE_CHECKING:
+    from coordinator.group_coordinator import GroupCoordinator
+
+__all__ = ["DEFAULT_CONSUMER_GROUP", "PartitionView", "MemberView", "ConsumerGroupView",
+           "consumer_groups"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CONSUMER_GROUP = "$Default"
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionView:
+    partition: int
+    sequence_number: int | None   # checkpoint: the next event to read; None = no checkpoint
+    offset: str | None            # Event Hubs offset (byte position) of that event
+    last_sequence_number: int     # of the last event in the partition; -1 when empty
+    lag: int | None               # events between the checkpoint and the end
+    owner: str | None             # member id reading the partition now
+
+
+@dataclass(frozen=True, slots=True)
+class MemberView:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    client_host: str
+    partitions: list[int]
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupView:
+    name: str
+    kafka_group: bool   # False for Event Hubs groups no Kafka client has used
+    state: str          # the Kafka group state ("" when not a Kafka group)
+    group_type: str     # "classic", "consumer" (KIP-848) or "" for Event Hubs-only groups
+    members: list[MemberView]
+    partitions: list[PartitionView]
+
+
+def _classic_members(group: ClassicGroup, hub: str) -> tuple[bool, list[MemberView]]:
+    """Whether any member subscribes to ``hub``, and the members that do."""
+    if group.protocol_type != consumer_protocol.PROTOCOL_TYPE:
+        return False, []
+    subscribed = False
+    members = []
+    for m in group.members.values():
+        protocol = group.protocol_name or (m.protocols[0][0] if m.protocols else None)
+        try:
+            topics = consumer_protocol.decode_subscription(m.metadata(protocol)).topics
+            current = m.assignment_generation == group.generation_id
+            assigned = consumer_protocol.decode_assignment(m.assignment) if current else []
+        except (consumer_protocol.ConsumerProtocolError, KeyError) as exc:
+            log.debug("group %s member %s: unreadable consumer protocol data: %s",
+                      group.group_id, m.member_id, exc)
+            continue
+        if hub in topics:
+            subscribed = True
+            partitions = sorted({p for t, ps in assigned if t == hub for p in ps})
+            members.append(MemberView(m.member_id, m.group_instance_id, m.client_id,
+                                      m.client_host, partitions))
+    return subscribed, members
+
+
+def consumer_groups(coordinator: "GroupCoordinator", event_hub: str,
+                    log_end_offset: Callable[[str, int], int], *,
+                    partition_count: int | None = None,
+                    configured: Iterable[str] = ()) -> list[ConsumerGroupView]:
+    """The consumer groups of ``event_hub``, ``$Default`` first, then by name.
+
+    ``log_end_offset(topic, partition)`` is the next sequence number the
+    partition will assign. ``partition_count`` lists every partition; without
+    it only partitions with a checkpoint or an owner are shown.
+    """
+    found: dict[str, tuple[str, str, list[MemberView]]] = {}
+    for group in coordinator.classic.groups.values():
+        subscribed, members = _classic_members(group, event_hub)
+        if subscribed or _has_offsets(coordinator, group.group_id, event_hub):
+            found[group.group_id] = (str(group.state), "classic", members)
+    for group in coordinator.consumer.groups.values():
+        members = [MemberView(m.member_id, m.instance_id, m.client_id, m.client_host,
+                              sorted(m.assigned.get(event_hub, ())))
+                   for m in group.members.values() if event_hub in m.subscribed]
+        if members or _has_offsets(coordinator, group.group_id, event_hub):
+            found[group.group_id] = (group.state, "consumer", members)
+
+    names = [DEFAULT_CONSUMER_GROUP, *sorted(set(configured) - {DEFAULT_CONSUMER_GROUP})]
+    names += sorted(set(found) - set(names))
+    out = []
+    for name in names:
+        state, group_type, members = found.get(name, ("", "", []))
+        owners = {p: m.member_id for m in members for p in m.partitions}
+        committed = {p: om for (t, p), om in coordinator.offsets.get(name).items()
+                     if t == event_hub}
+        if partition_count is not None:
+            partitions = range(partition_count)
+        else:
+            partitions = sorted(set(committed) | set(owners))
+        views = []
+        for p in partitions:
+            end = log_end_offset(event_hub, p)
+            om = committed.get(p)
+            views.append(PartitionView(
+                p, None if om is None else om.offset,
+                None if om is None or om.position is None else str(om.position),
+                end - 1, None if om is None else max(end - om.offset, 0), owners.get(p)))
+        out.append(ConsumerGroupView(name, name in found, state, group_type, members, views))
+    return out
+
+
+def _has_offsets(coordinator: "GroupCoordinator", group_id: str, hub: str) -> bool:
+    return any(t == hub for t, _p in coordinator.offsets.get(group_id))

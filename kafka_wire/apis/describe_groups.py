@@ -1,0 +1,53 @@
+"""DescribeGroups (key 15), v0–v6.
+
+Classic groups: state, protocol, and, for Stable groups, each member's
+metadata and assignment (as Kafka, other states show members without
+them). A group that does not exist (or is a KIP-848 consumer group) is
+reported as state Dead before v6 and as GROUP_ID_NOT_FOUND from v6. There is
+no authorizer: asked for authorized operations (v3+), the answer is every
+group operation.
+"""
+from __future__ import annotations
+
+import kafka.errors as Errors
+
+from kafka_wire import codec
+from kafka_wire.apis.registry import handles
+
+_Response = codec.response_class(codec.ApiKey.DescribeGroups)
+_Group = _Response.DescribedGroup
+_Member = _Group.DescribedGroupMember
+
+# READ, DELETE, DESCRIBE: the operations Kafka defines on a GROUP resource.
+_GROUP_OPS = frozenset({3, 6, 8})
+_NOT_REQUESTED = None  # encodes as INT32_MIN
+
+
+@handles(codec.ApiKey.DescribeGroups, 0, 6)
+def describe_groups(request, ctx):
+    version = ctx.version
+    ops = set(_GROUP_OPS) if version >= 3 and request.include_authorized_operations \
+        else _NOT_REQUESTED
+    if ctx.groups is None:
+        described = [(g, Errors.CoordinatorNotAvailableError.errno) for g in request.groups]
+        return _Response(version=version, throttle_time_ms=0, groups=[
+            _Group(error_code=e, error_message=None, group_id=g, group_state="",
+                   protocol_type="", protocol_data="", members=[], authorized_operations=ops)
+            for g, e in described])
+    out = []
+    for d in ctx.groups.describe_groups(request.groups):
+        error, message = d.error_code, None
+        if error == Errors.GroupIdNotFoundError.errno:
+            if version >= 6:
+                message = f"Group {d.group_id} not found."
+            else:
+                error = Errors.NoError.errno  # older clients expect state Dead, no error
+        out.append(_Group(
+            error_code=error, error_message=message, group_id=d.group_id, group_state=d.state,
+            protocol_type=d.protocol_type, protocol_data=d.protocol_name,
+            members=[_Member(member_id=m.member_id, group_instance_id=m.group_instance_id,
+                             client_id=m.client_id, client_host=m.client_host,
+                             member_metadata=m.metadata, member_assignment=m.assignment)
+                     for m in d.members],
+            authorized_operations=ops))
+    return _Response(version=version, throttle_time_ms=0, groups=out)

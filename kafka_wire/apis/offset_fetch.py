@@ -1,0 +1,67 @@
+"""OffsetFetch (key 9), v1–v9.
+
+Reads committed offsets (Event Hubs checkpoints) for one group (v1–v7) or
+several (v8+); null topics (v2+) mean every committed partition. KIP-848
+members may name themselves (v9 member id and epoch): a stale epoch gets
+STALE_MEMBER_EPOCH. ``require_stable`` (v7) has nothing to wait for: no
+transactional offset commits are held pending. Not emulated: v0
+(ZooKeeper storage) and v10 (topic ids).
+"""
+from __future__ import annotations
+
+import kafka.errors as Errors
+
+from coordinator.results import OffsetFetchPartition
+from kafka_wire import codec
+from kafka_wire.apis.registry import handles
+
+_Response = codec.response_class(codec.ApiKey.OffsetFetch)
+# v1–v7 and v8+ use different nested structs.
+_Topic = _Response.OffsetFetchResponseTopic
+_Partition = _Topic.OffsetFetchResponsePartition
+_Group = _Response.OffsetFetchResponseGroup
+_GroupTopic = _Group.OffsetFetchResponseTopics
+_GroupPartition = _GroupTopic.OffsetFetchResponsePartitions
+
+NONE = Errors.NoError.errno
+
+
+def _fetch(ctx, group_id, topics, require_stable, member_id=None, member_epoch=None):
+    partitions = None if topics is None else [
+        (t.name, p) for t in topics for p in t.partition_indexes]
+    if ctx.groups is None:
+        return Errors.CoordinatorNotAvailableError.errno, []
+    return ctx.groups.fetch_offsets(group_id, partitions, require_stable,
+                                    member_id=member_id, member_epoch=member_epoch)
+
+
+def _grouped(partitions, topic_cls, partition_cls):
+    by_topic: dict[str, list] = {}
+    for p in partitions:
+        by_topic.setdefault(p.topic, []).append(partition_cls(
+            partition_index=p.partition, committed_offset=p.offset,
+            committed_leader_epoch=p.leader_epoch, metadata=p.metadata, error_code=p.error_code))
+    return [topic_cls(name=name, partitions=parts) for name, parts in by_topic.items()]
+
+
+@handles(codec.ApiKey.OffsetFetch, 1, 9)
+def offset_fetch(request, ctx):
+    version = ctx.version
+    require_stable = request.require_stable if version >= 7 else False
+    if version >= 8:
+        groups = []
+        for g in request.groups:
+            error, partitions = _fetch(ctx, g.group_id, g.topics, require_stable,
+                                       g.member_id if version >= 9 else None,
+                                       g.member_epoch if version >= 9 else None)
+            groups.append(_Group(group_id=g.group_id, error_code=error,
+                                 topics=_grouped(partitions, _GroupTopic, _GroupPartition)))
+        return _Response(version=version, throttle_time_ms=0, groups=groups)
+    topics = request.topics  # null (v2+): every committed partition
+    error, partitions = _fetch(ctx, request.group_id, topics, require_stable)
+    if error != NONE and version < 2:
+        # v1 has no group-level error: every partition carries it.
+        partitions = [OffsetFetchPartition(t.name, p, -1, -1, "", error) for t in topics
+                      for p in t.partition_indexes]
+    return _Response(version=version, throttle_time_ms=0, error_code=error,
+                     topics=_grouped(partitions, _Topic, _Partition))

@@ -1,0 +1,175 @@
+"""Authentication: SASL PLAIN with ``$ConnectionString`` (EVENTHUBS.md §4).
+
+The password is a namespace- or hub-level connection string carrying either a
+policy name and key, or a complete SAS token. Its ``Endpoint`` host selects the
+namespace (:meth:`EventHubsModel.namespace_for_host`). What comes out is a
+:class:`Principal`: the namespace, the policy's rights and, when the string or
+token is narrower than the namespace, the one hub (``EntityPath`` or token
+resource) or publisher it is limited to.
+
+A namespace without SAS policies (no config file) is *open*: any connection
+string naming it is accepted with every right; SAS tokens are still checked
+for expiry and scope, not for a signature (there is no key to check with).
+"""
+from __future__ import annotations
+
+import hmac
+import logging
+import time
+from dataclasses import dataclass
+
+from kafka_wire.eventhubs import connection_string, sas
+from kafka_wire.eventhubs.model import LISTEN, MANAGE, SEND, EventHubsModel, Namespace
+
+__all__ = ["Principal", "AuthError", "authenticate_plain", "authenticate", "login", "USERNAME"]
+
+log = logging.getLogger(__name__)
+
+USERNAME = "$ConnectionString"
+_ALL = frozenset({SEND, LISTEN, MANAGE})
+
+
+class AuthError(Exception):
+    """Authentication refused; the message is sent to the client."""
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who a connection authenticated as."""
+    namespace: str
+    policy: str | None
+    rights: frozenset[str]
+    hub: str | None = None          # limited to this event hub
+    publisher: str | None = None    # a publisher-policy token: keys must equal this
+    expires_s: int | None = None    # SAS token expiry (open connections outlive it)
+
+    def __str__(self) -> str:
+        where = self.namespace + (f"/{self.hub}" if self.hub else "")
+        if self.publisher:
+            where += f"/publishers/{self.publisher}"
+        return f"{self.policy or '?'}@{where} ({', '.join(sorted(self.rights))})"
+
+
+def split_plain(auth_bytes: bytes) -> tuple[str, str, str]:
+    """RFC 4616 ``[authzid] NUL authcid NUL passwd`` → (authzid, authcid, passwd)."""
+    parts = bytes(auth_bytes).split(b"\x00")
+    if len(parts) != 3:
+        raise AuthError("malformed SASL/PLAIN message: expected authzid\\0username\\0password")
+    try:
+        return tuple(p.decode("utf-8") for p in parts)  # type: ignore[return-value]
+    except UnicodeDecodeError:
+        raise AuthError("SASL/PLAIN credentials are not valid UTF-8") from None
+
+
+def authenticate_plain(model: EventHubsModel, auth_bytes: bytes,
+                       now_s: float | None = None) -> Principal:
+    authzid, username, password = split_plain(auth_bytes)
+    if username.lower() != USERNAME.lower():
+        raise AuthError(f"SASL/PLAIN username {username!r} is not accepted: Event Hubs expects "
+                        f"the username {USERNAME} and a connection string as the password")
+    if authzid and authzid != username:
+        raise AuthError(f"authorization id {authzid!r} differs from the username")
+    return authenticate(model, password, now_s)
+
+
+def authenticate(model: EventHubsModel, password: str, now_s: float | None = None) -> Principal:
+    """The principal a connection string authenticates, or AuthError saying why not."""
+    now_s = time.time() if now_s is None else now_s
+    try:
+        cs = connection_string.parse(password)
+    except connection_string.ConnectionStringError as exc:
+        raise AuthError(f"invalid connection string: {exc}") from None
+    name = model.namespace_for_host(cs.host)
+    if name is None:
+        served = ", ".join(sorted(model.namespaces))
+        raise AuthError(f"the connection string's Endpoint host {cs.host!r} names a namespace "
+                        f"this server does not serve (it serves: {served})")
+    ns = model.namespaces[name]
+    if ns.strict and not ns.limits.kafka:
+        raise AuthError(f"namespace {ns.name!r} is on the Basic tier, which has no Kafka "
+                        "endpoint: use Standard or above")
+    if cs.signature:
+        return _with_token(model, ns, cs, now_s)
+    return _with_key(ns, cs)
+
+
+def _same(a: str | None, b: str | None) -> bool:
+    return (a or "").lower() == (b or "").lower()
+
+
+def _with_key(ns: Namespace, cs) -> Principal:
+    entity = cs.entity_path
+    if ns.open:
+        return Principal(ns.name, cs.key_name, _ALL, hub=entity)
+    policy = ns.policy(cs.key_name, hub=entity)
+    if policy is None:
+        where = f"namespace {ns.name!r}" + (f" or event hub {entity!r}" if entity else "")
+        raise AuthError(f"SAS policy {cs.key_name!r} is not defined on {where}")
+    if not any(hmac.compare_digest(cs.key.encode(), k.encode()) for k in policy.keys()):
+        raise AuthError(f"the SharedAccessKey for policy {policy.name!r} is wrong")
+    if policy.hub is not None and entity is not None and not _same(entity, policy.hub):
+        raise AuthError(f"policy {policy.name!r} belongs to event hub {policy.hub!r}, "
+                        f"not EntityPath {entity!r}")
+    return Principal(ns.name, policy.name, policy.rights, hub=entity or policy.hub)
+
+
+def _with_token(model: EventHubsModel, ns: Namespace, cs, now_s: float) -> Principal:
+    try:
+        token = sas.parse(cs.signature)
+        scope = sas.scope_of(token.resource)
+    except sas.SasError as exc:
+        raise AuthError(str(exc)) from None
+    if sas.expired(token, now_s):
+        raise AuthError(f"the SAS token expired at {token.se} (now {int(now_s)}): generate a "
+                        "new one")
+    if model.namespace_for_host(scope.host) != ns.name:
+        raise AuthError(f"the SAS token is for {scope.host!r}, not for namespace {ns.name!r} "
+                        "named by the Endpoint")
+    entity = cs.entity_path
+    hub = scope.hub
+    if entity is not None:
+        if hub is not None and not _same(hub, entity):
+            raise AuthError(f"the SAS token covers event hub {hub!r}, not EntityPath {entity!r}")
+        hub = hub or entity
+    if ns.open:
+        rights = _ALL
+    else:
+        policy = ns.policy(token.skn, hub=scope.hub)
+        if policy is None:
+            raise AuthError(f"SAS policy {token.skn!r} is not defined on namespace {ns.name!r}"
+                            + (f" or event hub {scope.hub!r}" if scope.hub else ""))
+        if not sas.verify_signature(token, policy.keys()):
+            raise AuthError(f"the SAS token's signature does not match policy {policy.name!r}")
+        if policy.hub is not None and not _same(scope.hub, policy.hub):
+            raise AuthError(f"policy {policy.name!r} belongs to event hub {policy.hub!r}: the "
+                            f"token's resource must be that hub, not {token.resource!r}")
+        rights = policy.rights
+    if scope.publisher is not None:
+        if SEND not in rights:
+            raise AuthError(f"a publisher token needs the Send right; policy {token.skn!r} "
+                            "lacks it")
+        rights = frozenset({SEND})
+    return Principal(ns.name, token.skn, rights, hub=hub, publisher=scope.publisher,
+                     expires_s=token.se)
+
+
+def login(services, state, auth_bytes: bytes) -> str | None:
+    """SASL/PLAIN on connection ``state``: bind it to the principal's namespace and
+    return None, or return why authentication failed (the caller closes)."""
+    model = services.extra.get("eventhubs_model")
+    if model is None:
+        model = EventHubsModel.single(services.default_namespace)
+    try:
+        principal = authenticate_plain(model, auth_bytes, services.clock.now_ms() / 1000.0)
+    except AuthError as exc:
+        log.warning("authentication of %s failed: %s", state.peer, exc)
+        return str(exc)
+    runtime = services.namespaces.get(principal.namespace)
+    if runtime is None:
+        return f"namespace {principal.namespace!r} is not running on this server"
+    state.namespace = runtime
+    state.principal = principal
+    state.authenticated = True
+    state.sasl_mechanism = "PLAIN"
+    log.info("%s authenticated as %s", state.peer, principal)
+    return None

@@ -1,0 +1,119 @@
+"""Authorization: SAS policy rights mapped onto Kafka APIs (EVENTHUBS.md §4).
+
+- **Send**: Produce, InitProducerId.
+- **Listen**: Fetch, ListOffsets, OffsetForLeaderEpoch, consumer-group and
+  offset APIs.
+- **Manage** (includes Send and Listen): topic, partition, config and group
+  administration (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
+  DeleteRecords, DeleteGroups, OffsetDelete).
+
+A namespace-level principal covers every hub; a hub-level one (hub policy,
+``EntityPath``, hub-scoped SAS token) only its hub, and never namespace-wide
+administration (creating hubs, broker configs). Kafka consumer groups are
+namespace-wide on Event Hubs, so any principal with Listen may use any group
+id. A connection that did not authenticate (allowed where the namespace does
+not require it) has no principal and may do everything.
+
+Every function takes the request context and answers fast when there is no
+principal; the API modules call them directly.
+"""
+from __future__ import annotations
+
+import kafka.errors as Errors
+
+from kafka_wire.eventhubs import strict
+from kafka_wire.eventhubs.model import LISTEN, MANAGE, SEND
+
+__all__ = ["SEND", "LISTEN", "MANAGE", "check", "visible", "topic_error", "cluster_error",
+           "transactional_error", "group_allowed", "group_error", "commit_metadata_error"]
+
+OK = 0
+TOPIC_DENIED = Errors.TopicAuthorizationFailedError.errno
+GROUP_DENIED = Errors.GroupAuthorizationFailedError.errno
+CLUSTER_DENIED = Errors.ClusterAuthorizationFailedError.errno
+TXN_DENIED = Errors.TransactionalIdAuthorizationFailedError.errno
+
+
+def _same(a: str, b: str) -> bool:
+    return a == b or a.lower() == b.lower()
+
+
+def check(ctx, right: str, hub: str | None = None) -> bool:
+    """May this connection exercise ``right`` on ``hub`` (None: the namespace)?"""
+    p = ctx.connection.principal
+    if p is None:
+        return True
+    if right not in p.rights:
+        return False
+    if p.hub is not None:
+        if hub is None:
+            return right != MANAGE  # namespace-wide administration needs a namespace policy
+        return _same(hub, p.hub)
+    return True
+
+
+def visible(ctx, hub: str) -> bool:
+    """Metadata shows ``hub`` to this connection (any right on it)."""
+    p = ctx.connection.principal
+    return p is None or p.hub is None or _same(hub, p.hub)
+
+
+def topic_error(ctx, right: str, hub: str) -> int:
+    """0, or TOPIC_AUTHORIZATION_FAILED when ``right`` on ``hub`` is missing."""
+    return OK if check(ctx, right, hub) else TOPIC_DENIED
+
+
+def cluster_error(ctx, right: str = MANAGE) -> int:
+    """0, or CLUSTER_AUTHORIZATION_FAILED (broker configs, idempotent producer ids)."""
+    return OK if check(ctx, right) else CLUSTER_DENIED
+
+
+def transactional_error(ctx) -> int:
+    """InitProducerId with a transactional id: Send, and a tier with transactions."""
+    if not check(ctx, SEND):
+        return TXN_DENIED
+    ns = ctx.namespace.model
+    if ns is not None:
+        refusal = strict.enforce(ctx, strict.transactions(ns))
+        if refusal:
+            return refusal[0]
+    return OK
+
+
+def group_allowed(ctx, group_id: str | None, *, admin: bool = False) -> bool:
+    """Listen (or Manage for ``admin`` operations) lets a connection use any Kafka group."""
+    return check(ctx, MANAGE if admin else LISTEN, None if admin else _any_hub(ctx))
+
+
+def _any_hub(ctx):
+    p = ctx.connection.principal
+    return p.hub if p is not None else None
+
+
+def group_error(ctx, group_id: str | None, *, admin: bool = False, joining: bool = False) -> int:
+    """0 or the error for a group request: GROUP_AUTHORIZATION_FAILED without the right;
+    in a strict namespace INVALID_GROUP_ID for a group.id over 256 characters and, when
+    ``joining`` creates a new group, POLICY_VIOLATION past 1,000 Kafka groups."""
+    if not group_allowed(ctx, group_id, admin=admin):
+        return GROUP_DENIED
+    ns = ctx.namespace.model
+    if ns is None or group_id is None:
+        return OK
+    known, is_new = 0, False
+    if joining and ctx.groups is not None:
+        try:
+            ids = ctx.groups.group_ids()
+        except Exception:  # a coordinator without the listing: skip the count
+            ids = ()
+        known, is_new = len(ids), group_id not in ids
+    refusal = strict.enforce(ctx, strict.kafka_group(ns, group_id, known, is_new))
+    return refusal[0] if refusal else OK
+
+
+def commit_metadata_error(ctx, metadata: str | None) -> int:
+    """OFFSET_METADATA_TOO_LARGE past Event Hubs' 1,024 bytes (strict), else 0."""
+    ns = ctx.namespace.model
+    if ns is None or not metadata:
+        return OK
+    refusal = strict.enforce(ctx, strict.commit_metadata(ns, metadata))
+    return refusal[0] if refusal else OK

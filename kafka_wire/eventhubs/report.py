@@ -1,0 +1,145 @@
+"""The compatibility report: every Event Hubs rule a client ran into.
+
+Violations are kept per (namespace, rule, event hub, enforced): how often,
+first and last time, the latest message and client id. Strict namespaces
+refused the request (``enforced``); relaxed ones let it through and the entry
+says what Event Hubs would have done. Entries go to
+``DATA_DIR/compatibility-report.json`` (merged across restarts; a new kind of
+violation is written at once, repeats on a timer and at shutdown) and to the
+log (the first of each kind, then at most once a minute with the count).
+``kafka-wire report --data-dir DIR`` prints it.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+__all__ = ["CompatibilityReport", "REPORT_FILE", "load", "format_report"]
+
+REPORT_FILE = "compatibility-report.json"
+_MAX_ENTRIES = 2000
+_LOG_EVERY_MS = 60_000
+_FLUSH_MS = 5_000
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds")
+
+
+class CompatibilityReport:
+    def __init__(self, data_dir: Path, clock) -> None:
+        self.path = Path(data_dir) / REPORT_FILE
+        self.clock = clock
+        self.entries: dict[tuple, dict] = {}
+        self._logged: dict[tuple, tuple[int, int]] = {}  # key -> (last log ms, count then)
+        self._dirty = False
+        self._timer = None
+        for e in load(self.path):
+            self.entries[self._key(e)] = e
+
+    @staticmethod
+    def _key(e: dict) -> tuple:
+        return (e["namespace"], e["rule"], e.get("event_hub"), bool(e.get("enforced")))
+
+    def record(self, namespace: str, rule: str, hub: str | None, message: str, *,
+               enforced: bool, errno: int | None = None, client_id: str | None = None,
+               kind: str = "violation") -> None:
+        now = self.clock.now_ms()
+        key = (namespace, rule, hub, enforced)
+        entry = self.entries.get(key)
+        new = entry is None
+        if new:
+            if len(self.entries) >= _MAX_ENTRIES:
+                return
+            entry = self.entries[key] = {
+                "namespace": namespace, "rule": rule, "event_hub": hub, "enforced": enforced,
+                "kind": kind, "count": 0, "first": _iso(now), "error_code": errno}
+        entry["count"] += 1
+        entry["last"] = _iso(now)
+        entry["message"] = message
+        entry["client_id"] = client_id
+        self._log(key, entry, now)
+        self._dirty = True
+        if new:
+            self.flush()
+        elif self._timer is None:
+            self._timer = self.clock.call_later(_FLUSH_MS, self._on_timer)
+
+    def _log(self, key: tuple, entry: dict, now: int) -> None:
+        last = self._logged.get(key)
+        if last is not None and now - last[0] < _LOG_EVERY_MS:
+            return
+        count = entry["count"] - (last[1] if last else 0)
+        self._logged[key] = (now, entry["count"])
+        if entry["kind"] != "violation":
+            log.info("namespace %s: %s", entry["namespace"], entry["message"])
+            return
+        what = "refused" if entry["enforced"] else "allowed (relaxed mode), Event Hubs would refuse"
+        hub = f" event hub {entry['event_hub']}" if entry["event_hub"] else ""
+        log.warning("Event Hubs compatibility [%s] namespace %s%s: %s — %s%s", entry["rule"],
+                    entry["namespace"], hub, entry["message"], what,
+                    f" ({count} times)" if count > 1 else "")
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self.flush()
+
+    def flush(self) -> None:
+        if not self._dirty:
+            return
+        self._dirty = False
+        data = sorted(self.entries.values(), key=lambda e: (e["namespace"], e["rule"],
+                                                            e.get("event_hub") or ""))
+        tmp = self.path.with_suffix(".tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps({"entries": data}, indent=1))
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            log.error("cannot write the compatibility report %s: %s", self.path, exc)
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self.flush()
+
+
+def load(path: Path) -> list[dict]:
+    path = Path(path)
+    if path.is_dir():
+        path = path / REPORT_FILE
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError) as exc:
+        log.warning("ignoring unreadable compatibility report %s: %s", path, exc)
+        return []
+    return [e for e in data.get("entries", []) if isinstance(e, dict) and "rule" in e]
+
+
+def format_report(entries: list[dict]) -> str:
+    if not entries:
+        return "No Event Hubs compatibility issues recorded.\n"
+    lines = []
+    for ns in sorted({e["namespace"] for e in entries}):
+        lines.append(f"Namespace {ns}")
+        for e in sorted((e for e in entries if e["namespace"] == ns),
+                        key=lambda e: (e.get("kind") != "violation", e["rule"],
+                                       e.get("event_hub") or "")):
+            if e.get("kind", "violation") != "violation":
+                status = "note"
+            else:
+                status = "REFUSED" if e.get("enforced") else "would be refused on Event Hubs"
+            hub = f" [{e['event_hub']}]" if e.get("event_hub") else ""
+            code = f", error {e['error_code']}" if e.get("error_code") else ""
+            lines.append(f"  {e['rule']}{hub}: {status}{code}, {e['count']}x "
+                         f"({e.get('first')} .. {e.get('last')})")
+            lines.append(f"      {e.get('message')}")
+    return "\n".join(lines) + "\n"

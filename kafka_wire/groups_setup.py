@@ -1,0 +1,80 @@
+"""Gives every namespace its group coordinator and checkpoint store.
+
+Kafka groups are namespace-wide in Event Hubs, so each namespace has its own
+GroupCoordinator; committed offsets become checkpoints in an embedded store
+under DATA_DIR/_checkpoints/<namespace>/.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Callable
+
+from coordinator.checkpoints.embedded import EmbeddedCheckpointStore
+from coordinator.config import GroupCoordinatorConfig
+from coordinator.group_coordinator import GroupCoordinator
+from kafka_wire.context import NamespaceRuntime, Services
+
+log = logging.getLogger(__name__)
+
+
+def _position_resolver(ns: NamespaceRuntime):
+    def resolve(topic: str, partition: int, offset: int) -> int | None:
+        plog = ns.topics.log(topic, partition)
+        if plog is None:
+            return None
+        found = plog.batch_position(offset)
+        if found is not None:
+            return found[0]
+        if offset == plog.log_end_offset:
+            # Caught up: the checkpoint points where the next event will be written.
+            seg = plog.active_segment
+            return seg.base_position + seg.size
+        return None
+    return resolve
+
+
+def _partition_exists(ns: NamespaceRuntime):
+    def exists(topic: str, partition: int) -> bool:
+        view = ns.topics.get(topic)
+        return view is not None and 0 <= partition < view.partitions
+    return exists
+
+
+def _topic_metadata(ns: NamespaceRuntime):
+    def meta(topic: str):
+        view = ns.topics.get(topic)
+        return None if view is None else (view.topic_id, view.partitions)
+    return meta
+
+
+def coordinator_config(services: Services) -> GroupCoordinatorConfig:
+    cfg = services.config
+    return GroupCoordinatorConfig(
+        group_min_session_timeout_ms=cfg.group_min_session_timeout_ms,
+        group_max_session_timeout_ms=cfg.group_max_session_timeout_ms,
+        group_initial_rebalance_delay_ms=cfg.group_initial_rebalance_delay_ms,
+        offsets_retention_ms=cfg.offsets_retention_ms,
+    )
+
+
+def attach_groups(services: Services, data_dir: Path) -> Callable[[], None]:
+    stores = []
+    gconf = coordinator_config(services)
+    for ns in services.namespaces.values():
+        store = EmbeddedCheckpointStore(Path(data_dir) / "_checkpoints" / ns.name)
+        stores.append(store)
+        ns.groups = GroupCoordinator(
+            services.clock, gconf, store=store, namespace=ns.name,
+            position_resolver=_position_resolver(ns), partition_exists=_partition_exists(ns),
+            topic_metadata=_topic_metadata(ns))
+        ns.groups.start()
+    services.groups = services.namespaces[services.default_namespace].groups
+
+    def close() -> None:
+        for ns in services.namespaces.values():
+            if ns.groups is not None:
+                ns.groups.close()
+        for store in stores:
+            store.close()
+    return close
