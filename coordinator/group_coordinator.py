@@ -355,6 +355,15 @@ class GroupCoordinator:
     def group_ids(self) -> list[str]:
         return list(self.classic.groups) + self.consumer.group_ids()
 
+    def force_rebalance(self, group_id: str) -> bool:
+        """Start a rebalance now (fault injection): members must rejoin, as
+        when a new member arrives. False if the group cannot rebalance."""
+        group = self.classic.get_group(group_id)
+        if group is None or not group.can_rebalance():
+            return False
+        self.classic._maybe_prepare_rebalance(group, "forced by a test fault")
+        return True
+
 
 def _commit_time(om) -> int:
     return om.commit_time_ms

@@ -12,7 +12,11 @@ from pathlib import Path
 from coordinator.clock import SystemClock
 from coordinator.producer_ids import ProducerIdManager
 from kafka_wire.config import BrokerConfig
+from kafka_wire.faults import Faults
 from kafka_wire.context import ClusterInfo, NamespaceRuntime, Services
+from kafka_wire.eventhubs import tls
+from kafka_wire.eventhubs.attach import attach as attach_eventhubs
+from kafka_wire.eventhubs.model import EventHubsModel
 from kafka_wire.server import KafkaServer
 from kafka_wire.topics import TopicManager
 from log.config import LogConfig
@@ -37,6 +41,22 @@ def _cluster_id(data_dir: Path, wanted: str | None) -> str:
     return cid
 
 
+class ListenerServices:
+    """The broker's Services as one more listener sees them: the same collaborators
+    (read through, so later attachments show), its own advertised address, as a
+    Kafka broker advertises per listener."""
+
+    def __init__(self, base: Services, cluster: ClusterInfo) -> None:
+        object.__setattr__(self, "_base", base)
+        object.__setattr__(self, "cluster", cluster)
+
+    def __getattr__(self, name: str):
+        return getattr(self._base, name)
+
+    def __setattr__(self, name: str, value) -> None:
+        setattr(self._base, name, value)
+
+
 class Broker:
     def __init__(self, config: BrokerConfig, clock=None) -> None:
         self.config = config
@@ -47,10 +67,20 @@ class Broker:
         self.address: tuple[str, int] | None = None
         self._retention_timer = None
         self._closers: list = []
+        self.tls_server: KafkaServer | None = None
+        self.tls_address: tuple[str, int] | None = None
+        self.tls_ca_file: Path | None = None
 
     @property
     def bootstrap_servers(self) -> str:
         host, port = self.address
+        return f"{host}:{port}"
+
+    @property
+    def tls_bootstrap_servers(self) -> str | None:
+        if self.tls_address is None:
+            return None
+        host, port = self.tls_address
         return f"{host}:{port}"
 
     async def start(self) -> tuple[str, int]:
@@ -61,6 +91,10 @@ class Broker:
         self.clock = clock
         cluster = ClusterInfo(cfg.node_id, cfg.advertise_host or cfg.listen_host,
                               cfg.advertise_port or cfg.listen_port, _cluster_id(data_dir, cfg.cluster_id))
+        model = cfg.eventhubs or EventHubsModel.single(cfg.default_namespace)
+        if cfg.eventhubs is not None:  # the model decides which namespaces exist
+            cfg.default_namespace = model.default_namespace
+            cfg.namespaces = [n for n in model.namespaces if n != model.default_namespace]
         self.services = Services(cluster=cluster, config=cfg, clock=clock, topics=None,
                                  default_namespace=cfg.default_namespace)
         for name in dict.fromkeys([cfg.default_namespace, *cfg.namespaces]):
@@ -70,14 +104,44 @@ class Broker:
         self.logs = default.topics.logs
         self.services.extra["producer_ids"] = ProducerIdManager(data_dir / "producer-ids")
         self._attach_coordinators(data_dir)
+        self._closers.append(attach_eventhubs(self.services, model, data_dir))
+        self.services.faults = Faults(asyncio.get_running_loop(), self.services)
         self.server = KafkaServer(self.services)
+        self.services.extra["server"] = self.server
         host, port = await self.server.start(cfg.listen_host, cfg.listen_port)
         # Port 0 means "pick one": advertise what we actually got.
         cluster.host = cfg.advertise_host or host
         cluster.port = cfg.advertise_port or port
         self.address = (cluster.host, cluster.port)
+        if cfg.tls_listen_host:
+            await self._start_tls(data_dir, model)
         self._schedule_retention()
         return self.address
+
+    async def _start_tls(self, data_dir: Path, model: EventHubsModel) -> None:
+        """The SASL_SSL listener: same broker, its own advertised address."""
+        cfg = self.config
+        if cfg.tls_cert_file:
+            files = tls.TlsFiles(Path(cfg.tls_cert_file), Path(cfg.tls_key_file),
+                                 Path(cfg.tls_ca_file) if cfg.tls_ca_file else None)
+        else:
+            names = tls.default_names([cfg.tls_listen_host, cfg.tls_advertise_host or "",
+                                       cfg.advertise_host or "", cfg.listen_host],
+                                      list(model.namespaces))
+            files = await asyncio.get_running_loop().run_in_executor(
+                None, tls.ensure_certificates, data_dir / "tls", names)
+        base = self.services.cluster
+        cluster = ClusterInfo(base.node_id, cfg.tls_advertise_host or cfg.tls_listen_host,
+                              cfg.tls_advertise_port or cfg.tls_listen_port, base.cluster_id, base.rack)
+        self.tls_server = KafkaServer(ListenerServices(self.services, cluster))
+        host, port = await self.tls_server.start(cfg.tls_listen_host, cfg.tls_listen_port,
+                                                 ssl=tls.server_context(files))
+        cluster.host = cfg.tls_advertise_host or host
+        cluster.port = cfg.tls_advertise_port or port
+        self.tls_address = (cluster.host, cluster.port)
+        self.tls_ca_file = files.ca
+        log.info("SASL_SSL listener on %s:%d%s", cluster.host, cluster.port,
+                 f"; clients trust the CA in {files.ca}" if files.ca else "")
 
     def _open_namespace(self, data_dir: Path, name: str) -> NamespaceRuntime:
         cfg = self.config
@@ -116,6 +180,9 @@ class Broker:
         if self._retention_timer is not None:
             self._retention_timer.cancel()
             self._retention_timer = None
+        if self.tls_server is not None:
+            await self.tls_server.stop()
+            self.tls_server = None
         if self.server is not None:
             await self.server.stop()
             self.server = None
@@ -139,6 +206,9 @@ async def serve_forever(config: BrokerConfig, ready_line: bool = True) -> None:
     await broker.start()
     log.info("kafka-wire ready: bootstrap.servers=%s (data dir %s)", broker.bootstrap_servers,
              Path(config.data_dir).resolve())
+    if broker.tls_address is not None:
+        log.info("kafka-wire SASL_SSL listener: %s, CA certificate: %s",
+                 broker.tls_bootstrap_servers, broker.tls_ca_file or "(given by the config)")
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

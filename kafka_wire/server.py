@@ -31,6 +31,9 @@ import kafka.errors as Errors
 from kafka_wire import codec
 from kafka_wire.apis import registry
 from kafka_wire.context import ConnectionState, RequestContext, Services
+from kafka_wire.faults import error_response, stamp_errors
+
+_PARTITION_APIS = (codec.ApiKey.Produce, codec.ApiKey.Fetch, codec.ApiKey.ListOffsets)
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +64,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._reading = True
         self._closed = False
         self._task: asyncio.Task | None = None
+        self.last_client_id: str | None = None
 
     # -- asyncio protocol ------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -220,7 +224,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._abort(str(exc))
             return
         ctx = RequestContext(header, self.state, self.services)
+        self.last_client_id = header.client_id
         metrics = self.services.extra.get("on_request")
+        faults = self.services.faults
+        stamp, delay = None, 0.0
+        if faults is not None and faults.active:
+            if header.api_key not in _PARTITION_APIS:
+                stamp = faults.request_error(header.api_key, header.client_id)
+            delay = faults.response_delay(header.api_key, header.client_id)
+            if stamp is not None and delay == 0:
+                canned = error_response(header.api_key, header.api_version, stamp)
+                if canned is not None:
+                    self._respond(canned, header)
+                    return
         try:
             result = reg.handler(request, ctx)
         except Exception:
@@ -228,6 +244,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                           header.api_key, header.api_version, self.state.peer)
             self._abort(None)
             return
+        if stamp is not None or delay:
+            result = _faulty(result, stamp, delay)
         if inspect.isawaitable(result):
             self._busy = True
             self._task = asyncio.ensure_future(result)
@@ -312,6 +330,17 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def close(self) -> None:
         self._abort(None)
+
+
+async def _faulty(result, stamp: int | None, delay: float):
+    """An injected fault around a handler: late and/or with error codes."""
+    if inspect.isawaitable(result):
+        result = await result
+    if delay:
+        await asyncio.sleep(delay)
+    if stamp is not None and result is not None and not isinstance(result, Raw):
+        stamp_errors(result, stamp)
+    return result
 
 
 class Raw:

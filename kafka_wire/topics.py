@@ -6,6 +6,8 @@ import asyncio
 import logging
 import re
 import uuid
+
+import kafka.errors as Errors
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -18,7 +20,7 @@ log = logging.getLogger(__name__)
 
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
-LEADER_EPOCH = 0  # one broker, never re-elected: a stable epoch
+LEADER_EPOCH = 0  # one broker, never re-elected: stable unless a test fault moves the leader
 
 
 def topic_name_error(name: str | None) -> str | None:
@@ -54,6 +56,9 @@ class TopicManager:
         self.topic_defaults = dict(topic_defaults or {})
         self._waiters: dict[tuple[str, int], list[asyncio.Future]] = {}
         self._by_id: dict[uuid.UUID, str] = {}
+        # (topic, partition) -> [(epoch, start offset)], only for partitions whose
+        # leader a fault "moved"; all others stay at LEADER_EPOCH from offset 0.
+        self._epochs: dict[tuple[str, int], list[tuple[int, int]]] = {}
         # Hooks the Event Hubs layer and metrics attach to.
         self.on_append = None
         self._refresh_ids()
@@ -108,6 +113,46 @@ class TopicManager:
         if info is not None:
             overrides.update(info.configs)
         return LogConfig.from_kafka(overrides, base=self.logs.default_config)
+
+    # -- leader epochs ------------------------------------------------------
+    def leader_epoch(self, topic: str, partition: int) -> int:
+        history = self._epochs.get((topic, partition))
+        return history[-1][0] if history else LEADER_EPOCH
+
+    def bump_leader_epoch(self, topic: str, partition: int) -> int:
+        """A new leader epoch starting at the log end, as after a leader election."""
+        plog = self.log(topic, partition)
+        history = self._epochs.setdefault((topic, partition), [(LEADER_EPOCH, 0)])
+        epoch = history[-1][0] + 1
+        history.append((epoch, plog.log_end_offset if plog is not None else 0))
+        log.info("leader epoch of %s-%d is now %d", topic, partition, epoch)
+        return epoch
+
+    def epoch_error(self, topic: str, partition: int, requested: int | None) -> int:
+        """Kafka's check of a client's current_leader_epoch: 0 when it matches."""
+        if requested is None or requested < 0:
+            return 0
+        current = self.leader_epoch(topic, partition)
+        if requested < current:
+            return Errors.FencedLeaderEpochError.errno
+        if requested > current:
+            return Errors.UnknownLeaderEpochError.errno
+        return 0
+
+    def end_offset_for_epoch(self, topic: str, partition: int, epoch: int) -> tuple[int, int]:
+        """OffsetForLeaderEpoch: (largest epoch <= ``epoch``, its end offset), or (-1, -1)."""
+        plog = self.log(topic, partition)
+        history = self._epochs.get((topic, partition)) or [(LEADER_EPOCH, 0)]
+        found = None
+        for i, (e, _start) in enumerate(history):
+            if e <= epoch:
+                found = i
+        if found is None:
+            return -1, -1
+        e = history[found][0]
+        if found + 1 < len(history):
+            return e, history[found + 1][1]
+        return e, plog.high_watermark if plog is not None else 0
 
     # -- administration -----------------------------------------------------
     def create(self, name: str, partitions: int | None = None,

@@ -6,6 +6,12 @@ one of its partitions (or max_wait_ms), so a consumer sees new data at once.
 Incremental fetch sessions (v7+) as in KIP-227; topic ids (v13+). Not
 emulated: follower fetching (replica_id >= 0 is refused), preferred read
 replicas (always -1), diverging epochs (there is one leader epoch).
+
+Event Hubs: a partition of a hub the connection may not Listen on is
+TOPIC_AUTHORIZATION_FAILED. Egress quotas (throughput units): while the
+namespace's egress is in debt a Fetch is answered at once with no records and
+the throttle time; otherwise the records returned are charged and may set it
+(``services.extra["egress_delay"]`` / ``["egress_account"]``).
 """
 from __future__ import annotations
 
@@ -17,8 +23,8 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
+from kafka_wire.eventhubs.authz import LISTEN, topic_error
 from kafka_wire.fetch_sessions import FetchSessionCache, SessionError
-from kafka_wire.topics import LEADER_EPOCH
 from log import errors as log_errors
 
 log = logging.getLogger(__name__)
@@ -71,19 +77,26 @@ def _requested(request, ctx, version):
     return wanted, unknown, forgotten
 
 
-def _read_all(ctx, plan, max_bytes: int, read_committed: bool) -> tuple[list[_Read], int]:
+def _read_all(ctx, plan, max_bytes: int, read_committed: bool,
+              no_data: bool = False) -> tuple[list[_Read], int]:
     topics = ctx.topics
     txns = ctx.services.txns
+    faults = ctx.services.faults
     reads, total = [], 0
     for (name, part), offset, part_max, epoch in plan:
         view = topics.get(name)
         if view is None or not 0 <= part < view.partitions:
             reads.append(_Read(name, None, part, Errors.UnknownTopicOrPartitionError.errno))
             continue
+        denied = topic_error(ctx, LISTEN, name)
+        if denied:
+            reads.append(_Read(name, view.topic_id, part, denied))
+            continue
         plog = topics.log(name, part)
-        if epoch is not None and epoch >= 0 and epoch != LEADER_EPOCH:
-            code = (Errors.FencedLeaderEpochError.errno if epoch < LEADER_EPOCH
-                    else Errors.UnknownLeaderEpochError.errno)
+        code = topics.epoch_error(name, part, epoch)
+        if not code and faults is not None:
+            code = faults.partition_error(ctx, codec.ApiKey.Fetch, name, part) or 0
+        if code:
             reads.append(_Read(name, view.topic_id, part, code))
             continue
         hw = plog.high_watermark
@@ -95,7 +108,7 @@ def _read_all(ctx, plan, max_bytes: int, read_committed: bool) -> tuple[list[_Re
             entry.error = Errors.OffsetOutOfRangeError.errno
             continue
         budget = min(part_max, max_bytes - total)
-        if offset >= upper or (budget <= 0 and total > 0):
+        if no_data or offset >= upper or (budget <= 0 and total > 0):
             continue
         try:
             data = plog.read(offset, max(budget, 0), max_offset=upper, min_one_batch=total == 0)
@@ -173,20 +186,29 @@ def fetch(request, ctx):
     max_bytes = request.max_bytes if request.max_bytes and request.max_bytes > 0 else 2**31 - 1
     unknown_reads = [_Read(None, tid, p, Errors.UnknownTopicIdError.errno) for tid, p in unknown]
     session_id = session.session_id if session is not None else 0
-    gate = ctx.services.extra.get("fetch_gate")  # fault injection / quota hook
+    gate = ctx.services.extra.get("fetch_gate")  # fault injection hook
+    egress_delay = ctx.services.extra.get("egress_delay")
+    if egress_delay is not None and egress_delay(ctx) > 0:
+        # Over the egress quota: no records now, come back after the throttle time.
+        reads, _total = _read_all(ctx, plan, max_bytes, read_committed, no_data=True)
+        return _encode(version, _select(reads, session, incremental) + unknown_reads, session_id)
 
     reads, total = _read_all(ctx, plan, max_bytes, read_committed)
     has_error = any(r.error for r in reads) or unknown_reads
     if (total >= request.min_bytes or request.max_wait_ms <= 0 or has_error or not plan) and gate is None:
-        return _encode(version, _select(reads, session, incremental) + unknown_reads, session_id)
+        return _finish(ctx, version, _select(reads, session, incremental) + unknown_reads, session_id)
     return _wait(ctx, request, version, plan, max_bytes, read_committed, session, incremental,
                  session_id, unknown_reads, reads, total, gate)
 
 
 async def _wait(ctx, request, version, plan, max_bytes, read_committed, session, incremental,
                 session_id, unknown_reads, reads, total, gate):
+    if gate is not None and await gate(ctx, request):
+        # Still paused after max_wait: answer with positions but no records.
+        for r in reads:
+            r.records, r.aborted = _EMPTY, None
+        return _encode(version, _select(reads, session, incremental) + unknown_reads, session_id)
     if gate is not None:
-        await gate(ctx, request)
         reads, total = _read_all(ctx, plan, max_bytes, read_committed)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + request.max_wait_ms / 1000.0
@@ -204,4 +226,11 @@ async def _wait(ctx, request, version, plan, max_bytes, read_committed, session,
         finally:
             topics.forget_waiter(fut, keys)
         reads, total = _read_all(ctx, plan, max_bytes, read_committed)
-    return _encode(version, _select(reads, session, incremental) + unknown_reads, session_id)
+    return _finish(ctx, version, _select(reads, session, incremental) + unknown_reads, session_id)
+
+
+def _finish(ctx, version: int, reads: list[_Read], session_id: int):
+    account = ctx.services.extra.get("egress_account")
+    if account is not None:
+        account(ctx, [r.records for r in reads])
+    return _encode(version, reads, session_id)

@@ -4,7 +4,8 @@ Special timestamps: -2 earliest (log start offset), -1 latest (high
 watermark, or last stable offset under read_committed), -3 max timestamp
 (v7+), -4 earliest local (v8+; = earliest, there is no tiered storage),
 -5 earliest pending upload (v11; nothing is pending: -1). Positive
-timestamps go through the time index. v0 is not served.
+timestamps go through the time index. v0 is not served. Event Hubs: a hub
+the connection may not Listen on is TOPIC_AUTHORIZATION_FAILED.
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
-from kafka_wire.topics import LEADER_EPOCH
+from kafka_wire.eventhubs.authz import LISTEN, topic_error
 
 _Response = codec.response_class(codec.ApiKey.ListOffsets)
 _TopicResp = _Response.ListOffsetsTopicResponse
@@ -52,22 +53,28 @@ def list_offsets(request, ctx):
     topics_out = []
     for t in request.topics:
         view = ctx.topics.get(t.name)
+        denied = topic_error(ctx, LISTEN, t.name) if view is not None else 0
         parts = []
         for p in t.partitions:
             idx = p.partition_index
+            if denied:
+                parts.append(_part(idx, denied))
+                continue
             if view is None or not 0 <= idx < view.partitions:
                 parts.append(_part(idx, Errors.UnknownTopicOrPartitionError.errno))
                 continue
             epoch = p.current_leader_epoch if version >= 4 else -1
-            if epoch is not None and epoch >= 0 and epoch != LEADER_EPOCH:
-                code = (Errors.FencedLeaderEpochError.errno if epoch < LEADER_EPOCH
-                        else Errors.UnknownLeaderEpochError.errno)
+            code = ctx.topics.epoch_error(view.name, idx, epoch)
+            if not code and ctx.services.faults is not None:
+                code = ctx.services.faults.partition_error(ctx, codec.ApiKey.ListOffsets, view.name, idx) or 0
+            if code:
                 parts.append(_part(idx, code))
                 continue
             if p.timestamp == MAX_TIMESTAMP and version < 7 or p.timestamp < EARLIEST_PENDING:
                 parts.append(_part(idx, Errors.UnsupportedVersionError.errno))
                 continue
             ts, offset = lookup(ctx, view.name, idx, p.timestamp, read_committed)
-            parts.append(_part(idx, 0, ts, offset, LEADER_EPOCH if offset >= 0 else -1))
+            parts.append(_part(idx, 0, ts, offset,
+                               ctx.topics.leader_epoch(view.name, idx) if offset >= 0 else -1))
         topics_out.append(_TopicResp(name=t.name, partitions=parts))
     return _Response(version=version, throttle_time_ms=0, topics=topics_out)

@@ -27,15 +27,27 @@ _NOT_REQUESTED = None  # encoded as INT32_MIN
 _ALL_TOPIC_OPS = frozenset({3, 4, 5, 6, 7, 8, 10, 11})
 
 
-def partition_entries(view, node_id: int) -> list:
-    return [_Partition(error_code=0, partition_index=p, leader_id=node_id, leader_epoch=LEADER_EPOCH,
-                       replica_nodes=[node_id], isr_nodes=[node_id], offline_replicas=[])
-            for p in range(view.partitions)]
+def partition_entries(view, node_id: int, topics=None, unavailable=None) -> list:
+    out = []
+    for p in range(view.partitions):
+        epoch = topics.leader_epoch(view.name, p) if topics is not None else LEADER_EPOCH
+        if unavailable is not None and unavailable(view.name, p):
+            # Mid "election" (a test fault): no leader, as Kafka reports it.
+            out.append(_Partition(error_code=Errors.LeaderNotAvailableError.errno, partition_index=p,
+                                  leader_id=-1, leader_epoch=epoch, replica_nodes=[node_id],
+                                  isr_nodes=[], offline_replicas=[]))
+            continue
+        out.append(_Partition(error_code=0, partition_index=p, leader_id=node_id, leader_epoch=epoch,
+                              replica_nodes=[node_id], isr_nodes=[node_id], offline_replicas=[]))
+    return out
 
 
-def _topic_entry(view, node_id: int, ops: int):
+def _topic_entry(ctx, view, node_id: int, ops):
+    faults = ctx.services.faults
+    unavailable = (lambda t, p: faults.leader_unavailable(ctx, t, p)) if faults is not None else None
     return _Topic(error_code=0, name=view.name, topic_id=view.topic_id, is_internal=view.internal,
-                  partitions=partition_entries(view, node_id), authorized_operations=ops)
+                  partitions=partition_entries(view, node_id, ctx.topics, unavailable),
+                  authorized_operations=ops)
 
 
 def _error_entry(name, error: int, topic_id=None):
@@ -56,7 +68,7 @@ def metadata(request, ctx):
     if request.topics is None or (version == 0 and not request.topics):
         for view in topics.all():
             if visible is None or visible(ctx, view.name):
-                entries.append(_topic_entry(view, node, ops))
+                entries.append(_topic_entry(ctx, view, node, ops))
     else:
         for wanted in request.topics:
             name = wanted.name
@@ -84,7 +96,7 @@ def metadata(request, ctx):
                     code = getattr(exc, "errno", Errors.UnknownTopicOrPartitionError.errno)
                     entries.append(_error_entry(name, code))
                     continue
-            entries.append(_topic_entry(view, node, ops))
+            entries.append(_topic_entry(ctx, view, node, ops))
 
     cluster = ctx.cluster
     return _Response(

@@ -7,7 +7,8 @@ and end_offset -1 without an error; a consumer then treats its position as
 truncated and resets it. current_leader_epoch is checked as Fetch does:
 older is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH. Not emulated:
 follower requests (replica_id >= 0 are answered as a consumer's), epoch
-history (there is none).
+history (there is none). Event Hubs: a hub the connection may not Listen on
+is TOPIC_AUTHORIZATION_FAILED.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
-from kafka_wire.topics import LEADER_EPOCH
+from kafka_wire.eventhubs.authz import LISTEN, topic_error
 
 _Response = codec.response_class(codec.ApiKey.OffsetForLeaderEpoch)
 _TopicResult = _Response.OffsetForLeaderTopicResult
@@ -33,15 +34,17 @@ def _answer(ctx, view, p):
     plog = ctx.topics.log(view.name, index) if view is not None and 0 <= index < view.partitions else None
     if plog is None:
         return _end(index, Errors.UnknownTopicOrPartitionError.errno)
-    current = p.current_leader_epoch
-    if current is not None and current >= 0 and current != LEADER_EPOCH:
-        errno = (Errors.FencedLeaderEpochError.errno if current < LEADER_EPOCH
-                 else Errors.UnknownLeaderEpochError.errno)
+    denied = topic_error(ctx, LISTEN, view.name)
+    if denied:
+        return _end(index, denied)
+    errno = ctx.topics.epoch_error(view.name, index, p.current_leader_epoch)
+    if errno:
         return _end(index, errno)
-    if p.leader_epoch == LEADER_EPOCH:
-        return _end(index, 0, LEADER_EPOCH, plog.high_watermark)
-    # An epoch before the first (none exists) or after the current one.
-    return _end(index, 0)
+    if p.leader_epoch > ctx.topics.leader_epoch(view.name, index):
+        # An epoch after the current one: Kafka answers "undefined", no error.
+        return _end(index, 0)
+    epoch, end = ctx.topics.end_offset_for_epoch(view.name, index, p.leader_epoch)
+    return _end(index, 0, epoch, end)
 
 
 @handles(codec.ApiKey.OffsetForLeaderEpoch, 2, 4)

@@ -38,6 +38,7 @@ def produce(request, ctx):
     acks = request.acks
     check = ctx.services.extra.get("produce_check")  # Event Hubs policy / quota hook
     txns = ctx.services.txns
+    faults = ctx.services.faults
     now_ms = ctx.clock.now_ms()
     bad_acks = acks not in (0, 1, -1)
     responses = []
@@ -60,6 +61,11 @@ def produce(request, ctx):
             if not 0 <= idx < view.partitions or pdata.records is None:
                 parts.append(_part(idx, Errors.UnknownTopicOrPartitionError.errno))
                 continue
+            if faults is not None:
+                injected = faults.partition_error(ctx, codec.ApiKey.Produce, view.name, idx)
+                if injected:
+                    parts.append(_part(idx, injected))
+                    continue
             if check is not None:
                 refusal = check(ctx, view, idx, pdata.records, request.transactional_id)
                 if refusal:

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 import shutil
 import tempfile
 import threading
@@ -9,6 +11,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Callable
 
+from coordinator.clock import VirtualClock
 from kafka_wire.broker import Broker
 from kafka_wire.config import BrokerConfig
 
@@ -25,15 +28,50 @@ class EmulatedBroker:
     """A kafka-wire broker running in this process.
 
     ``data_dir``: keep data there (survives ``stop()``; restart by creating a
-    new EmulatedBroker on the same directory). ``**settings`` are
-    :class:`kafka_wire.config.BrokerConfig` fields.
+    new EmulatedBroker on the same directory). ``config_file``: an Event Hubs
+    Config.json or kafka-wire TOML file (its listeners are replaced by
+    ephemeral ones; ``tls=True`` adds a SASL_SSL listener). ``**settings`` are
+    :class:`kafka_wire.config.BrokerConfig` fields (``eventhubs=`` a model).
+
+    Example, with the official emulator's Config.json::
+
+        with EmulatedBroker(config_file="Config.json") as broker:
+            producer = confluent_kafka.Producer({
+                "bootstrap.servers": broker.bootstrap_servers,
+                "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                "sasl.username": "$ConnectionString",
+                "sasl.password": broker.connection_string()})
     """
 
-    def __init__(self, data_dir: str | Path | None = None, *, clock=None, **settings: Any) -> None:
+    def __init__(self, data_dir: str | Path | None = None, *, clock=None,
+                 config_file: str | Path | None = None, tls: bool = False,
+                 virtual_clock: bool = False, in_memory: bool = False,
+                 **settings: Any) -> None:
         self._own_dir = data_dir is None
-        self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="kafka-wire-"))
+        if data_dir is None:
+            # in_memory: the log lives on a RAM-backed tmpfs (fast, nothing on disk).
+            ram = "/dev/shm" if in_memory and os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
+            data_dir = tempfile.mkdtemp(prefix="kafka-wire-", dir=ram)
+        self.data_dir = Path(data_dir)
+        if virtual_clock and clock is None:
+            clock = VirtualClock(start_ms=time.time_ns() // 1_000_000)
+            # A frozen clock would hold the first join forever: no initial delay.
+            settings.setdefault("group_initial_rebalance_delay_ms", 0)
         settings.setdefault("listen_port", 0)
-        self.config = BrokerConfig(data_dir=self.data_dir, **settings)
+        self.config = BrokerConfig(data_dir=self.data_dir)
+        if config_file is not None:
+            from kafka_wire.eventhubs.config_file import apply_config_file
+            apply_config_file(self.config, Path(config_file))
+            self.config.data_dir = self.data_dir
+            self.config.listen_host, self.config.listen_port = "127.0.0.1", 0
+            if self.config.tls_listen_host:
+                self.config.tls_listen_host, self.config.tls_listen_port = "127.0.0.1", 0
+        if tls:
+            self.config.tls_listen_host, self.config.tls_listen_port = "127.0.0.1", 0
+        for key, value in settings.items():
+            if not hasattr(self.config, key):
+                raise TypeError(f"unknown BrokerConfig setting {key!r}")
+            setattr(self.config, key, value)
         self._clock = clock
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -110,6 +148,50 @@ class EmulatedBroker:
     @property
     def port(self) -> int:
         return self.broker.address[1]
+
+    @property
+    def faults(self):
+        """Fault injection (see :mod:`kafka_wire.faults`)."""
+        return self.broker.services.faults
+
+    @property
+    def clock(self):
+        """The virtual clock (``virtual_clock=True``): ``advance(ms)``, ``now_ms()``."""
+        if not isinstance(self._clock, VirtualClock):
+            raise RuntimeError("this broker runs on wall-clock time: start it with virtual_clock=True")
+        from kafka_wire.testing.clock import BrokerClock
+        return BrokerClock(self._clock, self._loop)
+
+    @property
+    def tls_bootstrap_servers(self) -> str | None:
+        """The SASL_SSL listener's address (``tls=True`` or a config's tls_listen)."""
+        return self.broker.tls_bootstrap_servers
+
+    @property
+    def ca_file(self) -> Path | None:
+        """The CA certificate SASL_SSL clients should trust."""
+        return self.broker.tls_ca_file
+
+    def connection_string(self, namespace: str | None = None, policy: str | None = None,
+                          hub: str | None = None) -> str:
+        """A key-based connection string for ``policy`` (default: the namespace's first,
+        RootManageSharedAccessKey if there) of ``namespace`` (default: the default one),
+        scoped to ``hub`` if given. Open namespaces (no policies) accept any key."""
+        from kafka_wire.eventhubs import connection_string
+        from kafka_wire.eventhubs.model import ROOT_POLICY
+
+        model = self.broker.services.extra["eventhubs_model"]
+        ns = model.namespaces[namespace or model.default_namespace]
+        if ns.policies or (hub and ns.hub(hub) and ns.hub(hub).policies):
+            rule = ns.policy(policy or ROOT_POLICY, hub=hub) or (
+                None if policy else next(iter(ns.policies.values()), None))
+            if rule is None:
+                raise KeyError(f"policy {policy!r} is not defined on namespace {ns.name!r}")
+            name, key = rule.name, rule.primary_key
+        else:
+            name, key = policy or ROOT_POLICY, "any-key-works"
+        return connection_string.build(model.endpoint_host(ns.name), key_name=name, key=key,
+                                       entity_path=hub, emulator=ns.emulator)
 
     def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run ``fn(*args)`` on the broker's loop and return its result."""

@@ -64,7 +64,7 @@ def test_garbage_and_bad_lengths_close_only_that_connection(broker):
         struct.pack(">i", 0),                              # empty frame
         struct.pack(">i", 3) + b"abc",                     # shorter than a header
         struct.pack(">ihhih", 10, 9999, 0, 1, -1),         # unknown api key
-        struct.pack(">ihhih", 30, codec.ApiKey.Metadata, 9, 1, 5) + b"ab",  # client id past end
+        struct.pack(">ihhih", 12, codec.ApiKey.Metadata, 9, 1, 5) + b"ab",  # client id past end
         struct.pack(">ihhih", 12, codec.ApiKey.Produce, 9, 1, -1) + b"\xff\xff",  # body garbage
     ]
     with _Traffic(broker.bootstrap_servers, "steady") as traffic:
