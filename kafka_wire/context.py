@@ -40,6 +40,7 @@ class NamespaceRuntime:
     name: str
     topics: Any         # kafka_wire.topics.TopicManager
     groups: Any = None  # coordinator.group_coordinator.GroupCoordinator
+    txns: Any = None    # coordinator.transactions.TransactionCoordinator
     model: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -92,6 +93,10 @@ class RequestContext:
     @property
     def groups(self):
         return self.namespace.groups
+
+    @property
+    def txns(self):
+        return self.namespace.txns
 
     @property
     def clock(self):

@@ -195,6 +195,16 @@ class TopicManager:
             self.on_append(topic, partition, info)
         return info
 
+    def append_control(self, topic: str, partition: int, producer_id: int, producer_epoch: int,
+                       commit: bool, coordinator_epoch: int, now_ms: int):
+        """A transaction marker; read_committed fetchers waiting on the LSO wake up."""
+        plog = self.logs.get_log(topic, partition)
+        info = plog.append_control(producer_id, producer_epoch, commit, coordinator_epoch, now_ms=now_ms)
+        key = (topic, partition)
+        if key in self._waiters:
+            self._wake(key)
+        return info
+
     def _wake(self, key: tuple[str, int]) -> None:
         for fut in self._waiters.pop(key, ()):
             if not fut.done():

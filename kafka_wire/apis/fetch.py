@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 _Response = codec.response_class(codec.ApiKey.Fetch)
 _TopicResp = _Response.FetchableTopicResponse
 _PartResp = _TopicResp.PartitionData
+_Aborted = _PartResp.AbortedTransaction
 _EMPTY = b""
 
 
@@ -80,7 +81,6 @@ def _requested(request, ctx, version):
 def _read_all(ctx, plan, max_bytes: int, read_committed: bool,
               no_data: bool = False) -> tuple[list[_Read], int]:
     topics = ctx.topics
-    txns = ctx.services.txns
     faults = ctx.services.faults
     reads, total = [], 0
     for (name, part), offset, part_max, epoch in plan:
@@ -100,7 +100,7 @@ def _read_all(ctx, plan, max_bytes: int, read_committed: bool,
             reads.append(_Read(name, view.topic_id, part, code))
             continue
         hw = plog.high_watermark
-        lso = txns.last_stable_offset(name, part) if txns is not None else hw
+        lso = plog.last_stable_offset
         upper = lso if read_committed else hw
         entry = _Read(name, view.topic_id, part, 0, hw, lso, plog.log_start_offset)
         reads.append(entry)
@@ -121,8 +121,9 @@ def _read_all(ctx, plan, max_bytes: int, read_committed: bool,
             continue
         entry.records = data
         total += len(data)
-        if read_committed and txns is not None and len(data):
-            entry.aborted = txns.aborted_transactions(name, part, offset, upper)
+        if read_committed and len(data):
+            entry.aborted = [_Aborted(producer_id=pid, first_offset=first)
+                             for pid, first in plog.aborted_transactions(offset, upper)]
     return reads, total
 
 

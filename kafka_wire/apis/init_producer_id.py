@@ -3,8 +3,11 @@
 Idempotent producers (no transactional id) get a fresh producer id with epoch
 0; v3+ producers that send their current id and epoch get the epoch bumped
 (KIP-360), or a new id when the epoch would overflow. Transactional ids are
-passed to the transaction coordinator when one is attached; without one they
-are refused with COORDINATOR_NOT_AVAILABLE. v6 (two-phase commit) is not served.
+handled by the namespace's transaction coordinator (an open transaction of
+the same id is aborted and the old producer fenced). v6 (two-phase commit) is not served.
+Event Hubs: the Send right is needed (else CLUSTER_AUTHORIZATION_FAILED, or
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED for a transactional id, also the answer
+of a strict namespace whose tier has no transactions).
 """
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
+from kafka_wire.eventhubs.authz import SEND, cluster_error, transactional_error
 
 _Response = codec.response_class(codec.ApiKey.InitProducerId)
 _MAX_EPOCH = 32767
@@ -24,11 +28,22 @@ def _response(ctx, error, pid=-1, epoch=-1):
 
 @handles(codec.ApiKey.InitProducerId, 0, 5)
 def init_producer_id(request, ctx):
-    txns = ctx.services.txns
+    txns = ctx.txns
     if request.transactional_id is not None:
+        denied = transactional_error(ctx)
+        if denied:
+            return _response(ctx, denied)
         if txns is None:
             return _response(ctx, Errors.CoordinatorNotAvailableError.errno)
-        return txns.init_producer_id(ctx, request)
+        pid = request.producer_id if ctx.version >= 3 else -1
+        epoch = request.producer_epoch if ctx.version >= 3 else -1
+        error, pid, epoch = txns.init_producer_id(request.transactional_id, request.transaction_timeout_ms,
+                                                  pid if pid is not None else -1,
+                                                  epoch if epoch is not None else -1)
+        return _response(ctx, error, pid, epoch)
+    denied = cluster_error(ctx, SEND)
+    if denied:
+        return _response(ctx, denied)
     ids = ctx.services.extra["producer_ids"]
     pid = request.producer_id if ctx.version >= 3 else -1
     epoch = request.producer_epoch if ctx.version >= 3 else -1

@@ -31,9 +31,7 @@ def lookup(ctx, name: str, partition: int, ts: int, read_committed: bool) -> tup
     """(timestamp, offset) for one partition; raises nothing, returns (-1, -1) if none."""
     plog = ctx.topics.log(name, partition)
     if ts == LATEST:
-        txns = ctx.services.txns
-        end = (txns.last_stable_offset(name, partition) if read_committed and txns is not None
-               else plog.high_watermark)
+        end = plog.last_stable_offset if read_committed else plog.high_watermark
         return -1, end
     if ts in (EARLIEST, EARLIEST_LOCAL):
         return -1, plog.log_start_offset

@@ -37,7 +37,6 @@ def produce(request, ctx):
     topics = ctx.topics
     acks = request.acks
     check = ctx.services.extra.get("produce_check")  # Event Hubs policy / quota hook
-    txns = ctx.services.txns
     faults = ctx.services.faults
     now_ms = ctx.clock.now_ms()
     bad_acks = acks not in (0, 1, -1)
@@ -73,11 +72,7 @@ def produce(request, ctx):
                     parts.append(_part(idx, code, message=message))
                     continue
             try:
-                if txns is not None:
-                    info = txns.append(ctx, view.name, idx, pdata.records, now_ms,
-                                       request.transactional_id)
-                else:
-                    info = topics.append(view.name, idx, pdata.records, now_ms)
+                info = topics.append(view.name, idx, pdata.records, now_ms)
             except log_errors.LogError as exc:
                 code = for_log_error(exc)
                 if code == Errors.KafkaStorageError.errno:

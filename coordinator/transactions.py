@@ -1,0 +1,376 @@
+"""TransactionCoordinator: transactional ids, their producer ids and epochs,
+the partitions and groups of each open transaction, and how it ends.
+
+Kafka's state machine, on one broker: Empty → Ongoing → PrepareCommit /
+PrepareAbort → CompleteCommit / CompleteAbort. Ending a transaction writes a
+COMMIT or ABORT control batch into every partition it touched (through the
+injected ``write_marker``) and makes its transactional offset commits
+visible (``commit_offsets``) or drops them. Markers are local writes, so the
+Prepare states last only as long as that loop; they are still recorded, so a
+crash between them is finished on restart. A transaction open longer than its
+timeout is aborted and its producer epoch bumped, fencing the old producer.
+
+State survives restarts in ``transactions.log`` (length-prefixed, CRC-32C
+msgpack records of the whole state of one transactional id; the last record
+of an id wins; rewritten compactly at start).
+"""
+from __future__ import annotations
+
+import logging
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import crc32c
+import kafka.errors as Errors
+import msgpack
+
+from coordinator.clock import Clock
+
+log = logging.getLogger(__name__)
+
+NONE = Errors.NoError.errno
+MAX_EPOCH = 32767
+EMPTY, ONGOING, PREPARE_COMMIT, PREPARE_ABORT, COMPLETE_COMMIT, COMPLETE_ABORT, DEAD = (
+    "Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead")
+_HEAD = struct.Struct(">II")
+MAX_TIMEOUT_MS = 15 * 60 * 1000  # Kafka's transaction.max.timeout.ms (Event Hubs: 15 min too)
+COORDINATOR_EPOCH = 0
+
+# write_marker(topic, partition, producer_id, producer_epoch, commit) -> None
+MarkerWriter = Callable[[str, int, int, int, bool], None]
+# commit_offsets(group, [(topic, partition, offset, leader_epoch, metadata)]) -> None
+OffsetCommitter = Callable[[str, list], None]
+
+
+@dataclass
+class TxnState:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    timeout_ms: int
+    state: str = EMPTY
+    partitions: set = field(default_factory=set)          # {(topic, partition)}
+    groups: set = field(default_factory=set)
+    pending_offsets: dict = field(default_factory=dict)    # group -> {(t, p): (offset, epoch, meta)}
+    start_ms: int = -1
+    update_ms: int = 0
+    last_producer_id: int = -1
+    last_producer_epoch: int = -1
+
+    def to_row(self) -> list:
+        return [self.transactional_id, self.producer_id, self.producer_epoch, self.timeout_ms, self.state,
+                sorted([t, p] for t, p in self.partitions), sorted(self.groups),
+                {g: [[t, p, *v] for (t, p), v in offs.items()] for g, offs in self.pending_offsets.items()},
+                self.start_ms, self.update_ms, self.last_producer_id, self.last_producer_epoch]
+
+    @classmethod
+    def from_row(cls, row: list) -> "TxnState":
+        (tid, pid, epoch, timeout, state, parts, groups, pending, start, update, lpid, lepoch) = row
+        return cls(tid, pid, epoch, timeout, state, {(t, p) for t, p in parts}, set(groups),
+                   {g: {(t, p): (o, e, m) for t, p, o, e, m in offs} for g, offs in pending.items()},
+                   start, update, lpid, lepoch)
+
+
+class TxnError(Exception):
+    def __init__(self, errno: int, message: str = "") -> None:
+        super().__init__(message or str(errno))
+        self.errno = errno
+
+
+class TransactionStore:
+    """The durable record of transaction states."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.path = self.directory / "transactions.log"
+
+    def load(self) -> dict[str, TxnState]:
+        states: dict[str, TxnState] = {}
+        if self.path.exists():
+            data = self.path.read_bytes()
+            pos = 0
+            while pos + _HEAD.size <= len(data):
+                size, crc = _HEAD.unpack_from(data, pos)
+                payload = data[pos + _HEAD.size:pos + _HEAD.size + size]
+                if len(payload) != size or crc32c.crc32c(payload) != crc:
+                    log.warning("transaction log %s: dropped a torn tail of %d bytes", self.path,
+                                len(data) - pos)
+                    break
+                try:
+                    row = msgpack.unpackb(payload, raw=False, strict_map_key=False)
+                    if row[0] == "del":
+                        states.pop(row[1], None)
+                    else:
+                        st = TxnState.from_row(row)
+                        states[st.transactional_id] = st
+                except Exception as exc:  # a record we cannot read ends the log, like a torn write
+                    log.warning("transaction log %s: unreadable record (%s); dropping the rest", self.path, exc)
+                    break
+                pos += _HEAD.size + size
+        self._rewrite(states)
+        return states
+
+    def _rewrite(self, states: dict[str, TxnState]) -> None:
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "wb") as fh:
+            for st in states.values():
+                fh.write(self._frame(st.to_row()))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+        self._fh = open(self.path, "ab")
+
+    @staticmethod
+    def _frame(row: list) -> bytes:
+        payload = msgpack.packb(row, use_bin_type=True)
+        return _HEAD.pack(len(payload), crc32c.crc32c(payload)) + payload
+
+    def put(self, st: TxnState) -> None:
+        self._fh.write(self._frame(st.to_row()))
+        self._fh.flush()
+
+    def delete(self, transactional_id: str) -> None:
+        self._fh.write(self._frame(["del", transactional_id]))
+        self._fh.flush()
+
+    def close(self) -> None:
+        self._fh.close()
+
+
+class TransactionCoordinator:
+    def __init__(self, clock: Clock, store: TransactionStore, *, allocate_producer_id: Callable[[], int],
+                 write_marker: MarkerWriter, commit_offsets: OffsetCommitter,
+                 partition_exists: Callable[[str, int], bool],
+                 max_timeout_ms: int = MAX_TIMEOUT_MS,
+                 expiration_ms: int = 7 * 24 * 3600 * 1000) -> None:
+        self.clock = clock
+        self.store = store
+        self.allocate = allocate_producer_id
+        self.write_marker = write_marker
+        self.commit_offsets = commit_offsets
+        self.partition_exists = partition_exists
+        self.max_timeout_ms = max_timeout_ms
+        self.expiration_ms = expiration_ms
+        self.txns = store.load()
+        self._timers: dict[str, Any] = {}
+        self._closed = False
+
+    def start(self) -> None:
+        """Finish what a crash interrupted and re-arm the timeouts."""
+        for st in list(self.txns.values()):
+            if st.state == PREPARE_COMMIT:
+                self._complete(st, commit=True)
+            elif st.state == PREPARE_ABORT:
+                self._complete(st, commit=False)
+            elif st.state == ONGOING:
+                self._arm(st)
+
+    def close(self) -> None:
+        self._closed = True
+        for timer in self._timers.values():
+            timer.cancel()
+        self._timers.clear()
+        self.store.close()
+
+    # -- InitProducerId -----------------------------------------------------------
+    def init_producer_id(self, transactional_id: str, timeout_ms: int,
+                         producer_id: int = -1, producer_epoch: int = -1) -> tuple[int, int, int]:
+        """(error, producer id, epoch) for a transactional producer starting up."""
+        if not transactional_id:
+            return Errors.InvalidRequestError.errno, -1, -1
+        if timeout_ms <= 0 or timeout_ms > self.max_timeout_ms:
+            return Errors.InvalidTransactionTimeoutError.errno, -1, -1
+        now = self.clock.now_ms()
+        st = self.txns.get(transactional_id)
+        if st is None:
+            st = TxnState(transactional_id, self.allocate(), 0, timeout_ms, EMPTY, update_ms=now)
+            self._save(st)
+            return NONE, st.producer_id, st.producer_epoch
+        if producer_id >= 0 and (producer_id, producer_epoch) not in (
+                (st.producer_id, st.producer_epoch), (st.last_producer_id, st.last_producer_epoch)):
+            # KIP-360: only the current (or just-replaced) producer may bump its epoch.
+            return Errors.ProducerFencedError.errno, -1, -1
+        if st.state in (PREPARE_COMMIT, PREPARE_ABORT):
+            return Errors.ConcurrentTransactionsError.errno, -1, -1
+        if st.state == ONGOING:
+            # A new incarnation aborts whatever the old one left open.
+            self._bump_epoch(st)
+            self._end(st, commit=False)
+        else:
+            self._bump_epoch(st)
+        st.timeout_ms = timeout_ms
+        st.update_ms = now
+        self._save(st)
+        return NONE, st.producer_id, st.producer_epoch
+
+    def _bump_epoch(self, st: TxnState) -> None:
+        st.last_producer_id, st.last_producer_epoch = st.producer_id, st.producer_epoch
+        if st.producer_epoch + 1 >= MAX_EPOCH:
+            st.producer_id, st.producer_epoch = self.allocate(), 0
+        else:
+            st.producer_epoch += 1
+
+    # -- validation -----------------------------------------------------------------
+    def _current(self, transactional_id: str, producer_id: int, producer_epoch: int) -> TxnState:
+        st = self.txns.get(transactional_id)
+        if st is None or st.producer_id != producer_id:
+            raise TxnError(Errors.InvalidProducerIdMappingError.errno,
+                           f"transactional id {transactional_id!r} does not belong to producer {producer_id}")
+        if producer_epoch != st.producer_epoch:
+            raise TxnError(Errors.ProducerFencedError.errno,
+                           f"producer epoch {producer_epoch} is not the current epoch {st.producer_epoch}")
+        if st.state in (PREPARE_COMMIT, PREPARE_ABORT):
+            raise TxnError(Errors.ConcurrentTransactionsError.errno)
+        return st
+
+    def _open(self, st: TxnState) -> None:
+        if st.state != ONGOING:
+            st.state = ONGOING
+            st.partitions.clear()
+            st.groups.clear()
+            st.pending_offsets.clear()
+            st.start_ms = self.clock.now_ms()
+            self._arm(st)
+        st.update_ms = self.clock.now_ms()
+
+    # -- AddPartitionsToTxn / AddOffsetsToTxn / TxnOffsetCommit -----------------------
+    def add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                       partitions: Iterable[tuple[str, int]], verify_only: bool = False) -> dict:
+        partitions = list(partitions)
+        try:
+            st = self._current(transactional_id, producer_id, producer_epoch)
+        except TxnError as exc:
+            return {tp: exc.errno for tp in partitions}
+        unknown = [tp for tp in partitions if not self.partition_exists(*tp)]
+        if unknown:
+            # Kafka refuses the whole request: the bad ones get the error, the rest OPERATION_NOT_ATTEMPTED.
+            return {tp: (Errors.UnknownTopicOrPartitionError.errno if tp in unknown
+                         else Errors.OperationNotAttemptedError.errno) for tp in partitions}
+        if verify_only:
+            ok = st.state == ONGOING
+            return {tp: NONE if ok and tp in st.partitions else Errors.InvalidTxnStateError.errno
+                    for tp in partitions}
+        self._open(st)
+        st.partitions.update(partitions)
+        self._save(st)
+        return {tp: NONE for tp in partitions}
+
+    def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str) -> int:
+        try:
+            st = self._current(transactional_id, producer_id, producer_epoch)
+        except TxnError as exc:
+            return exc.errno
+        self._open(st)
+        st.groups.add(group_id)
+        self._save(st)
+        return NONE
+
+    def txn_offset_commit(self, transactional_id: str, group_id: str, producer_id: int,
+                          producer_epoch: int, offsets: list[tuple[str, int, int, int, str | None]]) -> int:
+        try:
+            st = self._current(transactional_id, producer_id, producer_epoch)
+        except TxnError as exc:
+            return exc.errno
+        if st.state != ONGOING or group_id not in st.groups:
+            return Errors.InvalidTxnStateError.errno if st.state != ONGOING else \
+                Errors.InvalidTxnStateError.errno
+        pending = st.pending_offsets.setdefault(group_id, {})
+        for topic, partition, offset, leader_epoch, metadata in offsets:
+            pending[(topic, partition)] = (offset, leader_epoch, metadata)
+        st.update_ms = self.clock.now_ms()
+        self._save(st)
+        return NONE
+
+    # -- EndTxn ---------------------------------------------------------------------
+    def end_txn(self, transactional_id: str, producer_id: int, producer_epoch: int, commit: bool) -> int:
+        st = self.txns.get(transactional_id)
+        if st is None or st.producer_id != producer_id:
+            return Errors.InvalidProducerIdMappingError.errno
+        if producer_epoch != st.producer_epoch:
+            # A retry of an end the timeout already did for the previous epoch.
+            if st.last_producer_epoch == producer_epoch and st.state == COMPLETE_ABORT and not commit:
+                return NONE
+            return Errors.ProducerFencedError.errno
+        if st.state == ONGOING:
+            self._end(st, commit)
+            return NONE
+        done = COMPLETE_COMMIT if commit else COMPLETE_ABORT
+        if st.state == done:
+            return NONE  # a retried EndTxn
+        if st.state == EMPTY and not commit:
+            return NONE  # aborting nothing is fine (Kafka 3.x+)
+        return Errors.InvalidTxnStateError.errno
+
+    def _end(self, st: TxnState, commit: bool) -> None:
+        st.state = PREPARE_COMMIT if commit else PREPARE_ABORT
+        st.update_ms = self.clock.now_ms()
+        self._save(st)
+        self._complete(st, commit)
+
+    def _complete(self, st: TxnState, commit: bool) -> None:
+        timer = self._timers.pop(st.transactional_id, None)
+        if timer is not None:
+            timer.cancel()
+        for topic, partition in sorted(st.partitions):
+            try:
+                self.write_marker(topic, partition, st.producer_id, st.producer_epoch, commit)
+            except Exception as exc:  # a deleted topic, a full disk: log it, don't wedge the txn
+                log.error("marker for %s to %s-%d failed: %s", st.transactional_id, topic, partition, exc)
+        if commit:
+            for group, offsets in st.pending_offsets.items():
+                self.commit_offsets(group, [(t, p, o, e, m) for (t, p), (o, e, m) in offsets.items()])
+        st.state = COMPLETE_COMMIT if commit else COMPLETE_ABORT
+        st.partitions.clear()
+        st.groups.clear()
+        st.pending_offsets.clear()
+        st.update_ms = self.clock.now_ms()
+        self._save(st)
+
+    # -- timeouts -------------------------------------------------------------------
+    def _arm(self, st: TxnState) -> None:
+        if self._closed:
+            return
+        old = self._timers.pop(st.transactional_id, None)
+        if old is not None:
+            old.cancel()
+        due = max(0, st.start_ms + st.timeout_ms - self.clock.now_ms())
+        tid = st.transactional_id
+        self._timers[tid] = self.clock.call_later(due, lambda: self._expire(tid))
+
+    def _expire(self, transactional_id: str) -> None:
+        self._timers.pop(transactional_id, None)
+        st = self.txns.get(transactional_id)
+        if st is None or st.state != ONGOING:
+            return
+        log.info("transaction %s timed out after %d ms: aborting and fencing its producer",
+                 transactional_id, st.timeout_ms)
+        self._bump_epoch(st)
+        self._end(st, commit=False)
+
+    # -- inspection -----------------------------------------------------------------
+    def list(self, states: Iterable[str] = (), producer_ids: Iterable[int] = (),
+             min_duration_ms: int = -1) -> list[TxnState]:
+        states = set(states)
+        pids = set(producer_ids)
+        now = self.clock.now_ms()
+        out = []
+        for st in self.txns.values():
+            if states and st.state not in states:
+                continue
+            if pids and st.producer_id not in pids:
+                continue
+            if min_duration_ms >= 0 and (st.state != ONGOING or now - st.start_ms < min_duration_ms):
+                continue
+            out.append(st)
+        return out
+
+    def describe(self, transactional_id: str) -> TxnState | None:
+        return self.txns.get(transactional_id)
+
+    def _save(self, st: TxnState) -> None:
+        self.txns[st.transactional_id] = st
+        self.store.put(st)
