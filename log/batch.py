@@ -277,3 +277,48 @@ def _read_varint(buf, p: int) -> tuple[int, int]:
         shift += 7
         if shift > 63:
             raise IndexError("varint too long")
+
+
+INT32_MAX = 2**31 - 1
+NO_PRODUCER_ID = -1
+NO_SEQUENCE = -1
+
+
+def last_sequence(header: BatchHeader) -> int:
+    """The batch's last sequence number; sequences wrap from INT32_MAX to 0."""
+    if header.base_sequence < 0:
+        return NO_SEQUENCE
+    return increment_sequence(header.base_sequence, header.last_offset_delta)
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    if sequence > INT32_MAX - increment:
+        return increment - (INT32_MAX - sequence) - 1
+    return sequence + increment
+
+
+def encode_batch(
+    *,
+    base_offset: int,
+    partition_leader_epoch: int,
+    attributes: int,
+    last_offset_delta: int,
+    base_timestamp: int,
+    max_timestamp: int,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    records_count: int,
+    records,
+) -> bytearray:
+    """A RecordBatch v2 with this header and ``records`` (the records section,
+    compressed already if the attributes say so), with its CRC-32C computed."""
+    buf = bytearray(HEADER_SIZE + len(records))
+    HEADER.pack_into(
+        buf, 0, base_offset, len(buf) - LOG_OVERHEAD, partition_leader_epoch, 2, 0, attributes,
+        last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence,
+        records_count,
+    )
+    buf[HEADER_SIZE:] = records
+    _UINT32.pack_into(buf, CRC_OFFSET, batch_crc(buf, 0, len(buf)))
+    return buf

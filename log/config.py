@@ -52,6 +52,9 @@ class LogConfig:
     preallocate: bool = True
     min_insync_replicas: int = 1
     compression_type: str = "producer"
+    # Broker-wide, not a topic config (Kafka's producer.id.expiration.ms): producer
+    # state idle this long, with no open transaction, is forgotten.
+    producer_id_expiration_ms: int = DAY_MS
 
     @property
     def log_append_time(self) -> bool:

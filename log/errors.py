@@ -1,10 +1,15 @@
 """Errors raised by the log package.
 
-The server maps these to Kafka error codes at its edge; the log itself knows no
-error codes. Messages say what went wrong and, where a user can act, what to do.
+The server maps these to Kafka error codes at its edge. The exception is the
+producer-state family (idempotence and transactions): each maps to exactly one
+Kafka error, so it carries that code in ``errno`` (taken from ``kafka.errors``
+by name, so no bare numbers). Messages say what went wrong and, where a user
+can act, what to do.
 """
 
 from __future__ import annotations
+
+import kafka.errors as _kafka
 
 
 class LogError(Exception):
@@ -58,3 +63,51 @@ class UnknownTopic(LogError):
 
 class TopicExists(LogError):
     """A topic of that name (or one colliding with it) exists (Kafka TOPIC_ALREADY_EXISTS)."""
+
+
+class ProducerStateError(LogError):
+    """A batch refused by the producer-state checks (idempotence, transactions).
+
+    ``errno`` is the Kafka error code the Produce (or WriteTxnMarkers)
+    response carries; the log is unchanged when one is raised.
+    """
+
+    errno: int = _kafka.UnknownError.errno
+
+
+class OutOfOrderSequence(ProducerStateError):
+    """The batch's first sequence does not follow the producer's last one
+    (Kafka OUT_OF_ORDER_SEQUENCE_NUMBER); the client retries the earlier batch."""
+
+    errno = _kafka.OutOfOrderSequenceNumberError.errno
+
+
+class InvalidProducerEpoch(ProducerStateError):
+    """The batch's producer epoch is older than the one the partition knows
+    (Kafka INVALID_PRODUCER_EPOCH, which Kafka 2.7+ answers instead of
+    PRODUCER_FENCED for transactional producers too): a newer instance of this
+    producer exists."""
+
+    errno = _kafka.InvalidProducerEpochError.errno
+
+
+class UnknownProducerId(ProducerStateError):
+    """No state is left for this producer id (expired, or its data was deleted)
+    and the batch does not start a sequence (Kafka UNKNOWN_PRODUCER_ID): the
+    client resets its sequence numbers."""
+
+    errno = _kafka.UnknownProducerIdError.errno
+
+
+class InvalidTxnState(ProducerStateError):
+    """A non-transactional batch from a producer with an open transaction
+    (Kafka INVALID_TXN_STATE)."""
+
+    errno = _kafka.InvalidTxnStateError.errno
+
+
+class TransactionCoordinatorFenced(ProducerStateError):
+    """A transaction marker from a coordinator epoch older than the last one
+    seen for this producer (Kafka TRANSACTION_COORDINATOR_FENCED)."""
+
+    errno = _kafka.TransactionCoordinatorFencedError.errno

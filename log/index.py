@@ -4,7 +4,8 @@
 entry formats and are sparse: one entry every index.interval.bytes of log.
 ``BatchIndex`` (``.batches``) is ours and dense: one entry per batch with its
 byte position and broker append time, which Event Hubs exposes as the event's
-offset and enqueued time.
+offset and enqueued time. ``TransactionIndex`` (``.txnindex``) is Kafka's
+index of aborted transactions.
 
 Writable (active) files are extended sparse with ftruncate and mapped read-only
 for lookups. Entries are written with os.pwrite, never through the map, so a
@@ -19,6 +20,7 @@ import mmap
 import os
 import struct
 from pathlib import Path
+from typing import NamedTuple
 
 logger = logging.getLogger(__name__)
 
@@ -339,3 +341,122 @@ def _fsync(fd: int | None, path: Path) -> None:
 
 pwrite_all = _pwrite_all
 fsync_path = _fsync
+
+
+class AbortedTxn(NamedTuple):
+    """One ``.txnindex`` entry: an aborted transaction of ``producer_id``
+    spanning [first_offset, last_offset] (last_offset is its ABORT marker), and
+    the last stable offset right after the abort (where a read_committed
+    consumer's search for aborted transactions may stop)."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+
+
+TXN_ENTRY = struct.Struct(">hqqqq")  # version, producerId, firstOffset, lastOffset, lastStableOffset
+assert TXN_ENTRY.size == 34
+
+
+class TransactionIndex:
+    """``.txnindex``: Kafka's aborted-transaction index of a segment, 34-byte
+    entries (version int16 = 0, producerId, firstOffset, lastOffset,
+    lastStableOffset int64), big-endian, in marker order.
+
+    It lives in the segment that holds the ABORT marker and is created on the
+    first abort. Entries are few (one per aborted transaction), so they are
+    kept in memory and the file is only appended to (one pwrite per abort) or
+    rewritten whole (truncation, recovery).
+    """
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.entries: list[AbortedTxn] = []
+        self.damaged: str | None = None  # why the file could not be read whole
+        self._dirty = False
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return
+        usable = len(data) - len(data) % TXN_ENTRY.size
+        if usable != len(data):
+            self.damaged = f"size {len(data)} is not a multiple of {TXN_ENTRY.size}"
+        prev_last = -1
+        for version, pid, first, last, lso in TXN_ENTRY.iter_unpack(data[:usable]):
+            if version != 0 or first > last or last <= prev_last:
+                self.damaged = f"entry ({version}, {pid}, {first}, {last}, {lso}) is invalid or out of order"
+                break
+            self.entries.append(AbortedTxn(pid, first, last, lso))
+            prev_last = last
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def problem(self, base_offset: int, next_offset: int) -> str | None:
+        if self.damaged:
+            return self.damaged
+        for entry in self.entries:
+            if not base_offset <= entry.last_offset < next_offset:
+                return f"entry {tuple(entry)} lies outside the segment's offsets [{base_offset}, {next_offset})"
+        return None
+
+    def append(self, entry: AbortedTxn) -> None:
+        """Add one entry (raises OSError; the file is then as before)."""
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            end = len(self.entries) * TXN_ENTRY.size
+            try:
+                _pwrite_all(fd, TXN_ENTRY.pack(0, *entry), end)
+            except BaseException:
+                os.ftruncate(fd, end)
+                raise
+        finally:
+            os.close(fd)
+        self.entries.append(entry)
+        self._dirty = True
+
+    def remove_last(self) -> None:
+        """Undo the last append (its marker could not be written)."""
+        if self.entries:
+            self.replace(self.entries[:-1])
+
+    def replace(self, entries: list[AbortedTxn]) -> None:
+        """Rewrite the file with ``entries`` (deleting it when there are none)."""
+        if not entries:
+            self.path.unlink(missing_ok=True)
+        else:
+            data = b"".join(TXN_ENTRY.pack(0, *e) for e in entries)
+            fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                _pwrite_all(fd, data, 0)
+            finally:
+                os.close(fd)
+        self.entries = list(entries)
+        self.damaged = None
+        self._dirty = bool(entries)
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries whose marker is at or after ``offset``."""
+        keep = [e for e in self.entries if e.last_offset < offset]
+        if len(keep) != len(self.entries) or self.damaged:
+            self.replace(keep)
+
+    def collect(self, fetch_offset: int, upper_offset: int, out: list[AbortedTxn]) -> bool:
+        """Add the entries overlapping [fetch_offset, upper_offset) to ``out``;
+        True when the search is complete (Kafka's TransactionIndex.collectAbortedTxns)."""
+        for entry in list(self.entries):
+            if entry.last_offset >= fetch_offset and entry.first_offset < upper_offset:
+                out.append(entry)
+            if entry.last_stable_offset >= upper_offset:
+                return True
+        return False
+
+    def flush(self) -> None:
+        if self._dirty:
+            _fsync(None, self.path)
+            self._dirty = False
+
+    def delete(self) -> None:
+        self.path.unlink(missing_ok=True)
+        self.entries = []

@@ -83,6 +83,13 @@ class LogManager:
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
         return self._logs.get((topic, partition))
 
+    def logs(self) -> dict[tuple[str, int], PartitionLog]:
+        """Every open partition log by (topic, partition)."""
+        return dict(self._logs)
+
+    def now_ms(self) -> int:
+        return self._clock()
+
     def partition_dir(self, topic: str, partition: int) -> Path:
         return self.root / f"{topic}-{partition}"
 
@@ -181,6 +188,11 @@ class LogManager:
             if not log.closed:
                 deleted += log.enforce_retention(now_ms)
         return deleted
+
+    def expire_producers(self, now_ms: int) -> int:
+        """Forget idle producer state in every log (Kafka checks every
+        producer.id.expiration.check.interval.ms, 10 minutes)."""
+        return sum(log.expire_producers(now_ms) for log in list(self._logs.values()) if not log.closed)
 
     def flush(self) -> None:
         for log in list(self._logs.values()):

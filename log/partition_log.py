@@ -6,28 +6,45 @@ zero-copy slices of the segment maps. Opening a directory recovers it: after
 an unclean shutdown the active segment is re-validated batch by batch and cut
 at the first torn or corrupt batch; damaged or missing indexes are rebuilt.
 
+Producer state (``producer_state``) makes appends idempotent and tracks open
+transactions; ``append_control`` writes transaction markers and indexes
+aborted transactions (``.txnindex``); the last stable offset bounds
+read_committed fetches.
+
 Single replica, so the high watermark is the log end offset. Mutations take a
-lock (flush may run on another thread); reads are lock-free from the owner.
+lock (flush and the cleaner's segment swap run on other threads); reads are
+lock-free from the owner: they take ``self._segments`` once and work on that
+list, which a swap replaces whole rather than editing in place.
 """
 
 from __future__ import annotations
 
 import bisect
 import logging
+import operator
 import threading
 from pathlib import Path
 from typing import NamedTuple
 
 from . import batch as rb
+from . import records as rec
 from .batch import BatchHeader
 from .config import LogConfig
-from .errors import LogClosed, OffsetOutOfRange, RecordTooLarge, StorageError
-from .recovery import CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_FILE, load_segments, write_atomic
+from .errors import InvalidRecord, LogClosed, OffsetOutOfRange, RecordTooLarge, StorageError
+from .index import AbortedTxn
+from .producer_state import BatchMetadata, CompletedTxn, Duplicate, ProducerInfo, ProducerStateManager
+from .recovery import CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_FILE, load_segments, swap_segments, write_atomic
 from .segment import INT32_MAX, LogSegment
 
 logger = logging.getLogger(__name__)
 
 _EMPTY = memoryview(b"")
+_BASE = operator.attrgetter("base_offset")
+
+
+def _index_of(segments: list[LogSegment], offset: int) -> int:
+    """Index of the segment that would hold ``offset`` (0 if it is below them all)."""
+    return max(bisect.bisect_right(segments, offset, key=_BASE) - 1, 0)
 
 
 class AppendInfo(NamedTuple):
@@ -38,6 +55,28 @@ class AppendInfo(NamedTuple):
     log_start_offset: int
     position: int  # Event Hubs offset (byte position) of the first batch
     headers: list[BatchHeader]  # as stored: offsets assigned, timestamps patched
+    duplicate: bool = False  # an idempotent retry: nothing written, the original offsets
+
+
+class SegmentInfo(NamedTuple):
+    segment: LogSegment
+    base_offset: int
+    next_offset: int
+    size: int
+    base_position: int
+    first_append_ms: int | None
+    last_append_ms: int | None
+
+
+class CompactionView(NamedTuple):
+    """What the cleaner needs, taken under the partition lock."""
+
+    segments: tuple[SegmentInfo, ...]  # every segment but the active one
+    last_stable_offset: int
+    log_start_offset: int
+    aborted: tuple[AbortedTxn, ...]  # every .txnindex entry, the active segment's included
+    producer_last_offsets: dict[int, int]  # producer id -> offset of its last data batch (-1: none)
+    config: LogConfig
 
 
 class PartitionLog:
@@ -48,7 +87,6 @@ class PartitionLog:
         self._lock = threading.RLock()
         self._closed = False
         self._segments: list[LogSegment] = []
-        self._bases: list[int] = []
         self.log_start_offset = 0
         self._unflushed = 0
         self._last_flush_ms = now_ms
@@ -109,6 +147,8 @@ class PartitionLog:
                     f"record batch of {header.size} bytes exceeds max.message.bytes={limit}: "
                     "send smaller batches (producer batch.size / max.request.size)"
                 )
+            if header.is_control:
+                raise InvalidRecord("a produce request may not hold control batches: only the broker writes them")
         with self._lock:
             self._check_open()
             leo = self.log_end_offset
@@ -128,19 +168,83 @@ class PartitionLog:
                 stored.append(rb.parse_header(buf, pos))
                 offset += header.last_offset_delta + 1
                 pos += header.size
-            try:
-                seg = self._segment_for_append(base_offset, offset - 1, len(buf), len(headers), now_ms)
-                position = seg.append(buf, stored, append_time)
-            except OSError as exc:
-                raise StorageError(
-                    f"cannot write to {self.directory}: {exc.strerror or exc}", errno=exc.errno
-                ) from exc
-            self._last_append_ms = append_time
-            self._unflushed += len(headers)
-            self._maybe_flush(now_ms)
+            pending = None
+            if any(h.producer_id >= 0 for h in stored):
+                pending = self._producers.validate(stored, append_time)
+                if isinstance(pending, Duplicate):
+                    return self._duplicate_info(pending.batch)
+            seg, position = self._write(buf, stored, now_ms, append_time)
+            if pending:
+                self._producers.commit(pending, offset)
+            self._producers.map_end_offset = offset
             return AppendInfo(
                 base_offset, offset - 1, append_time, log_append_time, self.log_start_offset,
                 seg.base_position + position, stored,
+            )
+
+    def _write(
+        self, buf, stored: list[BatchHeader], now_ms: int, append_time: int, aborted: AbortedTxn | None = None
+    ) -> tuple[LogSegment, int]:
+        """Write batches with offsets assigned (and an ABORT's .txnindex entry)."""
+        base_offset, last_offset = stored[0].base_offset, stored[-1].last_offset
+        try:
+            seg = self._segment_for_append(base_offset, last_offset, len(buf), len(stored), now_ms)
+            if aborted is not None:
+                seg.txn_index.append(aborted)  # first: a crash then leaves an entry recovery drops
+            try:
+                position = seg.append(buf, stored, append_time)
+            except BaseException:
+                if aborted is not None:
+                    seg.txn_index.remove_last()
+                raise
+        except OSError as exc:
+            raise StorageError(f"cannot write to {self.directory}: {exc.strerror or exc}", errno=exc.errno) from exc
+        self._last_append_ms = append_time
+        self._unflushed += len(stored)
+        self._maybe_flush(now_ms)
+        return seg, position
+
+    def _duplicate_info(self, meta: BatchMetadata) -> AppendInfo:
+        found = self.batch_position(meta.first_offset)
+        position, append_ms = found if found is not None else (-1, meta.timestamp)
+        return AppendInfo(
+            meta.first_offset, meta.last_offset, append_ms, self.config.log_append_time, self.log_start_offset,
+            position, [], True,
+        )
+
+    def append_control(
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int, *, now_ms: int
+    ) -> AppendInfo:
+        """Write a COMMIT or ABORT marker for ``producer_id`` (WriteTxnMarkers)
+        and close its open transaction; an ABORT of a transaction with data
+        here gets a ``.txnindex`` entry. Raises InvalidProducerEpoch for a
+        stale producer epoch, TransactionCoordinatorFenced for a stale
+        coordinator epoch."""
+        with self._lock:
+            self._check_open()
+            producers = self._producers
+            producers.check_marker(producer_id, producer_epoch, coordinator_epoch)
+            append_time = max(now_ms, self._last_append_ms)
+            offset = self.log_end_offset
+            buf = rec.control_batch(
+                base_offset=offset, producer_id=producer_id, producer_epoch=producer_epoch, commit=commit,
+                coordinator_epoch=coordinator_epoch, timestamp=append_time,
+            )
+            if self.config.log_append_time:
+                rb.set_log_append_time(buf, 0, append_time)
+            header = rb.parse_header(buf)
+            aborted = None
+            first = producers.ongoing.get(producer_id, -1)
+            if not commit and first >= 0:
+                done = CompletedTxn(producer_id, first, offset, True)
+                aborted = AbortedTxn(producer_id, first, offset, producers.last_stable_offset_after(done))
+            seg, position = self._write(buf, [header], now_ms, append_time, aborted)
+            producers.complete_txn(
+                producer_id, producer_epoch, offset, not commit, coordinator_epoch, header.max_timestamp, append_time
+            )
+            return AppendInfo(
+                offset, offset, append_time, self.config.log_append_time, self.log_start_offset,
+                seg.base_position + position, [header],
             )
 
     def _segment_for_append(self, base_offset: int, last_offset: int, size: int, batches: int, now_ms: int) -> LogSegment:
@@ -169,17 +273,18 @@ class PartitionLog:
             old.base_position + old.size, self.config,
         )
         self._segments.append(new)
-        self._bases.append(new.base_offset)
         logger.debug("%s: rolled to segment %d", self.directory, new.base_offset)
+        try:
+            self._producers.take_snapshot(new.base_offset)
+        except OSError as exc:  # only costs a longer replay when the log is next opened
+            logger.warning("%s: cannot write a producer state snapshot: %s", self.directory, exc)
         return new
 
     def _replace_empty_active(self, base_offset: int) -> LogSegment:
         old = self._segments.pop()
-        self._bases.pop()
         old.delete()
         new = LogSegment.create(self.directory, base_offset, old.base_position, self.config)
         self._segments.append(new)
-        self._bases.append(base_offset)
         return new
 
     def roll(self) -> None:
@@ -210,8 +315,7 @@ class PartitionLog:
         upper = leo if max_offset is None else min(leo, max_offset)
         if offset >= upper:
             return _EMPTY
-        i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
-        for seg in segments[i:]:
+        for seg in segments[_index_of(segments, offset) :]:
             view = seg.read(offset, max_bytes, upper, min_one_batch)
             if view is not None:
                 return view
@@ -222,7 +326,7 @@ class PartitionLog:
         ListOffsets wants; None if there is none. For compressed CreateTime
         batches the answer is the batch (base offset, maxTimestamp): finding the
         record would mean decompressing on the request path."""
-        for seg in self._segments:
+        for seg in list(self._segments):
             if seg.max_timestamp >= ts_ms:
                 found = seg.find_timestamp(ts_ms, self.log_start_offset)
                 if found is not None:
@@ -233,7 +337,7 @@ class PartitionLog:
         """(timestamp, offset) of the first record with the largest timestamp
         (batch granularity for compressed batches); (-1, -1) if empty."""
         best, holder = (-1, -1), None
-        for seg in self._segments:
+        for seg in list(self._segments):
             if seg.max_timestamp > best[0]:
                 best, holder = (seg.max_timestamp, seg.offset_of_max_timestamp), seg
         if holder is not None:  # the segment knows the batch; find the record
@@ -242,10 +346,100 @@ class PartitionLog:
 
     def batch_position(self, offset: int) -> tuple[int, int] | None:
         """(Event Hubs byte offset, append time ms) of the batch holding ``offset``."""
-        if offset < self.log_start_offset or offset >= self.log_end_offset:
+        segments = self._segments
+        if offset < self.log_start_offset or offset >= segments[-1].next_offset:
             return None
-        i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
-        return self._segments[i].batch_position(offset)
+        return segments[_index_of(segments, offset)].batch_position(offset)
+
+    # -- transactions -----------------------------------------------------------
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The first offset of the earliest open transaction (never below the
+        log start offset), else the high watermark: read_committed consumers
+        read below it."""
+        hw = self.high_watermark
+        first = self._producers.first_unstable_offset()
+        if first is None:
+            return hw
+        return min(hw, max(first, self.log_start_offset))
+
+    def aborted_transactions(self, fetch_offset: int, upper_offset: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of the aborted transactions overlapping
+        [fetch_offset, upper_offset), for a read_committed Fetch response."""
+        segments = self._segments
+        found: list[AbortedTxn] = []
+        for seg in segments[_index_of(segments, fetch_offset) :]:
+            if seg.txn_index.collect(fetch_offset, upper_offset, found):
+                break
+        return [(e.producer_id, e.first_offset) for e in found]
+
+    def describe_producers(self) -> list[ProducerInfo]:
+        """DescribeProducers: every producer with state here."""
+        with self._lock:
+            return self._producers.describe()
+
+    def expire_producers(self, now_ms: int) -> int:
+        """Forget producers idle for producer_id_expiration_ms (and with no
+        open transaction); returns how many. Call periodically."""
+        with self._lock:
+            if self._closed:
+                return 0
+            self._producers.expiration_ms = self.config.producer_id_expiration_ms
+            return len(self._producers.expire(now_ms))
+
+    # -- compaction support -----------------------------------------------------
+
+    def compaction_view(self, *, producers: bool = True) -> CompactionView:
+        with self._lock:
+            self._check_open()
+            infos = tuple(
+                SegmentInfo(s, s.base_offset, s.next_offset, s.size, s.base_position, s.first_append_ms,
+                            s.last_append_ms)
+                for s in self._segments[:-1]
+            )
+            last_offsets = (
+                {pid: e.last_data_offset for pid, e in self._producers.producers.items()} if producers else {}
+            )
+            aborted = tuple(e for s in self._segments for e in s.txn_index.entries) if producers else ()
+            return CompactionView(
+                infos, self.last_stable_offset, self.log_start_offset, aborted, last_offsets, self.config
+            )
+
+    def swap_cleaned(self, groups: list[tuple[list[LogSegment], int]]) -> bool:
+        """Replace each run of segments by the cleaned segment written as
+        ``{base:020d}.*.cleaned`` (see recovery.swap_segments). Returns False,
+        changing nothing, if any of them left the log meanwhile (retention,
+        truncation, close). Segments replaced keep their maps: reads in
+        flight over them stay valid until they let go."""
+        with self._lock:
+            if self._closed:
+                return False
+            current = {id(seg) for seg in self._segments[:-1]}
+            if not all(id(seg) in current for olds, _ in groups for seg in olds):
+                return False
+            try:
+                swap_segments(self.directory, [(new, [s.base_offset for s in olds]) for olds, new in groups])
+                loaded = {
+                    id(olds[0]): LogSegment.load(self.directory, new, self.config, recover=False, full_check=True)
+                    for olds, new in groups
+                }
+            except OSError as exc:
+                # The swap is committed on disk and is finished when the log is next opened.
+                self._closed = True
+                raise StorageError(
+                    f"compaction swap in {self.directory} failed: {exc.strerror or exc}; the log is offline "
+                    "until it is reopened", errno=exc.errno,
+                ) from exc
+            replaced = {id(seg) for olds, _ in groups for seg in olds}
+            segments = []
+            for seg in self._segments:
+                if id(seg) in loaded:
+                    segments.append(loaded[id(seg)])
+                elif id(seg) not in replaced:
+                    segments.append(seg)
+            self._segments = segments  # one assignment: lock-free readers see old or new
+            return True
 
     # -- deletion ---------------------------------------------------------------
 
@@ -279,7 +473,11 @@ class PartitionLog:
             segments = self._segments
             if cfg.retention_ms >= 0:
                 cutoff = now_ms - cfg.retention_ms
-                while n < len(segments) and segments[n].size and (segments[n].last_append_ms or 0) < cutoff:
+                # An empty segment other than the active one (emptied by compaction) goes too.
+                while (
+                    n < len(segments) and (segments[n].size or n < len(segments) - 1)
+                    and (segments[n].last_append_ms or 0) < cutoff
+                ):
                     n += 1
             if cfg.retention_bytes >= 0:
                 excess = self.size_bytes - sum(s.size for s in segments[:n]) - cfg.retention_bytes
@@ -306,10 +504,10 @@ class PartitionLog:
             else:
                 n -= 1  # the active segment is already empty: it stays
         doomed = self._segments[:n]
-        del self._segments[:n]
-        del self._bases[:n]
+        self._segments = self._segments[n:]
         for seg in doomed:
             seg.delete()
+        self._producers.delete_snapshots(below=self._segments[0].base_offset)
         return len(doomed)
 
     def truncate_to(self, offset: int) -> None:
@@ -325,17 +523,20 @@ class PartitionLog:
                 for seg in reversed(self._segments):
                     seg.delete()
                 self._segments = [LogSegment.create(self.directory, offset, first.base_position, self.config)]
-                self._bases = [offset]
                 self._set_log_start_offset(offset, allow_decrease=True)
+                # As Kafka's truncateFullyAndStartAt: no producer state survives.
+                self._producers.delete_snapshots(above=-1)
+                self._producers.reset(offset)
+                self._producers.incomplete = offset > 0
                 return
-            i = max(bisect.bisect_right(self._bases, offset) - 1, 0)
+            i = _index_of(self._segments, offset)
             for seg in reversed(self._segments[i + 1 :]):
                 seg.delete()
-            del self._segments[i + 1 :]
-            del self._bases[i + 1 :]
+            self._segments = self._segments[: i + 1]
             self._segments[i].truncate_to(offset)
             if self.log_start_offset > self.log_end_offset:
                 self._set_log_start_offset(self.log_end_offset, allow_decrease=True)
+            self._producers.rebuild(self._segments, upto=self.log_end_offset)
 
     # -- durability -------------------------------------------------------------
 
@@ -378,6 +579,7 @@ class PartitionLog:
                 self._flush(self._last_flush_ms)
                 for seg in self._segments:
                     seg.close()
+                self._producers.take_snapshot(self.log_end_offset, durable=True)
                 write_atomic(self.directory / CLEAN_SHUTDOWN_FILE, b"")
             except OSError as exc:
                 raise StorageError(f"cannot close {self.directory}: {exc.strerror or exc}", errno=exc.errno) from exc
@@ -406,5 +608,12 @@ class PartitionLog:
     def _load(self) -> None:
         segments, self.log_start_offset = load_segments(self.directory, self.config)
         self._segments = segments
-        self._bases = [s.base_offset for s in segments]
         self._last_append_ms = max((s.last_append_ms or 0 for s in segments), default=0)
+        self._producers = ProducerStateManager(self.directory, self.config.producer_id_expiration_ms)
+        # Segments whose .txnindex may be wrong are replayed from a snapshot at or before them.
+        suspects = [s for s in segments if s.txn_index_suspect]
+        self._producers.rebuild(
+            segments, upto=self.log_end_offset,
+            replay_from=min((s.base_offset for s in suspects), default=None), rebuild_txn_index=suspects,
+        )
+        self._producers.delete_snapshots(below=segments[0].base_offset)

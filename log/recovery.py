@@ -8,10 +8,20 @@ index checks too, since a crash during a roll can leave it untrimmed. Any
 segment with missing or damaged indexes is rebuilt from its log. A segment
 that loses bytes in the middle of the log takes every later segment with it:
 the log is always the longest valid prefix.
+
+Compaction replaces segments in two phases (``swap_segments``): the cleaned
+files are written as ``*.cleaned`` and fsynced, then a ``cleaner-swap``
+marker naming the groups (new base offset, old base offsets) is written
+atomically; that is the commit point. Then the old segments' files are
+removed and the cleaned ones renamed into place, ``.log`` last. Opening a
+directory first rolls a committed swap forward and deletes the ``*.cleaned``
+files of an uncommitted one, so a crash leaves either the old segments or the
+new ones.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -19,13 +29,15 @@ import uuid
 from pathlib import Path
 
 from .config import LogConfig
-from .segment import LOG_SUFFIX, LogSegment
+from .segment import LOG_SUFFIX, SUFFIXES, LogSegment, segment_path
 
 logger = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = "clean-shutdown"
 LOG_START_OFFSET_FILE = "log-start-offset"
-_SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index|timeindex|batches)$")
+SWAP_FILE = "cleaner-swap"
+CLEANED_SUFFIX = ".cleaned"
+_SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index|timeindex|batches|txnindex)$")
 FULLY_CHECKED_SEGMENTS = 2  # the active one and the one a crash during roll may leave untrimmed
 
 
@@ -37,6 +49,7 @@ def load_segments(directory: Path, config: LogConfig) -> tuple[list[LogSegment],
     if clean:
         marker.unlink()  # from now on a crash is an unclean shutdown
     persisted_start = read_log_start_offset(directory)
+    complete_swap(directory)
     bases = _scan_directory(directory)
 
     segments: list[LogSegment] = []
@@ -59,7 +72,7 @@ def load_segments(directory: Path, config: LogConfig) -> tuple[list[LogSegment],
 
     _fix_base_positions(segments)
     # Segments wholly below the log start offset were about to be deleted when we stopped.
-    while len(segments) > 1 and segments[0].next_offset <= persisted_start:
+    while len(segments) > 1 and segments[0].next_offset <= persisted_start and segments[0].base_offset < persisted_start:
         segments.pop(0).delete()
     if not segments:
         segments.append(LogSegment.create(directory, persisted_start, 0, config))
@@ -88,7 +101,7 @@ def _scan_directory(directory: Path) -> list[int]:
     bases, orphans = set(), {}
     for path in directory.iterdir():
         name = path.name
-        if name.endswith((".tmp", ".deleted")):
+        if name.endswith((".tmp", ".deleted", CLEANED_SUFFIX)):
             logger.info("removing leftover %s", path)
             path.unlink(missing_ok=True)
             continue
@@ -135,19 +148,79 @@ def read_log_start_offset(directory: Path) -> int:
         return 0
 
 
-def write_atomic(path: Path, data: bytes) -> None:
+def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
     """Write via tmp + fsync + rename (+ directory fsync): readers see the old
-    file or the new one, never a torn one."""
+    file or the new one, never a torn one. Without ``durable`` there is no
+    fsync: after a power loss the file may be old, empty or torn (callers
+    check a CRC), but a process crash still sees old or new."""
     tmp = path.with_name(f".{uuid.uuid4().hex[:8]}.tmp")  # short: a topic name may be 249 chars
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        os.write(fd, data)
-        os.fsync(fd)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        if durable:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
+    if not durable:
+        return
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
     finally:
         os.close(dir_fd)
+
+
+# -- compaction's segment swap -------------------------------------------------
+
+
+def swap_segments(directory: Path, groups: list[tuple[int, list[int]]]) -> None:
+    """Replace segments by their cleaned versions. ``groups`` pairs each new
+    base offset (whose ``*.cleaned`` files are written and fsynced, every
+    suffix present) with the base offsets of the segments it replaces."""
+    write_atomic(directory / SWAP_FILE, json.dumps({"groups": groups}).encode())
+    _roll_swap_forward(directory, groups)
+
+
+def complete_swap(directory: Path) -> None:
+    """Finish a swap interrupted by a crash, or forget an uncommitted one."""
+    marker = directory / SWAP_FILE
+    try:
+        groups = [(int(new), [int(b) for b in old]) for new, old in json.loads(marker.read_bytes())["groups"]]
+    except FileNotFoundError:
+        return
+    except (ValueError, KeyError, TypeError) as exc:
+        logger.error("%s is unreadable (%s): keeping the segments as they are", marker, exc)
+        marker.unlink()
+        return
+    logger.warning("%s: completing a compaction swap interrupted by a crash", directory)
+    _roll_swap_forward(directory, groups)
+
+
+def _roll_swap_forward(directory: Path, groups: list[tuple[int, list[int]]]) -> None:
+    """Idempotent: each step can be repeated after a crash part way."""
+    for new_base, old_bases in groups:
+        if not segment_path(directory, new_base, LOG_SUFFIX + CLEANED_SUFFIX).exists():
+            continue  # done: the .log is renamed last
+        for base in old_bases:
+            if base != new_base:
+                for suffix in SUFFIXES:
+                    segment_path(directory, base, suffix).unlink(missing_ok=True)
+        for suffix in SUFFIXES[1:] + (LOG_SUFFIX,):
+            src = segment_path(directory, new_base, suffix + CLEANED_SUFFIX)
+            dst = segment_path(directory, new_base, suffix)
+            if src.exists():  # else renamed before the crash: every suffix is written, even empty
+                os.replace(src, dst)
+    _fsync_dir(directory)
+    (directory / SWAP_FILE).unlink(missing_ok=True)
+    _fsync_dir(directory)
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -1,4 +1,8 @@
-"""LogSegment: one ``{base_offset:020d}.log`` file and its three indexes.
+"""LogSegment: one ``{base_offset:020d}.log`` file and its indexes.
+
+Three indexes are dense or sparse maps of the log (``.index``, ``.timeindex``,
+``.batches``); the fourth, ``.txnindex``, lists the aborted transactions whose
+ABORT marker is in this segment and exists only once there is one.
 
 The ``.log`` file holds RecordBatch v2 bytes exactly as appended. The active
 segment's file is extended sparse to segment.bytes (preallocate), written with
@@ -18,7 +22,7 @@ from typing import NamedTuple
 from . import batch as rb
 from .batch import BatchHeader
 from .config import LogConfig
-from .index import BatchIndex, OffsetIndex, TimeIndex, fsync_path, pwrite_all
+from .index import BatchIndex, OffsetIndex, TimeIndex, TransactionIndex, fsync_path, pwrite_all
 
 logger = logging.getLogger(__name__)
 
@@ -26,6 +30,8 @@ LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 BATCH_INDEX_SUFFIX = ".batches"
+TXN_INDEX_SUFFIX = ".txnindex"
+SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, BATCH_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 INT32_MAX = 2**31 - 1
 
 _EMPTY = memoryview(b"")
@@ -46,28 +52,34 @@ class BatchLocation(NamedTuple):
 class LogSegment:
     """A segment of a partition log. Build with ``create`` or ``load``."""
 
-    def __init__(self, directory: Path, base_offset: int, config: LogConfig):
+    def __init__(self, directory: Path, base_offset: int, config: LogConfig, *, file_suffix: str = ""):
         self.directory = directory
         self.base_offset = base_offset
         self.config = config
-        self.log_path = segment_path(directory, base_offset, LOG_SUFFIX)
+        self.file_suffix = file_suffix  # ".cleaned" while the cleaner writes a replacement
+        self.log_path = segment_path(directory, base_offset, LOG_SUFFIX + file_suffix)
         self.base_position = 0
         self.base_position_known = True  # False if .batches was lost: PartitionLog derives it
         self.dropped_bytes = 0  # what recovery cut off when loading
+        self.txn_index_suspect = False  # PartitionLog rebuilds .txnindex from the markers when set
         self.size = 0  # valid bytes in .log
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1
         self.active = False
         self.dirty = False  # written since the last fsync
-        self.offset_index = OffsetIndex(segment_path(directory, base_offset, INDEX_SUFFIX), config.segment_index_bytes)
-        self.time_index = TimeIndex(segment_path(directory, base_offset, TIME_INDEX_SUFFIX), config.segment_index_bytes)
-        self.batch_index = BatchIndex(segment_path(directory, base_offset, BATCH_INDEX_SUFFIX))
+        self.offset_index = OffsetIndex(self.path_of(INDEX_SUFFIX), config.segment_index_bytes)
+        self.time_index = TimeIndex(self.path_of(TIME_INDEX_SUFFIX), config.segment_index_bytes)
+        self.batch_index = BatchIndex(self.path_of(BATCH_INDEX_SUFFIX))
+        self.txn_index = TransactionIndex(self.path_of(TXN_INDEX_SUFFIX))
         self._fd: int | None = None
         self._map: mmap.mmap | None = None
         self._map_len = 0
         self._file_len = self.log_path.stat().st_size if self.log_path.exists() else 0
         self._bytes_since_index = 0
+
+    def path_of(self, suffix: str) -> Path:
+        return segment_path(self.directory, self.base_offset, suffix + self.file_suffix)
 
     def __repr__(self) -> str:
         return f"LogSegment({self.log_path.name}, offsets {self.base_offset}..{self.next_offset}, {self.size} bytes)"
@@ -75,11 +87,13 @@ class LogSegment:
     # -- construction -----------------------------------------------------------
 
     @classmethod
-    def create(cls, directory: Path, base_offset: int, base_position: int, config: LogConfig) -> LogSegment:
+    def create(
+        cls, directory: Path, base_offset: int, base_position: int, config: LogConfig, *, file_suffix: str = ""
+    ) -> LogSegment:
         """A new, empty, active segment. Stale files of the same name are replaced."""
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, BATCH_INDEX_SUFFIX):
-            segment_path(directory, base_offset, suffix).unlink(missing_ok=True)
-        seg = cls(directory, base_offset, config)
+        for suffix in SUFFIXES:
+            segment_path(directory, base_offset, suffix + file_suffix).unlink(missing_ok=True)
+        seg = cls(directory, base_offset, config, file_suffix=file_suffix)
         seg.base_position = base_position
         seg.open_for_append()
         seg.batch_index.write_base_position(base_position)
@@ -97,6 +111,10 @@ class LogSegment:
             seg._load_from_indexes()
         else:
             seg.dropped_bytes = seg.recover(reason, keep_active=recover)
+        problem = seg.txn_index.problem(seg.base_offset, seg.next_offset)
+        if problem:
+            logger.warning("%s: .txnindex %s; it will be rebuilt", seg.log_path, problem)
+        seg.txn_index_suspect = recover or bool(seg.dropped_bytes) or problem is not None
         return seg
 
     def _index_problem(self, full: bool) -> str | None:
@@ -198,6 +216,7 @@ class LogSegment:
         if batches:
             self._index_batches(0, [h for _, h in batches], times)
         self.size = pos
+        self.txn_index.truncate_to(self.next_offset)
         if not keep_active:
             self.seal()
         return dropped
@@ -455,7 +474,7 @@ class LogSegment:
 
     def flush(self) -> None:
         fsync_path(self._fd, self.log_path)
-        for index in (self.offset_index, self.time_index, self.batch_index):
+        for index in (self.offset_index, self.time_index, self.batch_index, self.txn_index):
             index.flush()
         self.dirty = False
 
@@ -487,7 +506,7 @@ class LogSegment:
             os.close(self._fd)
             self._fd = None
         self._drop_map()
-        for index in (self.offset_index, self.time_index, self.batch_index):
+        for index in (self.offset_index, self.time_index, self.batch_index, self.txn_index):
             index.delete()
         self.log_path.unlink(missing_ok=True)
         self.active = False

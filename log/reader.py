@@ -1,0 +1,325 @@
+"""PartitionReader: read a partition directory from another process, never writing.
+
+Event Hubs Capture reads the broker's log while the broker appends to it, so
+nothing here may disturb the writer or trust more than it has finished:
+
+- Only batches listed in ``.batches`` are read, and each is checked (its
+  header names the offset the entry says, magic 2, whole inside the file,
+  CRC-32C valid) before it is used. The broker writes the ``.log`` bytes and
+  then the ``.batches`` entry before it acknowledges a produce, so a batch
+  passing these checks is one the broker has appended; the first entry that
+  fails them (a zero-filled preallocated tail, a write in flight, an append
+  being undone) ends the readable log.
+- Files are read with ``os.pread``, never mapped: the broker shrinks a
+  preallocated ``.log`` when it seals a segment, and touching a mapped page
+  past the new end would kill this process with SIGBUS.
+- Nothing is created, truncated, locked or renamed. A segment deleted by
+  retention or replaced by the cleaner while we read is re-listed; a start
+  offset below the new log start moves up to it (those events are gone).
+
+Transactions: control batches (markers) are never returned. A transactional
+batch is returned once its producer's COMMIT marker is in the log; it is
+dropped when the producer's ABORT marker follows it or when a ``.txnindex``
+entry (Kafka's aborted-transaction index, in the segment holding the ABORT)
+covers it. Until then it is unresolved, and :meth:`PartitionReader.stable_end`
+(the reader's own last stable offset) stops before it, as read_committed does.
+
+Validated batch headers are cached per segment file (keyed by inode, so a
+segment the cleaner replaced is read afresh): a reader polled every few
+seconds checks each byte once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, NamedTuple
+
+from crc32c import crc32c
+
+from . import batch as rb
+from .batch import BatchHeader
+from .index import BATCH_INDEX_HEADER, BATCH_INDEX_MAGIC, TXN_ENTRY, BatchIndex
+from .records import CONTROL_ABORT, CONTROL_COMMIT, read_control
+
+logger = logging.getLogger(__name__)
+
+LOG_START_OFFSET_FILE = "log-start-offset"
+_SEGMENT_LOG = re.compile(r"^(\d{20})\.log$")
+_ENTRY = BatchIndex.ENTRY  # (relative offset uint32, position uint32, append time int64)
+
+
+class StoredBatch(NamedTuple):
+    """One batch as stored: where it is, when it was appended, and (when
+    asked for) its bytes."""
+
+    base_offset: int
+    next_offset: int
+    position: int  # Event Hubs offset: the segment's base position + file position
+    append_time_ms: int  # broker append time = Event Hubs enqueued time
+    size: int  # bytes on disk, header included
+    segment: int  # base offset of the segment holding it
+    header: BatchHeader
+    data: bytes | None = None
+
+
+@dataclass
+class _Segment:
+    """What has been validated of one segment file so far."""
+
+    base_offset: int
+    inode: int
+    base_position: int = -1
+    batches: list[StoredBatch] = field(default_factory=list)  # headers only, in order
+    complete: bool = False  # sealed and fully read: nothing more will appear
+
+
+class PartitionReader:
+    """Read-only view of one partition directory (``DATA_DIR/<ns>/<hub>-<p>``)."""
+
+    def __init__(self, directory: str | os.PathLike):
+        self.directory = Path(directory)
+        self._segments: dict[int, _Segment] = {}
+
+    def __repr__(self) -> str:
+        return f"PartitionReader({self.directory})"
+
+    # -- directory state ----------------------------------------------------------
+
+    def segment_bases(self) -> list[int]:
+        try:
+            names = os.listdir(self.directory)
+        except FileNotFoundError:
+            return []
+        return sorted(int(m.group(1)) for m in map(_SEGMENT_LOG.match, names) if m)
+
+    def log_start_offset(self) -> int:
+        """The first offset still in the log (retention moves it up)."""
+        bases = self.segment_bases()
+        first = bases[0] if bases else 0
+        try:
+            persisted = int((self.directory / LOG_START_OFFSET_FILE).read_text().strip() or 0)
+        except (FileNotFoundError, ValueError):
+            persisted = 0
+        return max(first, persisted)
+
+    # -- scanning -----------------------------------------------------------------
+
+    def scan(self, start: int = 0) -> Iterator[StoredBatch]:
+        """Every valid batch (data, control, transactional alike; headers only)
+        from the one holding ``start`` to the first invalid or incomplete one."""
+        for _ in range(3):  # a segment vanishing under us (retention, cleaner) means: list again
+            try:
+                yield from self._scan(start)
+                return
+            except LogChanged as gone:
+                start = max(start, gone.resume_at)
+        logger.warning("%s: segments keep changing under the reader; stopping this scan", self.directory)
+
+    def _scan(self, start: int) -> Iterator[StoredBatch]:
+        bases = self.segment_bases()
+        for stale in set(self._segments) - set(bases):
+            del self._segments[stale]
+        expected = None  # the next offset the previous segment ended at
+        for n, base in enumerate(bases):
+            nxt = bases[n + 1] if n + 1 < len(bases) else None
+            if nxt is not None and nxt <= start:
+                continue  # wholly below start
+            seg = self._load(base, last=nxt is None)
+            if seg is None:
+                raise LogChanged(base)
+            if expected is not None and seg.batches and seg.batches[0].base_offset < expected:
+                logger.warning("%s: segment %d overlaps the previous one; stopping", self.directory, base)
+                return
+            for b in seg.batches:
+                if b.next_offset > start:
+                    yield b
+            if not seg.complete:
+                return  # an unfinished segment: nothing after it is readable yet
+            expected = seg.batches[-1].next_offset if seg.batches else expected
+
+    def _load(self, base: int, *, last: bool) -> _Segment | None:
+        """Validate what is new in segment ``base``; None if it is gone."""
+        log_path = self.directory / f"{base:020d}.log"
+        try:
+            fd = os.open(log_path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        try:
+            st = os.fstat(fd)
+            seg = self._segments.get(base)
+            if seg is None or seg.inode != st.st_ino:
+                seg = self._segments[base] = _Segment(base, st.st_ino)
+            if seg.complete:
+                return seg
+            try:
+                index = (self.directory / f"{base:020d}.batches").read_bytes()
+            except FileNotFoundError:
+                return seg if self.directory.joinpath(log_path.name).exists() else None
+            self._extend(seg, fd, index, st.st_size)
+            # A segment followed by another is sealed: once its entries are read through, it is done.
+            consumed = BATCH_INDEX_HEADER.size + len(seg.batches) * _ENTRY.size
+            seg.complete = not last and consumed >= len(index)
+            return seg
+        finally:
+            os.close(fd)
+
+    def _extend(self, seg: _Segment, fd: int, index: bytes, file_size: int) -> None:
+        if len(index) < BATCH_INDEX_HEADER.size:
+            return  # being created
+        magic, version, _, base_position = BATCH_INDEX_HEADER.unpack_from(index)
+        if magic != BATCH_INDEX_MAGIC or version != 1 or base_position < 0:
+            return  # header not written yet (or damaged: the broker's recovery rebuilds it)
+        seg.base_position = base_position
+        i = len(seg.batches)
+        prev = seg.batches[-1] if seg.batches else None
+        hdr = BATCH_INDEX_HEADER.size
+        while hdr + (i + 1) * _ENTRY.size <= len(index):
+            rel, pos, append_ms = _ENTRY.unpack_from(index, hdr + i * _ENTRY.size)
+            if prev is None:
+                if pos != 0:
+                    return
+            elif rel <= prev.base_offset - seg.base_offset or pos != prev.position - base_position + prev.size:
+                return  # the zero tail of the growable index, or a stale entry of an undone append
+            header = _check_batch(fd, pos, file_size, seg.base_offset + rel)
+            if header is None:
+                return
+            prev = StoredBatch(
+                header.base_offset, header.next_offset, base_position + pos, append_ms, header.size, seg.base_offset, header
+            )
+            seg.batches.append(prev)
+            i += 1
+
+    # -- reading --------------------------------------------------------------------
+
+    def read(self, batch: StoredBatch) -> bytes:
+        """The bytes of a batch returned by :meth:`scan`, CRC checked again.
+        Raises LogChanged if its segment was deleted or replaced meanwhile."""
+        seg = self._segments.get(batch.segment)
+        if seg is None:
+            raise LogChanged(batch.base_offset)
+        try:
+            fd = os.open(self.directory / f"{batch.segment:020d}.log", os.O_RDONLY)
+        except FileNotFoundError:
+            raise LogChanged(batch.base_offset) from None
+        try:
+            data = os.pread(fd, batch.size, batch.position - seg.base_position)
+        finally:
+            os.close(fd)
+        if len(data) != batch.size or crc32c(memoryview(data)[rb.ATTRIBUTES_OFFSET:]) != batch.header.crc:
+            raise LogChanged(batch.base_offset)  # replaced by the cleaner between scan and read
+        return data
+
+    def batches(self, start: int, end: int | None = None, *, with_data: bool = True) -> Iterator[StoredBatch]:
+        """The committed data batches holding offsets in [start, end): control
+        batches, aborted and empty batches left out, unresolved transactional
+        ones never reached (``end`` defaults to :meth:`stable_end`)."""
+        start = max(start, self.log_start_offset())
+        stop = self.stable_end(start) if end is None else end
+        for b, keep in self._resolved(start):
+            if b.base_offset >= stop:
+                return
+            if keep:
+                yield b._replace(data=self.read(b)) if with_data else b
+
+    def stable_end(self, start: int = 0) -> int:
+        """The end of what may be read from ``start``: just past the last valid
+        batch, or the first offset of the earliest unresolved transaction."""
+        start = max(start, self.log_start_offset())
+        end = start
+        for b, keep in self._resolved(start):
+            if keep is None:
+                return b.base_offset
+            end = b.next_offset
+        return end
+
+    def _resolved(self, start: int) -> Iterator[tuple[StoredBatch, bool | None]]:
+        """(batch, keep) in offset order from ``start``; keep is None for the
+        first unresolved transactional batch, after which nothing is yielded."""
+        aborted = self._txn_index()
+        # Every batch queues in offset order; the front leaves once its fate is known.
+        pending: list[list] = []  # [batch, keep: True | False | None (unresolved)]
+        open_txn: dict[int, list[list]] = {}
+        for b in self.scan(start):
+            h = b.header
+            if h.is_control:
+                kind = self._control_kind(b)
+                if kind not in (CONTROL_ABORT, CONTROL_COMMIT):
+                    logger.warning("%s: unknown control record at offset %d", self.directory, b.base_offset)
+                for item in open_txn.pop(h.producer_id, []):
+                    item[1] = kind == CONTROL_COMMIT
+                pending.append([b, False])
+            elif not h.records_count:
+                pending.append([b, False])  # emptied by compaction
+            elif not h.is_transactional:
+                pending.append([b, True])
+            elif any(pid == h.producer_id and first <= b.base_offset <= last for pid, first, last in aborted):
+                pending.append([b, False])
+            else:
+                item = [b, None]
+                open_txn.setdefault(h.producer_id, []).append(item)
+                pending.append(item)
+            n = 0
+            while n < len(pending) and pending[n][1] is not None:
+                yield pending[n][0], pending[n][1]
+                n += 1
+            del pending[:n]
+        if pending:
+            yield pending[0][0], None
+
+    def _control_kind(self, b: StoredBatch) -> int:
+        try:
+            return read_control(self.read(b), b.header)[0]
+        except LogChanged:
+            return -1
+
+    def _txn_index(self) -> list[tuple[int, int, int]]:
+        """(producer id, first offset, last offset) of every aborted
+        transaction listed in a ``.txnindex`` (all segments; entries are few)."""
+        out = []
+        for base in self.segment_bases():
+            try:
+                data = (self.directory / f"{base:020d}.txnindex").read_bytes()
+            except FileNotFoundError:
+                continue
+            for version, pid, first, last, _ in TXN_ENTRY.iter_unpack(data[: len(data) - len(data) % TXN_ENTRY.size]):
+                if version == 0 and first <= last:
+                    out.append((pid, first, last))
+        return out
+
+
+class LogChanged(Exception):
+    """A segment disappeared (retention) or was replaced (cleaner) while being
+    read; read again from ``resume_at``."""
+
+    def __init__(self, resume_at: int):
+        super().__init__(resume_at)
+        self.resume_at = resume_at
+
+
+def _check_batch(fd: int, pos: int, file_size: int, expected_offset: int) -> BatchHeader | None:
+    """The header of the complete, CRC-valid v2 batch at ``pos`` holding
+    ``expected_offset`` as its base, else None."""
+    if pos + rb.HEADER_SIZE > file_size:
+        return None
+    head = os.pread(fd, rb.HEADER_SIZE, pos)
+    if len(head) < rb.HEADER_SIZE:
+        return None
+    header = rb.parse_header(head)
+    size = header.batch_length + rb.LOG_OVERHEAD
+    if (
+        header.magic != 2
+        or header.base_offset != expected_offset
+        or header.batch_length < rb.MIN_BATCH_LENGTH
+        or header.last_offset_delta < 0
+        or pos + size > file_size
+    ):
+        return None
+    data = os.pread(fd, size, pos)
+    if len(data) != size or crc32c(memoryview(data)[rb.ATTRIBUTES_OFFSET:]) != header.crc:
+        return None
+    return header
+

@@ -1,0 +1,316 @@
+"""Records inside a RecordBatch v2: the level the hot path never reaches.
+
+Produce and Fetch keep batches opaque (``batch``). Three things need the
+records themselves: compaction (keys, tombstones), transaction markers (the
+control record a broker writes) and producer-state recovery (is a marker a
+COMMIT or an ABORT). Their encoding lives here, compression codecs included.
+
+A record (varints are zigzag, Kafka's ``Varint``)::
+
+    length varint | attributes int8 | timestampDelta varlong | offsetDelta varint |
+    keyLength varint | key | valueLength varint | value | headerCount varint | headers
+
+Compaction keeps the surviving records byte for byte (their deltas stay valid
+because a rebuilt batch keeps its base offset and base timestamp) and only
+recompresses them with the batch's codec, written the way the Java client
+writes it: gzip (zlib, level 6), snappy in xerial framing with 32 KiB blocks,
+LZ4 frames with independent 64 KiB blocks and no checksums (Kafka's
+KafkaLZ4BlockOutputStream), zstd frames (level 3). The codec libraries are
+optional: without one, batches of that codec are left as they are.
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import struct
+from typing import NamedTuple
+
+from . import batch as rb
+from .batch import BatchHeader
+from .errors import CorruptRecord, LogError
+
+logger = logging.getLogger(__name__)
+
+NONE, GZIP, SNAPPY, LZ4, ZSTD = range(5)
+CODEC_NAMES = ("none", "gzip", "snappy", "lz4", "zstd")
+
+CONTROL_ABORT = 0
+CONTROL_COMMIT = 1
+_CONTROL_KEY = struct.Struct(">hh")  # version 0, type
+_CONTROL_VALUE = struct.Struct(">hi")  # version 0, coordinator epoch
+
+XERIAL_HEADER = b"\x82SNAPPY\x00" + struct.pack(">ii", 1, 1)  # magic, version 1, compatible 1
+XERIAL_BLOCK = 32 * 1024
+_INT32 = struct.Struct(">i")
+
+
+class UnsupportedCodec(LogError):
+    """The library for a batch's compression codec is not installed."""
+
+
+class Record(NamedTuple):
+    """A record as compaction sees it; ``raw`` is the whole encoded record."""
+
+    offset_delta: int
+    timestamp_delta: int
+    key: bytes | None
+    null_value: bool  # a tombstone when the key is not null
+    raw: bytes
+
+
+# -- varints --------------------------------------------------------------------
+
+
+def encode_varint(value: int) -> bytes:
+    """Zigzag varint (Kafka's record fields)."""
+    v = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while v & ~0x7F:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def read_varint(buf, p: int) -> tuple[int, int]:
+    """Zigzag varint at p -> (value, next position); IndexError when truncated."""
+    shift = value = 0
+    while True:
+        byte = buf[p]
+        p += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (value >> 1) ^ -(value & 1), p
+        shift += 7
+        if shift > 63:
+            raise IndexError("varint too long")
+
+
+# -- codecs ---------------------------------------------------------------------
+
+
+def decompress(codec: int, data) -> bytes:
+    data = bytes(data)
+    try:
+        if codec == NONE:
+            return data
+        if codec == GZIP:
+            return gzip.decompress(data)
+        if codec == SNAPPY:
+            return _snappy_decompress(data)
+        if codec == LZ4:
+            return _lz4().decompress(data)
+        if codec == ZSTD:
+            import zstandard
+
+            with zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True) as reader:
+                return reader.read()
+    except ImportError as exc:
+        raise UnsupportedCodec(f"{CODEC_NAMES[codec]} is not installed: {exc}") from exc
+    except Exception as exc:  # each codec library raises its own error types
+        raise CorruptRecord(f"cannot decompress a {CODEC_NAMES[codec]} batch: {exc}") from exc
+    raise CorruptRecord(f"unknown compression codec {codec}")
+
+
+def compress(codec: int, data: bytes) -> bytes:
+    try:
+        if codec == NONE:
+            return data
+        if codec == GZIP:
+            return gzip.compress(data, compresslevel=6, mtime=0)
+        if codec == SNAPPY:
+            raw = _snappy_raw_compress()
+            blocks = [XERIAL_HEADER]
+            for i in range(0, len(data), XERIAL_BLOCK):
+                block = raw(data[i : i + XERIAL_BLOCK])
+                blocks += (_INT32.pack(len(block)), block)
+            return b"".join(blocks)
+        if codec == LZ4:
+            lz4f = _lz4()
+            return lz4f.compress(
+                data, block_size=lz4f.BLOCKSIZE_MAX64KB, block_linked=False,
+                content_checksum=False, block_checksum=False, store_size=False,
+            )
+        if codec == ZSTD:
+            import zstandard
+
+            return zstandard.ZstdCompressor(level=3).compress(data)
+    except ImportError as exc:
+        raise UnsupportedCodec(f"{CODEC_NAMES[codec]} is not installed: {exc}") from exc
+    raise ValueError(f"unknown compression codec {codec}")
+
+
+def _snappy_raw_compress():
+    try:
+        import cramjam
+
+        return lambda b: bytes(cramjam.snappy.compress_raw(b))
+    except ImportError:
+        import snappy
+
+        return snappy.compress
+
+
+def _snappy_raw_decompress():
+    try:
+        import cramjam
+
+        return lambda b: bytes(cramjam.snappy.decompress_raw(b))
+    except ImportError:
+        import snappy
+
+        return snappy.decompress
+
+
+def _snappy_decompress(data: bytes) -> bytes:
+    raw = _snappy_raw_decompress()
+    if not data.startswith(XERIAL_HEADER[:8]):
+        return raw(data)  # librdkafka and others may send plain snappy
+    out, p = [], 16
+    while p < len(data):
+        (length,) = _INT32.unpack_from(data, p)
+        p += 4
+        if length < 0 or p + length > len(data):
+            raise ValueError("truncated xerial snappy block")
+        out.append(raw(data[p : p + length]))
+        p += length
+    return b"".join(out)
+
+
+def _lz4():
+    import lz4.frame
+
+    return lz4.frame
+
+
+# -- records --------------------------------------------------------------------
+
+
+def records_bytes(batch, header: BatchHeader) -> bytes:
+    """The records section of the batch at the start of ``batch``, decompressed."""
+    return decompress(header.compression, memoryview(batch)[rb.HEADER_SIZE : header.size])
+
+
+def read_records(batch, header: BatchHeader) -> list[Record]:
+    """Every record of the batch at the start of ``batch``. Raises CorruptRecord
+    if they do not parse, UnsupportedCodec if the codec is missing."""
+    data = records_bytes(batch, header)
+    out: list[Record] = []
+    p, end = 0, len(data)
+    try:
+        for _ in range(header.records_count):
+            start = p
+            length, p = read_varint(data, p)
+            stop = p + length
+            if length < 6 or stop > end:
+                raise IndexError("record length out of range")
+            p += 1  # attributes
+            ts_delta, p = read_varint(data, p)
+            offset_delta, p = read_varint(data, p)
+            key_len, p = read_varint(data, p)
+            key = None
+            if key_len >= 0:
+                key = data[p : p + key_len]
+                p += key_len
+            value_len, p = read_varint(data, p)
+            if p + max(value_len, 0) > stop:
+                raise IndexError("value runs past the record")
+            out.append(Record(offset_delta, ts_delta, key, value_len < 0, data[start:stop]))
+            p = stop
+    except IndexError as exc:
+        raise CorruptRecord(f"records of the batch at offset {header.base_offset} do not parse: {exc}") from None
+    return out
+
+
+def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None) -> bytes:
+    """One record without headers."""
+    body = bytearray(b"\x00")
+    body += encode_varint(timestamp_delta)
+    body += encode_varint(offset_delta)
+    for field in (key, value):
+        if field is None:
+            body += encode_varint(-1)
+        else:
+            body += encode_varint(len(field))
+            body += field
+    body += encode_varint(0)  # no headers
+    return encode_varint(len(body)) + bytes(body)
+
+
+def rebuild_batch(header: BatchHeader, records: list[Record]) -> bytearray:
+    """The batch ``header`` with only ``records``, as Kafka's cleaner writes it:
+    base offset, lastOffsetDelta (so the producer's last sequence survives),
+    base sequence and base timestamp unchanged; the records recompressed with
+    the batch's codec. maxTimestamp is recomputed for CreateTime batches.
+    Without records the batch becomes an empty, uncompressed header."""
+    attributes = header.attributes
+    max_ts = header.max_timestamp
+    if not records:
+        attributes &= ~rb.COMPRESSION_MASK
+        return rb.encode_batch(
+            base_offset=header.base_offset, partition_leader_epoch=header.partition_leader_epoch,
+            attributes=attributes, last_offset_delta=header.last_offset_delta, base_timestamp=max_ts,
+            max_timestamp=max_ts, producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+            base_sequence=header.base_sequence, records_count=0, records=b"",
+        )
+    if header.timestamp_type == rb.CREATE_TIME:
+        max_ts = max(header.base_timestamp + r.timestamp_delta for r in records)
+    payload = compress(header.compression, b"".join(r.raw for r in records))
+    return rb.encode_batch(
+        base_offset=header.base_offset, partition_leader_epoch=header.partition_leader_epoch,
+        attributes=attributes, last_offset_delta=header.last_offset_delta, base_timestamp=header.base_timestamp,
+        max_timestamp=max_ts, producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+        base_sequence=header.base_sequence, records_count=len(records), records=payload,
+    )
+
+
+# -- control records ------------------------------------------------------------
+
+
+def control_batch(
+    *, base_offset: int, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+    timestamp: int, partition_leader_epoch: int = 0,
+) -> bytearray:
+    """A transaction marker: a control, transactional batch holding one control
+    record (key: version 0, type 0 ABORT / 1 COMMIT; value: version 0,
+    coordinator epoch). Kafka writes markers uncompressed with no sequence."""
+    record = encode_record(
+        0, 0, _CONTROL_KEY.pack(0, CONTROL_COMMIT if commit else CONTROL_ABORT),
+        _CONTROL_VALUE.pack(0, coordinator_epoch),
+    )
+    return rb.encode_batch(
+        base_offset=base_offset, partition_leader_epoch=partition_leader_epoch,
+        attributes=rb.CONTROL_BIT | rb.TRANSACTIONAL_BIT, last_offset_delta=0, base_timestamp=timestamp,
+        max_timestamp=timestamp, producer_id=producer_id, producer_epoch=producer_epoch,
+        base_sequence=rb.NO_SEQUENCE, records_count=1, records=record,
+    )
+
+
+def read_control(batch, header: BatchHeader) -> tuple[int, int]:
+    """(control type, coordinator epoch) of a marker batch; (-1, -1) when its
+    record is not a transaction marker Kafka knows (KIP-98 types 0 and 1)."""
+    try:
+        records = read_records(batch, header)
+    except LogError:
+        return -1, -1
+    if len(records) != 1 or records[0].key is None or len(records[0].key) < 4:
+        return -1, -1
+    _, kind = _CONTROL_KEY.unpack_from(records[0].key)
+    if kind not in (CONTROL_ABORT, CONTROL_COMMIT):
+        return -1, -1
+    value = _record_value(records[0].raw)
+    epoch = _CONTROL_VALUE.unpack_from(value)[1] if value is not None and len(value) >= 6 else -1
+    return kind, epoch
+
+
+def _record_value(raw: bytes) -> bytes | None:
+    """The value of one encoded record (compaction never needs it, markers do)."""
+    _, p = read_varint(raw, 0)  # length
+    p += 1  # attributes
+    _, p = read_varint(raw, p)  # timestamp delta
+    _, p = read_varint(raw, p)  # offset delta
+    key_len, p = read_varint(raw, p)
+    p += max(key_len, 0)
+    value_len, p = read_varint(raw, p)
+    return None if value_len < 0 else raw[p : p + value_len]
