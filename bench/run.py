@@ -17,6 +17,7 @@ import shutil
 import signal
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 ROOT = Path(__file__).resolve().parent.parent
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+QUICK = False
 
 
 def free_port() -> int:
@@ -177,6 +179,91 @@ def consume(bootstrap: str, topic: str, count: int) -> dict:
             "read": n, "in_order": in_order}
 
 
+
+def e2e_latency(bootstrap: str, topic: str, rate: int = 1000, seconds: float = 5.0) -> dict:
+    """Produce at ``rate`` msg/s with the send time in the payload; a consumer
+    already waiting on the partition measures arrival minus send time."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "lat", "enable.auto.commit": False,
+                  "fetch.wait.max.ms": 500})
+    c.assign([TopicPartition(topic, 0, 0)])
+    c.poll(0.5)  # connected and fetching before the first send
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
+    lat: list[float] = []
+    total = int(rate * seconds)
+    start = time.perf_counter()
+    sent = 0
+    while len(lat) < total and time.perf_counter() - start < seconds + 10:
+        now = time.perf_counter()
+        due = int((now - start) * rate)
+        while sent < min(due, total):
+            p.produce(topic, struct.pack(">d", time.perf_counter()), partition=0)
+            sent += 1
+        p.poll(0)
+        m = c.poll(0.0005)
+        while m is not None:
+            if not m.error():
+                lat.append(time.perf_counter() - struct.unpack(">d", m.value())[0])
+            m = c.poll(0)
+    c.close()
+    p.flush(10)
+    lat.sort()
+    pick = lambda q: lat[min(len(lat) - 1, int(q * len(lat)))] * 1000 if lat else float("nan")  # noqa: E731
+    return {"count": len(lat), "p50_ms": pick(0.5), "p99_ms": pick(0.99), "max_ms": pick(1.0)}
+
+
+def group_join(bootstrap: str, topic: str) -> float:
+    """Seconds from subscribe() to the first assignment, one consumer, classic protocol."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"join-{time.monotonic_ns()}",
+                  "session.timeout.ms": 6000})
+    start = time.perf_counter()
+    c.subscribe([topic])
+    while not c.assignment() and time.perf_counter() - start < 60:
+        c.poll(0.01)
+    took = time.perf_counter() - start
+    c.close()
+    return took
+
+
+_JAVA = None
+
+
+def java_runner():
+    global _JAVA
+    if _JAVA is None:
+        try:
+            from tests.java.harness import compile_sources
+            _JAVA = compile_sources(log=lambda s: None)
+        except Exception as exc:  # no javac or no jars: report, don't fail the bench
+            print(f"Java producer benchmark skipped: {exc}", file=sys.stderr)
+            _JAVA = False
+    return _JAVA or None
+
+
+def java_producer(bootstrap: str, topic: str, count: int = 200_000, size: int = 1024) -> dict:
+    runner = java_runner()
+    if runner is None:
+        return {"msgs_per_s": float("nan"), "verified": False}
+    res = runner.run("BenchProducer", bootstrap, topic, str(count), str(size), timeout=300)
+    line = next((ln for ln in res.stdout.splitlines() if ln.startswith("RESULT")), None)
+    if line is None:
+        print(f"Java producer failed: {res.stderr[-2000:]}", file=sys.stderr)
+        return {"msgs_per_s": float("nan"), "verified": False}
+    _, n, secs, errors, max_off = line.split()
+    return {"msgs_per_s": int(n) / float(secs), "errors": int(errors),
+            "verified": int(errors) == 0 and int(max_off) == count - 1}
+
+
+def rss_with_partitions(b: "BrokerProc", partitions: int = 1000) -> float:
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    admin.create_topics([NewTopic("many", partitions, 1)])["many"].result(120)
+    p = Producer({"bootstrap.servers": b.bootstrap, "linger.ms": 5})
+    for i in range(partitions):  # touch every partition once
+        p.produce("many", b"x", partition=i)
+    p.flush(60)
+    time.sleep(0.5)
+    return b.rss_mb()
+
+
 @dataclass
 class Scenario:
     name: str
@@ -201,7 +288,14 @@ def run_once(broker_name: str, scenarios: list[Scenario]) -> dict:
                 and cons["in_order"]
             out[sc.name] = {"produce": prod, "consume": cons, "verified": verified,
                             "produce_broker_cpu_s": cpu1 - cpu0, "consume_broker_cpu_s": cpu2 - cpu1}
+        create_topic(b.bootstrap, "latency")
+        out["e2e"] = e2e_latency(b.bootstrap, "latency", seconds=3 if QUICK else 5)
+        create_topic(b.bootstrap, "join", 4)
+        out["group_join_s"] = group_join(b.bootstrap, "join")
+        create_topic(b.bootstrap, "java")
+        out["java"] = java_producer(b.bootstrap, "java", 20_000 if QUICK else 200_000, 1024)
         out["rss_peak_mb"] = b.rss_mb("VmHWM")
+        out["rss_1000_partitions_mb"] = rss_with_partitions(b)
     finally:
         b.stop()
     return out
@@ -218,6 +312,8 @@ def main(argv=None) -> int:
     ap.add_argument("--brokers", default=None, help="comma list; default kafka-wire and tansu if installed")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results"))
     args = ap.parse_args(argv)
+    global QUICK
+    QUICK = args.quick
     div = 10 if args.quick else 1
     brokers = args.brokers.split(",") if args.brokers else (
         ["kafka-wire", "tansu"] if tansu_binary() else ["kafka-wire"])
@@ -245,9 +341,16 @@ def main(argv=None) -> int:
         ("consume 10 KiB MB/s", ("10KiB", "consume", "mb_per_s")),
         ("broker CPU s, produce 100 B", ("100B", "produce_broker_cpu_s")),
         ("broker CPU s, produce 10 KiB", ("10KiB", "produce_broker_cpu_s")),
+        ("broker CPU s, consume 100 B", ("100B", "consume_broker_cpu_s")),
+        ("broker CPU s, consume 10 KiB", ("10KiB", "consume_broker_cpu_s")),
+        ("e2e latency p50 ms (1,000 msg/s)", ("e2e", "p50_ms")),
+        ("e2e latency p99 ms (1,000 msg/s)", ("e2e", "p99_ms")),
+        ("group join s (1 consumer)", ("group_join_s",)),
+        ("Java producer msg/s (1 KiB)", ("java", "msgs_per_s")),
         ("start to ApiVersions s", ("start_to_api_versions_s",)),
         ("RSS idle MB", ("rss_idle_mb",)),
-        ("RSS peak MB", ("rss_peak_mb",)),
+        ("RSS peak MB (whole run)", ("rss_peak_mb",)),
+        ("RSS with 1,000 partitions MB", ("rss_1000_partitions_mb",)),
     ]
     summary = {}
     header = f"{'figure':34}" + "".join(f"{b:>14}" for b in brokers)
@@ -261,7 +364,10 @@ def main(argv=None) -> int:
         if "tansu" in vals and "kafka-wire" in vals and vals["tansu"]:
             line += f"{vals['kafka-wire'] / vals['tansu']:>10.2f}"
         print(line)
-    verified = {b: all(r[s.name]["verified"] for r in runs[b] for s in scen) for b in brokers}
+    def java_ok(r):  # a skipped Java run (no javac) is reported, not counted as a failure
+        return r["java"].get("verified") or r["java"]["msgs_per_s"] != r["java"]["msgs_per_s"]
+    verified = {b: all(r[s.name]["verified"] for r in runs[b] for s in scen) and all(map(java_ok, runs[b]))
+                for b in brokers}
     print("\nacknowledged == read back:", verified)
     Path(args.out).mkdir(parents=True, exist_ok=True)
     result = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),

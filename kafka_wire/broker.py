@@ -20,6 +20,7 @@ from kafka_wire.eventhubs.model import EventHubsModel
 from kafka_wire.server import KafkaServer
 from kafka_wire.topics import TopicManager
 from log.config import LogConfig
+from log.cleaner import LogCleaner
 from log.manager import LogManager
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,9 @@ class Broker:
         self.tls_server: KafkaServer | None = None
         self.tls_address: tuple[str, int] | None = None
         self.tls_ca_file: Path | None = None
+        self.console = None  # kafka_wire.console.Console when HTTP is on
+        self.http_address: tuple[str, int] | None = None
+        self._serving = False
 
     @property
     def bootstrap_servers(self) -> str:
@@ -108,6 +112,8 @@ class Broker:
         self.services.faults = Faults(asyncio.get_running_loop(), self.services)
         self.server = KafkaServer(self.services)
         self.services.extra["server"] = self.server
+        if cfg.http_listen_host is not None:
+            self._attach_console()
         host, port = await self.server.start(cfg.listen_host, cfg.listen_port)
         # Port 0 means "pick one": advertise what we actually got.
         cluster.host = cfg.advertise_host or host
@@ -115,8 +121,37 @@ class Broker:
         self.address = (cluster.host, cluster.port)
         if cfg.tls_listen_host:
             await self._start_tls(data_dir, model)
+        if self.console is not None:
+            await self._start_console()
         self._schedule_retention()
+        self._serving = True
         return self.address
+
+    def _attach_console(self) -> None:
+        from kafka_wire.console import attach
+
+        def connections() -> dict[str, int]:
+            counts = {"kafka": len(self.server.connections) if self.server else 0}
+            if self.tls_server is not None:
+                counts["kafka_sasl_ssl"] = len(self.tls_server.connections)
+            return counts
+
+        self.console = attach(self.services, ready=lambda: self._serving,
+                              connections=connections, capture_dir=self.config.capture_dir)
+
+    async def _start_console(self) -> None:
+        cfg = self.config
+        try:
+            self.http_address = await self.console.start(cfg.http_listen_host, cfg.http_listen_port)
+        except OSError as exc:
+            if not cfg.http_optional:
+                raise OSError(exc.errno, f"cannot listen for HTTP on {cfg.http_listen_host}:"
+                              f"{cfg.http_listen_port}: {exc.strerror}; choose another address "
+                              "with --http-listen or turn it off with --no-http") from exc
+            log.warning("HTTP console/metrics not started: %s:%d is unavailable (%s); use "
+                        "--http-listen HOST:PORT to pick another address", cfg.http_listen_host,
+                        cfg.http_listen_port, exc.strerror)
+            self.console = None
 
     async def _start_tls(self, data_dir: Path, model: EventHubsModel) -> None:
         """The SASL_SSL listener: same broker, its own advertised address."""
@@ -149,16 +184,21 @@ class Broker:
         logs = LogManager(data_dir / name, default_log)
         topics = TopicManager(logs, num_partitions=cfg.num_partitions,
                               auto_create=cfg.auto_create_topics, topic_defaults={})
-        return NamespaceRuntime(name=name, topics=topics)
+        ns = NamespaceRuntime(name=name, topics=topics)
+        if cfg.log_cleaner_interval_ms > 0:
+            # Compaction runs on its own thread; it takes a partition's lock only to swap.
+            cleaner = LogCleaner(logs, interval_ms=cfg.log_cleaner_interval_ms, clock=self.clock.now_ms)
+            cleaner.start()
+            ns.extra["cleaner"] = cleaner
+        return ns
 
     def _attach_coordinators(self, data_dir: Path) -> None:
-        try:
-            from kafka_wire.groups_setup import attach_groups
-        except ImportError:  # consumer groups not built into this tree
-            return
-        closer = attach_groups(self.services, data_dir)
-        if closer is not None:
-            self._closers.append(closer)
+        from kafka_wire.groups_setup import attach_groups
+        from kafka_wire.txns_setup import attach_transactions
+
+        # Groups first: committing a transaction's offsets needs them.
+        self._closers.append(attach_groups(self.services, data_dir))
+        self._closers.append(attach_transactions(self.services, data_dir))
 
     def _schedule_retention(self) -> None:
         interval = self.config.retention_check_interval_ms
@@ -171,12 +211,17 @@ class Broker:
         for ns in self.services.namespaces.values():
             try:
                 ns.topics.logs.enforce_retention(now)
+                ns.topics.logs.expire_producers(now)
             except Exception:
                 log.exception("retention pass failed in namespace %s", ns.name)
         self._schedule_retention()
 
     async def stop(self) -> None:
         """Stop accepting, drop connections, flush and close the log."""
+        self._serving = False  # /health answers 503 from here on
+        if self.console is not None:
+            await self.console.stop()
+            self.console = None
         if self._retention_timer is not None:
             self._retention_timer.cancel()
             self._retention_timer = None
@@ -194,6 +239,9 @@ class Broker:
         self._closers.clear()
         if self.services is not None:
             for ns in self.services.namespaces.values():
+                cleaner = ns.extra.get("cleaner")
+                if cleaner is not None:
+                    cleaner.stop()
                 ns.topics.logs.close()
         self.logs = None
 

@@ -38,6 +38,7 @@ class BrokerConfig:
     num_partitions: partitions of auto-created topics (Kafka's num.partitions).
     group_initial_rebalance_delay_ms: small by default so tests join fast;
         Kafka's default is 3000.
+    eventhubs / tls_*: see kafka_wire.eventhubs (config_file, tls).
     """
     data_dir: Path = Path("./data")
     listen_host: str = "127.0.0.1"
@@ -56,12 +57,35 @@ class BrokerConfig:
     group_max_session_timeout_ms: int = 1_800_000
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
     retention_check_interval_ms: int = 30_000
+    # How often the LogCleaner looks for compacted topics to clean (0: never).
+    log_cleaner_interval_ms: int = 15_000
     # Bytes of complete requests a connection may queue before we stop reading it.
     connection_buffer_bytes: int = 16 * 1024 * 1024
     default_namespace: str = "emulatorNs1"
     # Further namespaces served side by side (the Event Hubs layer fills this
     # from a config file); each gets DATA_DIR/<name>/.
     namespaces: list[str] = field(default_factory=list)
-    # The Event Hubs model (kafka_wire.eventhubs), when a config file gave one.
+    # The Event Hubs model (kafka_wire.eventhubs), when a config file gave one;
+    # None serves one open, relaxed Standard namespace (authentication optional).
     eventhubs: object | None = None
+    # SASL_SSL listener (Event Hubs' port 9093), off unless a host is given.
+    # Without cert/key files a private CA and server certificate are generated
+    # into DATA_DIR/tls/ on first start (clients trust DATA_DIR/tls/ca.pem).
+    tls_listen_host: str | None = None
+    tls_listen_port: int = 9093
+    tls_advertise_host: str | None = None
+    tls_advertise_port: int | None = None
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    tls_ca_file: Path | None = None  # printed for clients when certificates are given
+    # HTTP listener: health (the official emulator's port 5300), Prometheus
+    # /metrics, JSON API and web console (kafka_wire.console). None = off, the
+    # in-process test broker's default; `kafka-wire serve` uses 127.0.0.1:5300.
+    # http_optional: a bind failure only logs a warning (the CLI's default address).
+    http_listen_host: str | None = None
+    http_listen_port: int = 5300
+    http_optional: bool = False
+    # Capture output directory whose _capture_events.jsonl the console reads
+    # (capture-enabled hubs' destinations are read as well).
+    capture_dir: Path | None = None
     in_memory: bool = False
