@@ -7,6 +7,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 BENCH_STAMP := $(VENV)/.installed-bench
+JS_STAMP := tests/js/node_modules/.installed-kafkajs
 
 .PHONY: install install-test install-bench run test bench clean
 
@@ -35,11 +36,18 @@ install-bench: $(BENCH_STAMP)
 run: $(STAMP)
 	$(VENV)/bin/kafka-wire serve --data-dir ./data --listen 127.0.0.1:9092
 
-test: $(TEST_STAMP)
+# kafkajs for tests/groups/test_kafkajs_group.py, only where npm exists (else that test skips).
+$(JS_STAMP): tests/js/package.json
+	@if command -v npm >/dev/null 2>&1; then \
+		{ npm install --prefix tests/js --no-audit --no-fund --loglevel=error kafkajs@2 && touch $@; } \
+		|| echo "npm install of kafkajs FAILED: the kafkajs test will be skipped"; \
+	else echo "npm not found: the kafkajs test will be skipped"; fi
+
+test: $(TEST_STAMP) $(JS_STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 bench: $(BENCH_STAMP)
 	$(PY) -m bench.run $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info tests/js/node_modules

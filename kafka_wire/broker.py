@@ -164,7 +164,7 @@ class Broker:
                                        cfg.advertise_host or "", cfg.listen_host],
                                       list(model.namespaces))
             files = await asyncio.get_running_loop().run_in_executor(
-                None, tls.ensure_certificates, data_dir / "tls", names)
+                None, tls.ensure_certificates, (data_dir / "tls").resolve(), names)
         base = self.services.cluster
         cluster = ClusterInfo(base.node_id, cfg.tls_advertise_host or cfg.tls_listen_host,
                               cfg.tls_advertise_port or cfg.tls_listen_port, base.cluster_id, base.rack)

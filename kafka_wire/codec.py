@@ -138,7 +138,62 @@ def decode_request(header: RequestHeader, frame: memoryview) -> Any:
         raise
     except Exception as exc:  # the codec raises many types on hostile input
         raise CodecError(f"cannot decode {cls.__name__} v{header.api_version}: {exc!r}") from exc
+    _null_check(cls, header.api_version)(request)
     return request
+
+
+# Kafka refuses a null (length -1) where the schema does not allow one ("non-nullable
+# field X was serialized as null"); kafka-python decodes it to None, which handlers
+# would trip over. One checker per (message, version), built on first use.
+_NULL_CHECKS: dict[tuple[type, int], Any] = {}
+_MAY_BE_NULL = ("string", "bytes", "records")
+
+
+def _null_check(cls: type, version: int):
+    key = (cls, version)
+    check = _NULL_CHECKS.get(key)
+    if check is None:
+        check = _NULL_CHECKS[key] = _build_null_check(cls.__name__, cls._struct.fields, version)
+        if check is None:
+            check = _NULL_CHECKS[key] = _no_check
+    return check
+
+
+def _no_check(_obj) -> None:
+    return None
+
+
+def _build_null_check(where: str, fields: dict, version: int):
+    """A function raising CodecError where a non-nullable field is None, or
+    None when nothing in ``fields`` can be null."""
+    plan = []
+    for f in fields.values():
+        if not f.for_version_q(version) or f.tag is not None:
+            continue
+        t = f.type_str
+        nested = (_build_null_check(f"{where}.{f.name}", f.fields, version)
+                  if f.fields else None)
+        can_be_null = f.is_array() or f.is_struct() or t in _MAY_BE_NULL
+        nullable = f.nullable_for_version_q(version)
+        if (can_be_null and not nullable) or nested is not None:
+            plan.append((f.name, nullable, nested, f.is_array()))
+    if not plan:
+        return None
+
+    def check(obj) -> None:
+        for name, nullable, nested, is_array in plan:
+            value = getattr(obj, name, None)
+            if value is None:
+                if nullable:
+                    continue
+                raise CodecError(f"non-nullable field {where}.{name} was serialized as null")
+            if nested is not None:
+                if is_array:
+                    for item in value:
+                        nested(item)
+                else:
+                    nested(value)
+    return check
 
 
 def encode_response(response: Any, header: RequestHeader) -> bytearray:
@@ -171,3 +226,6 @@ def api_versions_v0_fallback(header: RequestHeader, api_keys: list[tuple[int, in
     out = bytearray(_INT32.pack(len(body) + 4) + _INT32.pack(header.correlation_id))
     out += body
     return out
+
+
+import kafka_wire.schemas  # noqa: E402,F401  registers the messages kafka-python lacks

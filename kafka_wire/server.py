@@ -14,7 +14,8 @@ written into its response's ``throttle_time_ms``, and the connection is muted
 for as long (no reading, no further request handled), timed by the injected
 clock. SASL v0: after a SaslHandshake v0 the client's next frame is a bare
 SASL token, answered with a bare (length-prefixed) token; the
-``services.extra["sasl_raw"]`` hook handles it.
+``services.extra["sasl_raw"]`` hook handles it. After each answered request
+``services.extra["on_request"](header, seconds, ctx)`` is called (metrics).
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import inspect
 import itertools
 import logging
 import struct
+import time
 from collections import deque
 from typing import Any
 
@@ -32,6 +34,7 @@ from kafka_wire import codec
 from kafka_wire.apis import registry
 from kafka_wire.context import ConnectionState, RequestContext, Services
 from kafka_wire.faults import error_response, stamp_errors
+from kafka_wire.raw_response import Raw
 
 _PARTITION_APIS = (codec.ApiKey.Produce, codec.ApiKey.Fetch, codec.ApiKey.ListOffsets)
 
@@ -40,6 +43,7 @@ log = logging.getLogger(__name__)
 _SCRATCH = 256 * 1024
 _LEN = struct.Struct(">i")
 _conn_ids = itertools.count(1)
+_clock = time.perf_counter
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
@@ -225,7 +229,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         ctx = RequestContext(header, self.state, self.services)
         self.last_client_id = header.client_id
-        metrics = self.services.extra.get("on_request")
+        metrics = self.services.extra.get("on_request")  # (header, seconds, ctx)
+        started = _clock() if metrics is not None else 0.0
         faults = self.services.faults
         stamp, delay = None, 0.0
         if faults is not None and faults.active:
@@ -249,11 +254,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if inspect.isawaitable(result):
             self._busy = True
             self._task = asyncio.ensure_future(result)
-            self._task.add_done_callback(lambda t, h=header, c=ctx: self._on_done(t, h, c))
+            self._task.add_done_callback(
+                lambda t, h=header, c=ctx, s=started: self._on_done(t, h, c, s))
             return
         self._respond(result, header, ctx.throttle_ms)
         if metrics is not None:
-            metrics(header)
+            metrics(header, _clock() - started, ctx)
 
     def _handle_raw_sasl(self, frame) -> None:
         """The bare SASL token that follows a SaslHandshake v0."""
@@ -265,7 +271,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         self._write(_LEN.pack(len(reply)) + reply)
 
-    def _on_done(self, task: asyncio.Task, header, ctx: RequestContext) -> None:
+    def _on_done(self, task: asyncio.Task, header, ctx: RequestContext, started: float) -> None:
         self._busy = False
         self._task = None
         if self._closed or task.cancelled():
@@ -279,7 +285,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._respond(task.result(), header, ctx.throttle_ms)
         metrics = self.services.extra.get("on_request")
         if metrics is not None:
-            metrics(header)
+            metrics(header, _clock() - started, ctx)
         self._drain()
 
     def _respond(self, response: Any, header, throttle_ms: int = 0) -> None:
@@ -341,23 +347,6 @@ async def _faulty(result, stamp: int | None, delay: float):
     if stamp is not None and result is not None and not isinstance(result, Raw):
         stamp_errors(result, stamp)
     return result
-
-
-class Raw:
-    """A response already encoded by a fast path: header is added here."""
-    __slots__ = ("body", "flexible_header", "close_after")
-
-    def __init__(self, body: list, flexible_header: bool, close_after: bool = False) -> None:
-        self.body = body
-        self.flexible_header = flexible_header
-        self.close_after = close_after
-
-    def chunks(self, header) -> list:
-        size = sum(len(c) for c in self.body) + 4 + (1 if self.flexible_header else 0)
-        head = struct.pack(">ii", size, header.correlation_id)
-        if self.flexible_header:
-            head += b"\x00"
-        return [head, *self.body]
 
 
 class KafkaServer:

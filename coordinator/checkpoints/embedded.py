@@ -22,6 +22,11 @@ When dead records (superseded or deleted) outnumber live ones and exceed
 ``compact_min_dead``, a background thread writes the live set to
 ``checkpoints.log.compacting``, then, holding the append lock only briefly,
 copies over the records appended meanwhile and renames it into place.
+
+``read_only=True`` opens a store for inspection (``kafka-wire groups``
+offline), safely even while a broker writes it: nothing is created,
+truncated or removed, a torn or half-written tail is just not read, and
+every write raises :class:`CheckpointStoreError`.
 """
 from __future__ import annotations
 
@@ -100,7 +105,8 @@ class EmbeddedCheckpointStore(CheckpointStore):
     """
 
     def __init__(self, directory: str | os.PathLike, *, fsync: str = "none",
-                 compact_min_dead: int = 1000, background_compaction: bool = True) -> None:
+                 compact_min_dead: int = 1000, background_compaction: bool = True,
+                 read_only: bool = False) -> None:
         if fsync not in ("none", "always"):
             raise ValueError(f"fsync must be 'none' or 'always', not {fsync!r}")
         self.directory = Path(directory)
@@ -116,6 +122,10 @@ class EmbeddedCheckpointStore(CheckpointStore):
         self._compaction_error: BaseException | None = None
         self.compactions = 0
         self._fd: int | None = None
+        self.read_only = read_only
+        if read_only:
+            self._replay_read_only()
+            return
         self.directory.mkdir(parents=True, exist_ok=True)
         tmp = self.path.with_name(FILE_NAME + _TMP_SUFFIX)
         if tmp.exists():
@@ -174,6 +184,35 @@ class EmbeddedCheckpointStore(CheckpointStore):
                 os.fsync(f.fileno())
         self._size = pos
 
+    def _replay_read_only(self) -> None:
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return  # no checkpoints yet
+        if not data:
+            return  # a broker creating the file right now
+        if data[:len(MAGIC)] != MAGIC:
+            raise CheckpointStoreError(f"{self.path} is not a kafka-wire checkpoint log "
+                                       "(bad header)")
+        pos = len(MAGIC)
+        while pos + _HEAD.size <= len(data):
+            length, crc = _HEAD.unpack_from(data, pos)
+            end = pos + _HEAD.size + length
+            payload = data[pos + _HEAD.size:end]
+            if length > _MAX_RECORD or end > len(data) or crc32c.crc32c(payload) != crc:
+                break
+            try:
+                self._apply(_decode(payload))
+            except ValueError:
+                break
+            self._records += 1
+            pos = end
+        if pos < len(data):
+            log.info("checkpoint log %s: %d bytes at the tail not read (a write in progress, "
+                     "or a torn write the broker repairs when it starts)",
+                     self.path, len(data) - pos)
+        self._size = pos
+
     def _apply(self, fields: list[Any]) -> None:
         kind = fields[0]
         if kind == _PUT:
@@ -189,6 +228,8 @@ class EmbeddedCheckpointStore(CheckpointStore):
     # -- writing -------------------------------------------------------------------------
 
     def _append(self, records: list[bytes]) -> None:
+        if self.read_only:
+            raise CheckpointStoreError(f"checkpoint store {self.path} is open read-only")
         if self._fd is None:
             raise CheckpointStoreError(f"checkpoint store {self.path} is closed")
         if self._compaction_error is not None:
@@ -268,6 +309,8 @@ class EmbeddedCheckpointStore(CheckpointStore):
 
     def compact(self, wait: bool = True) -> None:
         """Rewrite the log with live records only (in a thread unless ``wait``)."""
+        if self.read_only:
+            raise CheckpointStoreError(f"checkpoint store {self.path} is open read-only")
         self.wait_for_compaction()
         with self._lock:
             snapshot = list(self._state.values())

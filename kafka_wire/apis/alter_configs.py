@@ -9,7 +9,9 @@ overrides) -> None | (errno, message)``). BROKER resources: kafka-wire has
 no dynamic broker configs, so only alters that change nothing succeed (tools
 send empty ones); anything else is INVALID_REQUEST. Not emulated:
 BROKER_LOGGER (INVALID_REQUEST, as Kafka answers this API), GROUP and
-CLIENT_METRICS resources.
+CLIENT_METRICS resources. Event Hubs: BROKER resources need a namespace-level
+Manage right (CLUSTER_AUTHORIZATION_FAILED), topics Manage on the hub (the
+policy hook).
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from kafka_wire.apis.registry import handles
 from kafka_wire.config_entries import (
     ResourceType, apply_topic_overrides, broker_change_refusal, broker_name_error,
 )
+from kafka_wire.eventhubs.authz import cluster_error
 
 _Response = codec.response_class(codec.ApiKey.AlterConfigs)
 _Result = _Response.AlterConfigsResourceResponse
@@ -39,6 +42,8 @@ def _alter_one(resource, ctx, validate_only: bool) -> tuple[int, str | None]:
         overrides = {c.name: c.value for c in resource.configs if c.value is not None}
         return apply_topic_overrides(ctx, name, overrides, validate_only)
     if kind == ResourceType.BROKER:
+        if cluster_error(ctx):
+            return cluster_error(ctx), "changing broker configs needs a namespace Manage policy"
         problem = broker_name_error(ctx.services, name, allow_default=True)
         if problem is None:
             problem = broker_change_refusal(ctx.services, {c.name: c.value for c in resource.configs})

@@ -8,7 +8,8 @@ id) list the broker's settings under Kafka's names, all read-only.
 BROKER_LOGGER gets an empty list. Synonyms when asked, config type and
 documentation (v3+) when asked. Nothing is sensitive. Not emulated: GROUP and
 CLIENT_METRICS resources (INVALID_REQUEST), the cluster-default broker
-resource (empty name: INVALID_REQUEST, as Kafka answers).
+resource (empty name: INVALID_REQUEST, as Kafka answers). Event Hubs: a hub
+outside a hub-scoped connection's scope is TOPIC_AUTHORIZATION_FAILED.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import kafka.errors as Errors
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
 from kafka_wire.config_entries import ConfigEntry, ResourceType, broker_entries, topic_entries
+from kafka_wire.eventhubs.authz import visible
 
 _Response = codec.response_class(codec.ApiKey.DescribeConfigs)
 _Result = _Response.DescribeConfigsResult
@@ -43,6 +45,9 @@ def _entries(resource, ctx) -> tuple[int, str | None, list[ConfigEntry]]:
     kind = resource.resource_type
     name = resource.resource_name
     if kind == ResourceType.TOPIC:
+        if not visible(ctx, name):
+            return (Errors.TopicAuthorizationFailedError.errno,
+                    f"this connection is limited to another event hub than {name!r}", [])
         view = ctx.topics.get(name)
         if view is None:
             return Errors.UnknownTopicOrPartitionError.errno, f"topic {name!r} does not exist", []

@@ -11,7 +11,8 @@ Event Hubs: a partition of a hub the connection may not Listen on is
 TOPIC_AUTHORIZATION_FAILED. Egress quotas (throughput units): while the
 namespace's egress is in debt a Fetch is answered at once with no records and
 the throttle time; otherwise the records returned are charged and may set it
-(``services.extra["egress_delay"]`` / ``["egress_account"]``).
+(``services.extra["egress_delay"]`` / ``["egress_account"]``). Records served
+are reported to ``services.extra["on_fetch"](ctx, reads)`` (metrics).
 """
 from __future__ import annotations
 
@@ -24,15 +25,12 @@ import kafka.errors as Errors
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
 from kafka_wire.eventhubs.authz import LISTEN, topic_error
+from kafka_wire.apis.fetch_encoding import encode_fetch
 from kafka_wire.fetch_sessions import FetchSessionCache, SessionError
 from log import errors as log_errors
 
 log = logging.getLogger(__name__)
 
-_Response = codec.response_class(codec.ApiKey.Fetch)
-_TopicResp = _Response.FetchableTopicResponse
-_PartResp = _TopicResp.PartitionData
-_Aborted = _PartResp.AbortedTransaction
 _EMPTY = b""
 
 
@@ -122,8 +120,7 @@ def _read_all(ctx, plan, max_bytes: int, read_committed: bool,
         entry.records = data
         total += len(data)
         if read_committed and len(data):
-            entry.aborted = [_Aborted(producer_id=pid, first_offset=first)
-                             for pid, first in plog.aborted_transactions(offset, upper)]
+            entry.aborted = plog.aborted_transactions(offset, upper)
     return reads, total
 
 
@@ -149,19 +146,14 @@ def _select(reads: list[_Read], session, incremental: bool) -> list[_Read]:
 
 
 def _encode(version: int, reads: list[_Read], session_id: int, error: int = 0):
-    by_topic: dict[object, list] = {}
-    ids = {}
+    by_topic: dict[object, tuple] = {}
     for r in reads:
         key = r.topic if r.topic is not None else r.topic_id
-        ids[key] = r.topic_id
-        by_topic.setdefault(key, []).append(_PartResp(
-            partition_index=r.partition, error_code=r.error, high_watermark=r.high_watermark,
-            last_stable_offset=r.last_stable, log_start_offset=r.log_start,
-            aborted_transactions=r.aborted, preferred_read_replica=-1, records=r.records))
-    responses = [_TopicResp(topic=k if isinstance(k, str) else None, topic_id=ids[k], partitions=parts)
-                 for k, parts in by_topic.items()]
-    return _Response(version=version, throttle_time_ms=0, error_code=error, session_id=session_id,
-                     responses=responses)
+        entry = by_topic.get(key)
+        if entry is None:
+            entry = by_topic[key] = (r.topic, r.topic_id, [])
+        entry[2].append(r)
+    return encode_fetch(version, list(by_topic.values()), session_id, error)
 
 
 @handles(codec.ApiKey.Fetch, 4, 18)
@@ -234,4 +226,7 @@ def _finish(ctx, version: int, reads: list[_Read], session_id: int):
     account = ctx.services.extra.get("egress_account")
     if account is not None:
         account(ctx, [r.records for r in reads])
+    served = ctx.services.extra.get("on_fetch")  # metrics: outgoing events and bytes
+    if served is not None:
+        served(ctx, reads)
     return _encode(version, reads, session_id)

@@ -13,6 +13,8 @@ BROKER and BROKER_LOGGER resources: kafka-wire has no dynamic broker configs
 or loggers, so only operations that change nothing succeed (empty alters,
 DELETE of an override that was never set, SET to the current value); anything
 else is INVALID_REQUEST. Not emulated: GROUP and CLIENT_METRICS resources.
+Event Hubs: BROKER and BROKER_LOGGER resources need a namespace-level Manage
+right (CLUSTER_AUTHORIZATION_FAILED).
 """
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ from kafka_wire.config_entries import (
     LIST_CONFIGS, ResourceType, apply_topic_overrides, broker_change_refusal, broker_name_error,
     unknown_topic_config,
 )
+from kafka_wire.eventhubs.authz import cluster_error
 
 _Response = codec.response_class(codec.ApiKey.IncrementalAlterConfigs)
 _Result = _Response.AlterConfigsResourceResponse
@@ -115,6 +118,8 @@ def _alter_one(resource, ctx, validate_only: bool) -> tuple[int, str | None]:
     except _Refused as refused:
         return refused.errno, str(refused)
     if kind in (ResourceType.BROKER, ResourceType.BROKER_LOGGER):
+        if cluster_error(ctx):
+            return cluster_error(ctx), "changing broker configs needs a namespace Manage policy"
         problem = broker_name_error(ctx.services, resource.resource_name,
                                     allow_default=kind == ResourceType.BROKER)
         if problem is None:

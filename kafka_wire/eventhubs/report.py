@@ -81,9 +81,10 @@ class CompatibilityReport:
             return
         what = "refused" if entry["enforced"] else "allowed (relaxed mode), Event Hubs would refuse"
         hub = f" event hub {entry['event_hub']}" if entry["event_hub"] else ""
-        log.warning("Event Hubs compatibility [%s] namespace %s%s: %s — %s%s", entry["rule"],
-                    entry["namespace"], hub, entry["message"], what,
-                    f" ({count} times)" if count > 1 else "")
+        log.log(logging.WARNING if entry["enforced"] else logging.INFO,
+                "Event Hubs compatibility [%s] namespace %s%s: %s — %s%s", entry["rule"],
+                entry["namespace"], hub, entry["message"], what,
+                f" ({count} times)" if count > 1 else "")
 
     def _on_timer(self) -> None:
         self._timer = None

@@ -30,7 +30,8 @@ class EmulatedBroker:
     ``data_dir``: keep data there (survives ``stop()``; restart by creating a
     new EmulatedBroker on the same directory). ``config_file``: an Event Hubs
     Config.json or kafka-wire TOML file (its listeners are replaced by
-    ephemeral ones; ``tls=True`` adds a SASL_SSL listener). ``**settings`` are
+    ephemeral ones; ``tls=True`` adds a SASL_SSL listener; ``http=True`` the
+    health/metrics/console listener at :attr:`http_url`). ``**settings`` are
     :class:`kafka_wire.config.BrokerConfig` fields (``eventhubs=`` a model).
 
     Example, with the official emulator's Config.json::
@@ -45,7 +46,7 @@ class EmulatedBroker:
 
     def __init__(self, data_dir: str | Path | None = None, *, clock=None,
                  config_file: str | Path | None = None, tls: bool = False,
-                 virtual_clock: bool = False, in_memory: bool = False,
+                 virtual_clock: bool = False, in_memory: bool = False, http: bool = False,
                  **settings: Any) -> None:
         self._own_dir = data_dir is None
         if data_dir is None:
@@ -68,6 +69,9 @@ class EmulatedBroker:
                 self.config.tls_listen_host, self.config.tls_listen_port = "127.0.0.1", 0
         if tls:
             self.config.tls_listen_host, self.config.tls_listen_port = "127.0.0.1", 0
+        self.config.http_listen_host = None  # off unless asked: test brokers stay light
+        if http:
+            self.config.http_listen_host, self.config.http_listen_port = "127.0.0.1", 0
         for key, value in settings.items():
             if not hasattr(self.config, key):
                 raise TypeError(f"unknown BrokerConfig setting {key!r}")
@@ -148,6 +152,18 @@ class EmulatedBroker:
     @property
     def port(self) -> int:
         return self.broker.address[1]
+
+    @property
+    def http_port(self) -> int:
+        """Port of the HTTP listener (``http=True``): /health, /metrics, /api, console."""
+        if self.broker.http_address is None:
+            raise RuntimeError("this broker has no HTTP listener: start it with http=True")
+        return self.broker.http_address[1]
+
+    @property
+    def http_url(self) -> str:
+        """``http://127.0.0.1:PORT`` of the HTTP listener (``http=True``)."""
+        return f"http://127.0.0.1:{self.http_port}"
 
     @property
     def faults(self):

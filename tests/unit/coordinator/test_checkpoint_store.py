@@ -197,3 +197,35 @@ def test_writes_during_a_compaction_are_carried_into_the_new_file(tmp_path):
     assert state(s) == [cp(0, 1000), cp(5, 5)]
     s.close()
     assert state(EmbeddedCheckpointStore(tmp_path)) == [cp(0, 1000), cp(5, 5)]
+
+
+def _tree(path):
+    return sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in path.rglob("*"))
+
+
+def test_read_only_store_reads_a_live_store_and_changes_no_file(tmp_path):
+    live = EmbeddedCheckpointStore(tmp_path)
+    live.put_many([cp(0, 5), cp(1, 6, group="other")])
+    live.delete("ns", "other", "hub", 1)
+    good_size = os.path.getsize(tmp_path / FILE_NAME)
+    live.put(cp(2, 7))
+    with open(tmp_path / FILE_NAME, "r+b") as f:
+        f.truncate(good_size + 9)  # the last record is still being written
+    (tmp_path / (FILE_NAME + ".compacting")).write_bytes(b"half a compaction")
+    before = _tree(tmp_path)
+    ro = EmbeddedCheckpointStore(tmp_path, read_only=True)
+    assert state(ro) == [cp(0, 5)]
+    with pytest.raises(CheckpointStoreError, match="read-only"):
+        ro.put(cp(3, 1))
+    with pytest.raises(CheckpointStoreError, match="read-only"):
+        ro.compact()
+    ro.flush()
+    ro.close()
+    assert _tree(tmp_path) == before
+    live.close()
+
+
+def test_read_only_store_of_a_missing_directory_is_empty_and_creates_nothing(tmp_path):
+    ro = EmbeddedCheckpointStore(tmp_path / "absent", read_only=True)
+    assert ro.load() == [] and not (tmp_path / "absent").exists()
+    ro.close()

@@ -1,0 +1,96 @@
+"""Fast path for Fetch responses: record data goes out as the log's own
+memoryviews, never copied into an encode buffer.
+
+The schema codec copies every record byte (twice, with framing); at 10 KiB
+records that was most of the broker's consume cost. This writes the small
+fixed fields with ``struct`` and hands the server a list of chunks for
+``transport.writelines``. tests/unit/kafka_wire/test_fetch_encoding.py checks
+every served version decodes with the codec to the same values.
+"""
+from __future__ import annotations
+
+import struct
+
+from kafka_wire.raw_response import Raw
+
+_I16 = struct.Struct(">h").pack
+_I32 = struct.Struct(">i").pack
+_PART_HEAD = struct.Struct(">ihq").pack          # partition, error, high watermark
+_I64 = struct.Struct(">q").pack
+_ABORTED = struct.Struct(">qq").pack
+_ZERO_UUID = bytes(16)
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _string(text: str | None, flexible: bool) -> bytes:
+    if text is None:
+        return b"\x00" if flexible else _I16(-1)
+    raw = text.encode()
+    return (_uvarint(len(raw) + 1) if flexible else _I16(len(raw))) + raw
+
+
+def _array_len(n: int | None, flexible: bool) -> bytes:
+    if n is None:
+        return b"\x00" if flexible else _I32(-1)
+    return _uvarint(n + 1) if flexible else _I32(n)
+
+
+def encode_fetch(version: int, topics: list, session_id: int, error: int = 0) -> Raw:
+    """``topics``: [(name, topic_id, [read, ...])] where a read has partition,
+    error, high_watermark, last_stable, log_start, aborted [(pid, first)] | None
+    and records (a buffer)."""
+    flexible = version >= 12
+    chunks: list = []
+    head = bytearray()
+    if version >= 1:
+        head += _I32(0)  # throttle_time_ms (throttling answers go through the codec)
+    if version >= 7:
+        head += _I16(error) + _I32(session_id)
+    head += _array_len(len(topics), flexible)
+    for name, topic_id, reads in topics:
+        if version >= 13:
+            head += topic_id.bytes if topic_id is not None else _ZERO_UUID
+        else:
+            head += _string(name, flexible)
+        head += _array_len(len(reads), flexible)
+        for r in reads:
+            head += _PART_HEAD(r.partition, r.error, r.high_watermark)
+            if version >= 4:
+                head += _I64(r.last_stable)
+            if version >= 5:
+                head += _I64(r.log_start)
+            if version >= 4:
+                aborted = r.aborted
+                head += _array_len(None if aborted is None else len(aborted), flexible)
+                for pid, first in aborted or ():
+                    head += _ABORTED(pid, first)
+                    if flexible:
+                        head += b"\x00"
+            if version >= 11:
+                head += _I32(-1)  # preferred_read_replica
+            records = r.records
+            n = len(records)
+            head += _uvarint(n + 1) if flexible else _I32(n)
+            if n:
+                chunks.append(bytes(head))
+                chunks.append(records)
+                head = bytearray()
+            if flexible:
+                head += b"\x00"  # partition tagged fields
+        if flexible:
+            head += b"\x00"  # topic tagged fields
+    if flexible:
+        head += b"\x00"  # response tagged fields
+    chunks.append(bytes(head))
+    return Raw(chunks, flexible_header=flexible)

@@ -1,0 +1,265 @@
+"""Configuration files: the official emulator's ``Config.json`` and kafka-wire's TOML.
+
+``Config.json`` (EVENTHUBS.md §10) is accepted as the emulator accepts it: one
+namespace of ``Type`` ``EventHub`` (``emulatorNs1``; both optional), 1–10
+entities with ``Name`` and ``PartitionCount`` 1–32 (a number or a quoted
+number), optional ``ConsumerGroups`` (1–20, never ``$Default``), and
+``LoggingConfig.Type``. It becomes a Standard, relaxed namespace with the
+emulator's fixed policy ``RootManageSharedAccessKey`` / ``SAS_KEY_VALUE``,
+authentication required (the emulator's Kafka port is SASL_PLAINTEXT), and
+the emulator's fixed one-hour retention. Its well-known connection string
+``Endpoint=sb://localhost;SharedAccessKeyName=RootManageSharedAccessKey;
+SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;`` works as is.
+
+The TOML file (any other extension) describes several namespaces with
+tiers, modes, units, policies, hubs and capture, plus the listeners; see
+README.md "Event Hubs configuration" for a complete example. Unknown keys are
+errors, so typos do not pass silently.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from kafka_wire.config import parse_host_port
+from kafka_wire.eventhubs.model import (
+    DEFAULT_CONSUMER_GROUP, EMULATOR_KEY, ROOT_POLICY, CaptureSettings, EventHub, EventHubsModel,
+    Namespace, SasPolicy, Tier,
+)
+
+log = logging.getLogger(__name__)
+
+__all__ = ["load", "load_config_json", "load_toml", "apply_config_file", "EMULATOR_CONNECTION_STRING"]
+
+EMULATOR_CONNECTION_STRING = ("Endpoint=sb://localhost;SharedAccessKeyName=RootManageSharedAccessKey;"
+                              "SharedAccessKey=SAS_KEY_VALUE;UseDevelopmentEmulator=true;")
+_EMULATOR_NAMESPACE = "emulatorNs1"
+_LOGGING_TYPES = ("File", "Console", "File,Console", "Console,File")
+
+
+class _Settings:
+    """What a TOML file says beyond the model: listeners and TLS."""
+
+    def __init__(self) -> None:
+        self.server: dict[str, Any] = {}
+        self.tls: dict[str, Any] = {}
+
+
+# -- Config.json ------------------------------------------------------------------
+def _get(obj: dict, key: str, where: str, required: bool = True):
+    """Keys of Config.json as the emulator reads them (case-insensitively)."""
+    if not isinstance(obj, dict):
+        raise ValueError(f"{where} must be a JSON object")
+    for k, v in obj.items():
+        if k.lower() == key.lower():
+            return v
+    if required:
+        raise ValueError(f"{where} lacks {key!r}")
+    return None
+
+
+def load_config_json(data: dict) -> EventHubsModel:
+    user = _get(data, "UserConfig", "Config.json")
+    namespaces = _get(user, "NamespaceConfig", "UserConfig")
+    logging_cfg = _get(user, "LoggingConfig", "UserConfig")
+    logging_type = _get(logging_cfg, "Type", "LoggingConfig")
+    if logging_type not in _LOGGING_TYPES:
+        raise ValueError(f"LoggingConfig.Type {logging_type!r} is invalid: use "
+                         + ", ".join(_LOGGING_TYPES))
+    if not isinstance(namespaces, list) or len(namespaces) != 1:
+        raise ValueError("NamespaceConfig must list exactly one namespace (the emulator serves "
+                         "one; use a kafka-wire TOML file for several)")
+    raw = namespaces[0]
+    kind = _get(raw, "Type", "NamespaceConfig[0]", required=False) or "EventHub"
+    if kind != "EventHub":
+        raise ValueError(f"NamespaceConfig[0].Type {kind!r} is invalid: use EventHub")
+    name = _get(raw, "Name", "NamespaceConfig[0]", required=False) or _EMULATOR_NAMESPACE
+    if name != _EMULATOR_NAMESPACE:
+        log.warning("Config.json names namespace %r: the official emulator accepts only %r",
+                    name, _EMULATOR_NAMESPACE)
+    entities = _get(raw, "Entities", "NamespaceConfig[0]")
+    if not isinstance(entities, list) or not 1 <= len(entities) <= 10:
+        raise ValueError("Entities must list 1-10 event hubs")
+    hubs: dict[str, EventHub] = {}
+    for i, ent in enumerate(entities):
+        where = f"Entities[{i}]"
+        hub_name = _get(ent, "Name", where)
+        count = _get(ent, "PartitionCount", where)
+        try:
+            partitions = int(count)
+        except (TypeError, ValueError):
+            raise ValueError(f"{where}.PartitionCount {count!r} is not a number") from None
+        if not 1 <= partitions <= 32:
+            raise ValueError(f"{where}.PartitionCount {partitions} is out of range: use 1-32")
+        groups_raw = _get(ent, "ConsumerGroups", where, required=False) or []
+        if not isinstance(groups_raw, list) or len(groups_raw) > 20:
+            raise ValueError(f"{where}.ConsumerGroups must list at most 20 groups")
+        groups = []
+        for j, g in enumerate(groups_raw):
+            gname = _get(g, "Name", f"{where}.ConsumerGroups[{j}]")
+            if isinstance(gname, str) and gname.lower() == DEFAULT_CONSUMER_GROUP.lower():
+                raise ValueError(f"{where}.ConsumerGroups lists {gname!r}: $Default always "
+                                 "exists, remove it")
+            groups.append(gname)
+        if hub_name in hubs:
+            raise ValueError(f"{where}: event hub {hub_name!r} is listed twice")
+        hubs[hub_name] = EventHub(name=hub_name, partitions=partitions, retention_hours=1,
+                                  consumer_groups=groups)
+    ns = Namespace(name=name, tier=Tier.STANDARD, mode="relaxed", auth="required",
+                   policies={ROOT_POLICY: SasPolicy(ROOT_POLICY, EMULATOR_KEY)},
+                   hubs=hubs, default_retention_hours=1, emulator=True)
+    model = EventHubsModel({name: ns}, name)
+    model.validate()
+    return model
+
+
+# -- TOML -------------------------------------------------------------------------
+def _check_keys(table: dict, allowed: set[str], where: str) -> None:
+    unknown = sorted(set(table) - allowed)
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; known: "
+                         + ", ".join(sorted(allowed)))
+
+
+def _policies(table: dict, where: str, hub: str | None = None) -> dict[str, SasPolicy]:
+    out = {}
+    for pname, p in (table or {}).items():
+        pwhere = f"{where}, policy {pname!r}"
+        if not isinstance(p, dict):
+            raise ValueError(f"{pwhere} must be a table")
+        _check_keys(p, {"primary_key", "secondary_key", "rights"}, pwhere)
+        try:
+            out[pname] = SasPolicy(pname, p.get("primary_key", ""), p.get("secondary_key"),
+                                   p.get("rights", ["Manage"]), hub=hub)
+        except ValueError as exc:
+            raise ValueError(f"{pwhere}: {exc}") from None
+    return out
+
+
+_CAPTURE_KEYS = {"enabled", "destination", "destination_type", "name_format", "interval_seconds",
+                 "size_limit_bytes", "skip_empty_archives", "encoding"}
+_HUB_KEYS = {"partitions", "retention_hours", "cleanup_policy", "tombstone_retention_hours",
+             "timestamp_type", "consumer_groups", "policies", "capture"}
+_NS_KEYS = {"tier", "mode", "throughput_units", "processing_units", "capacity_units",
+            "auto_inflate_max", "auth", "policies", "eventhubs", "hosts", "default",
+            "default_partitions", "default_retention_hours", "max_message_bytes"}
+
+
+def _hub(name: str, t: dict, where: str) -> EventHub:
+    _check_keys(t, _HUB_KEYS, where)
+    capture_t = t.get("capture") or {}
+    _check_keys(capture_t, _CAPTURE_KEYS, f"{where}, capture")
+    hub = EventHub(
+        name=name, partitions=t.get("partitions", 1), retention_hours=t.get("retention_hours"),
+        cleanup_policy=t.get("cleanup_policy", "Delete"),
+        tombstone_retention_hours=t.get("tombstone_retention_hours"),
+        timestamp_type=t.get("timestamp_type", "LogAppend"),
+        consumer_groups=list(t.get("consumer_groups", [])),
+        policies=_policies(t.get("policies"), where, hub=name),
+        capture=CaptureSettings(**capture_t))
+    return hub
+
+
+def load_toml(data: dict) -> tuple[EventHubsModel, _Settings]:
+    _check_keys(data, {"default_namespace", "server", "tls", "namespaces"}, "config")
+    settings = _Settings()
+    settings.server = dict(data.get("server") or {})
+    _check_keys(settings.server, {"listen", "advertise", "tls_listen", "tls_advertise", "data_dir",
+                                  "auto_create_topics", "num_partitions"}, "[server]")
+    settings.tls = dict(data.get("tls") or {})
+    _check_keys(settings.tls, {"cert_file", "key_file", "ca_file"}, "[tls]")
+    if bool(settings.tls.get("cert_file")) != bool(settings.tls.get("key_file")):
+        raise ValueError("[tls]: give both cert_file and key_file, or neither (a certificate is "
+                         "then generated)")
+    raw_ns = data.get("namespaces") or {}
+    if not raw_ns:
+        raise ValueError("the config defines no namespace: add a [namespaces.<name>] table")
+    namespaces: dict[str, Namespace] = {}
+    default = data.get("default_namespace")
+    for name, t in raw_ns.items():
+        where = f"namespace {name!r}"
+        if not isinstance(t, dict):
+            raise ValueError(f"{where} must be a table")
+        _check_keys(t, _NS_KEYS, where)
+        units = [t[k] for k in ("throughput_units", "processing_units", "capacity_units") if k in t]
+        if len(units) > 1:
+            raise ValueError(f"{where}: give one of throughput_units, processing_units, "
+                             "capacity_units")
+        hubs = {h: _hub(h, ht, f"{where}, event hub {h!r}")
+                for h, ht in (t.get("eventhubs") or {}).items()}
+        ns = Namespace(
+            name=name, tier=Tier.parse(t.get("tier", "Standard")), mode=t.get("mode", "relaxed"),
+            units=units[0] if units else None, auto_inflate_max=t.get("auto_inflate_max"),
+            auth=t.get("auth"), policies=_policies(t.get("policies"), where), hubs=hubs,
+            hosts=list(t.get("hosts", [])), default_partitions=t.get("default_partitions"),
+            default_retention_hours=t.get("default_retention_hours"),
+            max_message_bytes=t.get("max_message_bytes"))
+        namespaces[name] = ns
+        if t.get("default"):
+            if default and default != name:
+                raise ValueError(f"both {default!r} and {name!r} are marked as the default "
+                                 "namespace")
+            default = name
+    model = EventHubsModel(namespaces, default or next(iter(namespaces)))
+    model.validate()
+    return model, settings
+
+
+# -- entry points ---------------------------------------------------------------------
+def load(path: Path) -> tuple[EventHubsModel, _Settings]:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise ValueError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    if path.suffix.lower() == ".json":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
+        try:
+            return load_config_json(data), _Settings()
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{path}: invalid TOML: {exc}") from None
+    try:
+        return load_toml(data)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
+def apply_config_file(config, path: Path) -> None:
+    """Load ``path`` into ``config`` (a BrokerConfig): the model, its namespaces, and the
+    TOML's [server] and [tls] settings (command-line flags are applied after, and win)."""
+    model, settings = load(path)
+    config.eventhubs = model
+    config.default_namespace = model.default_namespace
+    config.namespaces = [n for n in model.namespaces if n != model.default_namespace]
+    server = settings.server
+    if "listen" in server:
+        config.listen_host, config.listen_port = parse_host_port(server["listen"])
+    if "advertise" in server:
+        config.advertise_host, config.advertise_port = parse_host_port(server["advertise"],
+                                                                       config.listen_port)
+    if "tls_listen" in server:
+        config.tls_listen_host, config.tls_listen_port = parse_host_port(server["tls_listen"], 9093)
+    if "tls_advertise" in server:
+        config.tls_advertise_host, config.tls_advertise_port = parse_host_port(
+            server["tls_advertise"], config.tls_listen_port or 9093)
+    if "data_dir" in server:
+        config.data_dir = Path(server["data_dir"])
+    if "auto_create_topics" in server:
+        config.auto_create_topics = bool(server["auto_create_topics"])
+    if "num_partitions" in server:
+        config.num_partitions = int(server["num_partitions"])
+    base = Path(path).resolve().parent
+    for key, field in (("cert_file", "tls_cert_file"), ("key_file", "tls_key_file"),
+                       ("ca_file", "tls_ca_file")):
+        if settings.tls.get(key):
+            setattr(config, field, (base / settings.tls[key]).resolve())

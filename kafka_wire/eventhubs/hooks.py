@@ -1,0 +1,185 @@
+"""The functions :mod:`kafka_wire.eventhubs.attach` installs in ``services.extra``.
+
+Each combines authorization (:mod:`authz`), the tier rules (:mod:`strict`,
+recorded in the compatibility report, refused only in strict namespaces) and
+the throughput-unit quota (:mod:`quotas`) for one Kafka API hook. Signatures
+are the ones the API modules document.
+"""
+from __future__ import annotations
+
+import logging
+
+import kafka.errors as Errors
+
+from kafka_wire.eventhubs import authz, strict
+from kafka_wire.eventhubs.model import LISTEN, MANAGE, SEND
+from log.batch import iter_batches
+
+log = logging.getLogger(__name__)
+
+_DENIED = Errors.TopicAuthorizationFailedError.errno
+
+
+class Refusal(Exception):
+    """Raised where a hook must raise (auto-creation): carries the Kafka errno."""
+
+    def __init__(self, errno: int, message: str) -> None:
+        super().__init__(message)
+        self.errno = errno
+
+
+def _need(ctx, right: str, hub: str | None, what: str) -> tuple[int, str] | None:
+    if authz.check(ctx, right, hub):
+        return None
+    p = ctx.connection.principal
+    scope = f"event hub {hub!r}" if hub else f"namespace {ctx.namespace.name!r}"
+    return _DENIED, f"{what} on {scope} needs the {right} right; {p} lacks it"
+
+
+# -- Metadata -------------------------------------------------------------------
+def topic_visible(ctx, name: str) -> bool:
+    return authz.visible(ctx, name)
+
+
+def auto_create(ctx, name: str):
+    """Metadata with allow_auto_topic_creation: create the hub (Manage, quotas)."""
+    if not authz.check(ctx, MANAGE, name):
+        raise Refusal(Errors.UnknownTopicOrPartitionError.errno,
+                      f"event hub {name!r} does not exist and {ctx.connection.principal} may not "
+                      "create it (Manage right needed)")
+    topics = ctx.topics
+    ns = ctx.namespace.model
+    partitions = topics.num_partitions
+    if ns is not None:
+        refusal = strict.enforce(ctx, strict.hub_creation(ns, topics, name, partitions)
+                                 or strict.topic_config(ns, name, topics.validate_configs({})), name)
+        if refusal:
+            raise Refusal(*refusal)
+    return topics.create(name, partitions)
+
+
+# -- Produce ------------------------------------------------------------------------
+def publisher_key_error(records, publisher: str) -> str | None:
+    """Why ``records`` break the publisher policy (every key must be the publisher's name)."""
+    from kafka.record.default_records import DefaultRecordBatch
+
+    wanted = publisher.encode("utf-8")
+    for pos, header in iter_batches(records):
+        batch = DefaultRecordBatch(bytes(records[pos:pos + header.size]))
+        for record in batch:
+            if record.key != wanted:
+                shown = record.key.decode("utf-8", "replace") if record.key is not None else None
+                return (f"publisher {publisher!r} may only send events whose key is "
+                        f"{publisher!r}, not {shown!r}")
+    return None
+
+
+def produce_check(ctx, view, partition: int, records, transactional_id):
+    hub = view.name
+    denied = _need(ctx, SEND, hub, "producing")
+    if denied:
+        return denied
+    runtime = ctx.namespace
+    ns = runtime.model
+    if ns is None:
+        return None
+    refusal = strict.enforce(ctx, strict.kafka_endpoint(ns), hub)
+    if refusal:
+        return refusal
+    info = strict.inspect_records(records)
+    refusal = strict.enforce(ctx, strict.publication(ns, info), hub)
+    if refusal:
+        return refusal
+    p = ctx.connection.principal
+    if p is not None and p.publisher is not None:
+        problem = publisher_key_error(records, p.publisher)
+        if problem:
+            return _DENIED, problem
+    quota = runtime.extra.get("quota")
+    if quota is not None:
+        delay = quota.ingress(info.size, info.events, ctx.clock.now_ms())
+        if delay > ctx.throttle_ms:
+            ctx.throttle_ms = delay
+    return None
+
+
+# -- Fetch --------------------------------------------------------------------------
+def egress_delay(ctx) -> int:
+    """ms the namespace's egress is in debt: a Fetch now gets no records."""
+    quota = ctx.namespace.extra.get("quota")
+    if quota is None:
+        return 0
+    delay = quota.egress_delay(ctx.clock.now_ms())
+    if delay > ctx.throttle_ms:
+        ctx.throttle_ms = delay
+    return delay
+
+
+def egress_account(ctx, buffers) -> None:
+    """Charge the records a Fetch returns; sets the throttle time when over quota."""
+    quota = ctx.namespace.extra.get("quota")
+    if quota is None:
+        return
+    nbytes = events = 0
+    for buf in buffers:
+        if len(buf):
+            nbytes += len(buf)
+            events += sum(h.records_count for _p, h in iter_batches(buf))
+    if not nbytes:
+        return
+    delay = quota.egress(nbytes, events, ctx.clock.now_ms())
+    if delay > ctx.throttle_ms:
+        ctx.throttle_ms = delay
+
+
+# -- administration ------------------------------------------------------------------
+def create_topic_policy(ctx, name: str, partitions: int, configs: dict):
+    denied = _need(ctx, MANAGE, None, "creating event hubs")
+    if denied:
+        return denied
+    ns = ctx.namespace.model
+    if ns is None:
+        return None
+    topics = ctx.topics
+    return strict.enforce(ctx, strict.hub_creation(ns, topics, name, partitions)
+                          or strict.topic_config(ns, name, topics.validate_configs(configs)), name)
+
+
+def create_partitions_policy(ctx, name: str, count: int):
+    denied = _need(ctx, MANAGE, name, "adding partitions")
+    if denied:
+        return denied
+    ns = ctx.namespace.model
+    if ns is None:
+        return None
+    return strict.enforce(ctx, strict.partition_growth(ns, ctx.topics, name, count), name)
+
+
+def delete_topic_policy(ctx, name: str):
+    return _need(ctx, MANAGE, None, "deleting event hubs")
+
+
+def alter_topic_config_policy(ctx, name: str, overrides: dict):
+    denied = _need(ctx, MANAGE, name, "changing configs")
+    if denied:
+        return denied
+    ns = ctx.namespace.model
+    if ns is None:
+        return None
+    return strict.enforce(ctx, strict.topic_config(ns, name, ctx.topics.validate_configs(overrides)),
+                          name)
+
+
+def delete_records_policy(ctx, topic: str, partition: int, offset: int):
+    denied = _need(ctx, MANAGE, topic, "deleting records")
+    if denied:
+        return denied
+    ns = ctx.namespace.model
+    if ns is None:
+        return None
+    return strict.enforce(ctx, strict.delete_records(ns, topic), topic)
+
+
+def listen_error(ctx, hub: str) -> int:
+    """For Fetch, ListOffsets, OffsetForLeaderEpoch: 0 or TOPIC_AUTHORIZATION_FAILED."""
+    return authz.topic_error(ctx, LISTEN, hub)

@@ -1,0 +1,377 @@
+"""``kafka-wire groups``: consumer groups per event hub, with members,
+assignments, checkpoints and lag per partition.
+
+    kafka-wire groups [--data-dir DIR] [--bootstrap HOST:PORT]
+                      [--namespace NS] [--hub HUB] [--json]
+
+Every event hub lists ``$Default`` first (Event Hubs always has it), then
+each Kafka group that committed offsets for the hub or has a member
+subscribed to it — the view of :mod:`coordinator.eventhubs_view`.
+
+**Offline** (default; ``--data-dir``, default ``./data``) reads the data
+directory and writes nothing, so it is safe while a broker runs on it:
+
+- checkpoints: ``DATA_DIR/_checkpoints/<namespace>/checkpoints.log`` through
+  :class:`~coordinator.checkpoints.embedded.EmbeddedCheckpointStore` opened
+  ``read_only`` (no truncation of a torn tail, nothing created);
+- event hubs: ``DATA_DIR/<namespace>/__topics/*.json``;
+- log end offsets: the last segment of each partition, read-only — the last
+  batch listed in its ``.batches`` sidecar is the starting hint, then batch
+  headers in the ``.log`` are walked (CRC-checked, the way recovery does) to
+  the end. No ``PartitionLog``/``LogManager`` is opened: their recovery may
+  rewrite files.
+
+Members are not persisted (as in Kafka), so offline shows no members and
+the state of groups is ``Empty``; a partition's "offset" is the Event Hubs
+byte offset recorded with its checkpoint. A broker that crashed repairs torn
+tails when it next starts; until then offline figures stop at the last
+complete batch.
+
+**Online** (``--bootstrap``) asks a running broker over the Kafka protocol
+with kafka-python's KafkaAdminClient: ListGroups, DescribeGroups (classic
+groups), ConsumerGroupDescribe (KIP-848 groups; sent through the admin
+client's connection with the message class from :mod:`kafka_wire.schemas`),
+OffsetFetch, ListOffsets (latest). Online there are members and live states,
+but no Event Hubs byte offsets (OffsetFetch does not carry them), and the
+namespace is the one the connection belongs to (``--namespace`` is for
+offline use).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import mmap
+import re
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Iterable, TextIO
+
+from coordinator.eventhubs_view import (
+    DEFAULT_CONSUMER_GROUP, ConsumerGroupView, MemberView, PartitionView, consumer_groups,
+)
+
+__all__ = ["HubGroups", "offline_report", "online_report", "read_log_end_offset",
+           "add_parser", "run"]
+
+CHECKPOINTS_DIR = "_checkpoints"
+TOPICS_DIR = "__topics"
+_SEGMENT_LOG = re.compile(r"^(\d{20})\.log$")
+
+
+@dataclass(frozen=True, slots=True)
+class HubGroups:
+    namespace: str | None   # None online: the connection's namespace
+    event_hub: str
+    partitions: int
+    consumer_groups: list[ConsumerGroupView]
+
+
+# -- offline -------------------------------------------------------------------------------
+
+def _last_batch_hint(batches: Path) -> int:
+    """Byte position of the last batch listed in a ``.batches`` file, or 0.
+
+    The active segment's file is extended sparse ahead of its entries, so
+    trailing all-zero entries are capacity, not batches.
+    """
+    from log.index import BatchIndex
+
+    try:
+        data = batches.read_bytes()
+    except OSError:
+        return 0
+    size, head = BatchIndex.ENTRY.size, BatchIndex.HEADER_SIZE
+    count = max(0, len(data) - head) // size
+    for i in range(count - 1, -1, -1):
+        rel, pos, append_ms = BatchIndex.ENTRY.unpack_from(data, head + i * size)
+        if rel or pos or append_ms:
+            return pos
+    return 0
+
+
+def read_log_end_offset(partition_dir: Path) -> int | None:
+    """The next offset a partition will assign, read without writing anything.
+
+    None when the directory does not exist. Stops at the last complete,
+    CRC-valid batch (a torn tail counts as not written, as recovery decides).
+    """
+    from log.batch import scan_stored_batches
+
+    if not partition_dir.is_dir():
+        return None
+    bases = sorted(int(m.group(1)) for p in partition_dir.iterdir()
+                   if (m := _SEGMENT_LOG.match(p.name)))
+    if not bases:
+        return 0
+    base = bases[-1]
+    log_path = partition_dir / f"{base:020d}.log"
+    with open(log_path, "rb") as f:
+        size = f.seek(0, 2)
+        if size == 0:
+            return base
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
+            hint = _last_batch_hint(partition_dir / f"{base:020d}.batches")
+            found = []
+            if 0 < hint < size:
+                found, _ = scan_stored_batches(buf, hint, size, base)
+            if not found:
+                found, _ = scan_stored_batches(buf, 0, size, base)
+            end = found[-1][1].next_offset if found else base
+            del found  # headers only; no views of the map survive
+    return end
+
+
+def _namespaces(data_dir: Path) -> list[str]:
+    names = {p.name for p in data_dir.iterdir() if (p / TOPICS_DIR).is_dir()}
+    ckpt = data_dir / CHECKPOINTS_DIR
+    if ckpt.is_dir():
+        names |= {p.name for p in ckpt.iterdir() if p.is_dir()}
+    return sorted(names)
+
+
+def _hubs(ns_dir: Path) -> dict[str, int]:
+    out = {}
+    topics = ns_dir / TOPICS_DIR
+    if not topics.is_dir():
+        return out
+    for path in sorted(topics.glob("*.json")):
+        try:
+            meta = json.loads(path.read_text())
+            out[str(meta["name"])] = int(meta["partitions"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a metadata file being replaced right now, or not ours
+    return out
+
+
+def offline_report(data_dir: str | Path, namespace: str | None = None,
+                   hub: str | None = None) -> list[HubGroups]:
+    """The groups of every event hub in a data directory (read-only)."""
+    from coordinator.checkpoints.embedded import EmbeddedCheckpointStore
+    from coordinator.clock import SystemClock
+    from coordinator.group_coordinator import GroupCoordinator
+
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir():
+        raise ValueError(f"data directory {data_dir} does not exist")
+    namespaces = _namespaces(data_dir)
+    if namespace is not None:
+        if namespace not in namespaces:
+            raise ValueError(f"namespace {namespace!r} not found in {data_dir} "
+                             f"(found: {', '.join(namespaces) or 'none'})")
+        namespaces = [namespace]
+    report = []
+    for ns in namespaces:
+        store = EmbeddedCheckpointStore(data_dir / CHECKPOINTS_DIR / ns, read_only=True)
+        try:
+            coordinator = GroupCoordinator(SystemClock(), store=store, namespace=ns)
+        finally:
+            store.close()
+        hubs = _hubs(data_dir / ns)
+        if hub is not None:
+            hubs = {hub: hubs[hub]} if hub in hubs else {}
+        for name, partitions in hubs.items():
+            ends: dict[tuple[str, int], int] = {}
+
+            def end_offset(topic: str, partition: int, _ns=ns) -> int:
+                key = (topic, partition)
+                if key not in ends:
+                    ends[key] = read_log_end_offset(data_dir / _ns / f"{topic}-{partition}") or 0
+                return ends[key]
+
+            report.append(HubGroups(ns, name, partitions, consumer_groups(
+                coordinator, name, end_offset, partition_count=partitions)))
+    return report
+
+
+# -- online --------------------------------------------------------------------------------
+
+def _views(hub: str, partitions: int, found: dict[str, tuple[str, str, list[MemberView]]],
+           committed: dict[str, dict[int, int]], ends: dict[int, int]) -> list[ConsumerGroupView]:
+    """Same shape and order as :func:`coordinator.eventhubs_view.consumer_groups`."""
+    names = [DEFAULT_CONSUMER_GROUP, *sorted(set(found) - {DEFAULT_CONSUMER_GROUP})]
+    out = []
+    for name in names:
+        state, group_type, members = found.get(name, ("", "", []))
+        owners = {p: m.member_id for m in members for p in m.partitions}
+        offsets = committed.get(name, {})
+        views = []
+        for p in range(partitions):
+            end = ends.get(p, 0)
+            seq = offsets.get(p)
+            views.append(PartitionView(p, seq, None, end - 1,
+                                       None if seq is None else max(end - seq, 0),
+                                       owners.get(p)))
+        out.append(ConsumerGroupView(name, name in found, state, group_type, members, views))
+    return out
+
+
+def online_report(bootstrap: str, hub: str | None = None,
+                  timeout_s: float = 10.0) -> list[HubGroups]:
+    """The groups of every event hub, asked of a running broker."""
+    from kafka import KafkaAdminClient, TopicPartition
+    from kafka.protocol.consumer import OffsetSpec
+
+    from kafka_wire.schemas import ConsumerGroupDescribeRequest
+
+    timeout_ms = int(timeout_s * 1000)
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kafka-wire-groups",
+                             request_timeout_ms=timeout_ms, bootstrap_timeout_ms=timeout_ms)
+    try:
+        topics = {t["name"]: len(t["partitions"]) for t in admin.describe_topics()
+                  if not t.get("is_internal") and not t["name"].startswith("__")
+                  and t.get("error_code", 0) == 0}
+        if hub is not None:
+            topics = {hub: topics[hub]} if hub in topics else {}
+        listed = admin.list_groups()
+        classic_ids = [g["group_id"] for g in listed if g.get("group_type", "classic") != "consumer"]
+        consumer_ids = [g["group_id"] for g in listed if g.get("group_type") == "consumer"]
+        classic = admin.describe_groups(classic_ids) if classic_ids else {}
+        kip848 = {}
+        if consumer_ids:
+            async def describe():
+                coordinators = await admin._find_coordinator_ids(consumer_ids)
+                by_node: dict[int, list[str]] = {}
+                for group_id, node in coordinators.items():
+                    by_node.setdefault(node, []).append(group_id)
+                out = []
+                for node, ids in by_node.items():
+                    out += (await admin._manager.send(ConsumerGroupDescribeRequest(
+                        group_ids=ids, include_authorized_operations=False),
+                        node_id=node)).groups
+                return out
+            kip848 = {g.group_id: g for g in admin._manager.run(describe) if g.error_code == 0}
+        all_ids = [g["group_id"] for g in listed]
+        offsets = admin.list_group_offsets({g: None for g in all_ids}) if all_ids else {}
+        tps = {TopicPartition(t, p): OffsetSpec.LATEST for t, n in topics.items() for p in range(n)}
+        latest = admin.list_partition_offsets(tps) if tps else {}
+    finally:
+        admin.close()
+
+    report = []
+    for topic, partitions in topics.items():
+        found: dict[str, tuple[str, str, list[MemberView]]] = {}
+        committed = {g: {tp.partition: om.offset for tp, om in per.items()
+                         if tp.topic == topic and om.offset >= 0}
+                     for g, per in offsets.items()}
+        for group_id, d in classic.items():
+            if d.get("error"):
+                continue
+            subscribed, members = False, []
+            if d.get("protocol_type") == "consumer":
+                for m in d.get("members", []):
+                    meta, assignment = m.get("member_metadata"), m.get("member_assignment")
+                    topics_of = meta.get("topics", []) if isinstance(meta, dict) else []
+                    if topic not in topics_of:
+                        continue
+                    subscribed = True
+                    parts = []
+                    if isinstance(assignment, dict):
+                        parts = sorted({p for a in assignment.get("assigned_partitions", [])
+                                        if a["topic"] == topic for p in a["partitions"]})
+                    members.append(MemberView(m["member_id"], m.get("group_instance_id"),
+                                              m.get("client_id", ""), m.get("client_host", ""),
+                                              parts))
+            if subscribed or committed.get(group_id):
+                found[group_id] = (d.get("group_state", ""), "classic", members)
+        for group_id, g in kip848.items():
+            members = [MemberView(m.member_id, m.instance_id, m.client_id, m.client_host,
+                                  sorted({p for tp in m.assignment.topic_partitions
+                                          if tp.topic_name == topic for p in tp.partitions}))
+                       for m in g.members if topic in m.subscribed_topic_names]
+            if members or committed.get(group_id):
+                found[group_id] = (g.group_state, "consumer", members)
+        ends = {tp.partition: o.offset for tp, o in latest.items() if tp.topic == topic}
+        report.append(HubGroups(None, topic, partitions,
+                                _views(topic, partitions, found, committed, ends)))
+    return report
+
+
+# -- output --------------------------------------------------------------------------------
+
+def _dash(value) -> str:
+    return "-" if value is None else str(value)
+
+
+def render_text(report: Iterable[HubGroups], out: TextIO, source: str) -> None:
+    report = list(report)
+    if not report:
+        print(f"no event hubs ({source})", file=out)
+        return
+    for hub in report:
+        where = hub.namespace if hub.namespace is not None else source
+        print(f"{where} / {hub.event_hub}  ({hub.partitions} partitions)", file=out)
+        for g in hub.consumer_groups:
+            if not g.kafka_group:
+                print(f"  consumer group {g.name}  (no Kafka consumer has used it)", file=out)
+            else:
+                print(f"  consumer group {g.name}  {g.group_type} {g.state}  "
+                      f"{len(g.members)} member(s)", file=out)
+            for m in g.members:
+                static = f" instance {m.instance_id}" if m.instance_id else ""
+                print(f"    member {m.member_id}{static}  client {m.client_id or '-'} "
+                      f"{m.client_host or ''}  partitions "
+                      f"{','.join(map(str, m.partitions)) or '-'}", file=out)
+            rows = [("partition", "checkpoint", "offset", "last-seq", "lag", "owner")]
+            rows += [(str(p.partition), _dash(p.sequence_number), _dash(p.offset),
+                      str(p.last_sequence_number), _dash(p.lag), _dash(p.owner))
+                     for p in g.partitions]
+            widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+            for r in rows:
+                print("    " + "  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip(),
+                      file=out)
+
+
+def render_json(report: Iterable[HubGroups], out: TextIO, mode: str, source: str) -> None:
+    json.dump({"mode": mode, "source": source, "event_hubs": [asdict(h) for h in report]},
+              out, indent=2)
+    out.write("\n")
+
+
+# -- command -------------------------------------------------------------------------------
+
+def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    p = sub.add_parser(
+        "groups", help="list consumer groups, members, assignments and lag per partition",
+        description="Consumer groups of each event hub. Offline (default) reads --data-dir "
+                    "without writing to it; --bootstrap asks a running broker instead.")
+    p.add_argument("--data-dir", default="./data",
+                   help="read this data directory, read-only (default ./data)")
+    p.add_argument("--bootstrap", metavar="HOST:PORT",
+                   help="ask a running broker over the Kafka protocol instead")
+    p.add_argument("--namespace", help="only this namespace (offline)")
+    p.add_argument("--hub", help="only this event hub")
+    p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument("--timeout", type=float, default=10.0,
+                   help="seconds to wait for the broker (online; default 10)")
+    p.add_argument("--log-level", dest="sub_log_level", default="WARNING",
+                   help="log level on stderr (default WARNING)")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    if args.bootstrap:
+        if args.namespace:
+            raise ValueError("--namespace applies to offline use; online, the namespace is "
+                             "the one the connection belongs to")
+        from kafka.errors import KafkaError
+        if logging.getLogger().getEffectiveLevel() >= logging.WARNING:
+            # kafka-python logs every refused connection; the one line below says it all.
+            logging.getLogger("kafka").setLevel(logging.CRITICAL)
+        try:
+            report = online_report(args.bootstrap, args.hub, args.timeout)
+        except KafkaError as exc:
+            print(f"kafka-wire groups: cannot query {args.bootstrap}: {exc!r}", file=sys.stderr)
+            return 1
+        mode, source = "online", args.bootstrap
+    else:
+        report = offline_report(args.data_dir, args.namespace, args.hub)
+        mode, source = "offline", str(Path(args.data_dir).resolve())
+    if args.json:
+        render_json(report, out, mode, source)
+    else:
+        render_text(report, out, source)
+    return 0
