@@ -145,7 +145,7 @@ def _select(reads: list[_Read], session, incremental: bool) -> list[_Read]:
     return out
 
 
-def _encode(version: int, reads: list[_Read], session_id: int, error: int = 0):
+def _encode(ctx, version: int, reads: list[_Read], session_id: int, error: int = 0):
     by_topic: dict[object, tuple] = {}
     for r in reads:
         key = r.topic if r.topic is not None else r.topic_id
@@ -153,14 +153,14 @@ def _encode(version: int, reads: list[_Read], session_id: int, error: int = 0):
         if entry is None:
             entry = by_topic[key] = (r.topic, r.topic_id, [])
         entry[2].append(r)
-    return encode_fetch(version, list(by_topic.values()), session_id, error)
+    return encode_fetch(version, list(by_topic.values()), session_id, error, ctx.throttle_ms or 0)
 
 
 @handles(codec.ApiKey.Fetch, 4, 18)
 def fetch(request, ctx):
     version = ctx.version
     if request.replica_id is not None and request.replica_id >= 0:
-        return _encode(version, [], 0, Errors.NotLeaderForPartitionError.errno)
+        return _encode(ctx, version, [], 0, Errors.NotLeaderForPartitionError.errno)
     wanted, unknown, forgotten = _requested(request, ctx, version)
     session, incremental = None, False
     if version >= 7:
@@ -169,7 +169,7 @@ def fetch(request, ctx):
                 request.session_id, request.session_epoch,
                 [(k, off, mb) for k, off, mb, _e in wanted], forgotten)
         except SessionError as exc:
-            return _encode(version, [], 0, exc.errno)
+            return _encode(ctx, version, [], 0, exc.errno)
     epochs = {k: e for k, _o, _m, e in wanted}
     if session is not None:
         plan = [(k, c.fetch_offset, c.max_bytes, epochs.get(k)) for k, c in session.partitions.items()]
@@ -184,7 +184,7 @@ def fetch(request, ctx):
     if egress_delay is not None and egress_delay(ctx) > 0:
         # Over the egress quota: no records now, come back after the throttle time.
         reads, _total = _read_all(ctx, plan, max_bytes, read_committed, no_data=True)
-        return _encode(version, _select(reads, session, incremental) + unknown_reads, session_id)
+        return _encode(ctx, version, _select(reads, session, incremental) + unknown_reads, session_id)
 
     reads, total = _read_all(ctx, plan, max_bytes, read_committed)
     has_error = any(r.error for r in reads) or unknown_reads
@@ -200,7 +200,7 @@ async def _wait(ctx, request, version, plan, max_bytes, read_committed, session,
         # Still paused after max_wait: answer with positions but no records.
         for r in reads:
             r.records, r.aborted = _EMPTY, None
-        return _encode(version, _select(reads, session, incremental) + unknown_reads, session_id)
+        return _encode(ctx, version, _select(reads, session, incremental) + unknown_reads, session_id)
     if gate is not None:
         reads, total = _read_all(ctx, plan, max_bytes, read_committed)
     loop = asyncio.get_running_loop()
@@ -229,4 +229,4 @@ def _finish(ctx, version: int, reads: list[_Read], session_id: int):
     served = ctx.services.extra.get("on_fetch")  # metrics: outgoing events and bytes
     if served is not None:
         served(ctx, reads)
-    return _encode(version, reads, session_id)
+    return _encode(ctx, version, reads, session_id)

@@ -46,7 +46,7 @@ def _array_len(n: int | None, flexible: bool) -> bytes:
     return _uvarint(n + 1) if flexible else _I32(n)
 
 
-def encode_fetch(version: int, topics: list, session_id: int, error: int = 0) -> Raw:
+def encode_fetch(version: int, topics: list, session_id: int, error: int = 0, throttle_ms: int = 0) -> Raw:
     """``topics``: [(name, topic_id, [read, ...])] where a read has partition,
     error, high_watermark, last_stable, log_start, aborted [(pid, first)] | None
     and records (a buffer)."""
@@ -54,7 +54,7 @@ def encode_fetch(version: int, topics: list, session_id: int, error: int = 0) ->
     chunks: list = []
     head = bytearray()
     if version >= 1:
-        head += _I32(0)  # throttle_time_ms (throttling answers go through the codec)
+        head += _I32(throttle_ms)
     if version >= 7:
         head += _I16(error) + _I32(session_id)
     head += _array_len(len(topics), flexible)
