@@ -3,13 +3,13 @@
 Clients (v0–v3) name one transaction; v4+ (KIP-890) carries a list of
 transactions, each optionally ``verify_only``. Unknown partitions fail the
 whole request as in Kafka (the others get OPERATION_NOT_ATTEMPTED). Event
-Hubs: the Send right on each hub.
+Hubs: transactions allowed (Send, tier), and the Send right on each hub.
 """
 from __future__ import annotations
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
-from kafka_wire.eventhubs.authz import SEND, topic_error
+from kafka_wire.eventhubs.authz import SEND, topic_error, transactional_error
 
 _Response = codec.response_class(codec.ApiKey.AddPartitionsToTxn)
 _TxnResult = _Response.AddPartitionsToTxnResult
@@ -19,7 +19,8 @@ _PartResult = _TopicResult.AddPartitionsToTxnPartitionResult
 
 def _results(ctx, txn_id, pid, epoch, topics, verify_only=False):
     wanted = [(t.name, p) for t in topics for p in t.partitions]
-    denied = {tp: topic_error(ctx, SEND, tp[0]) for tp in wanted}
+    txn_denied = transactional_error(ctx)
+    denied = {tp: txn_denied or topic_error(ctx, SEND, tp[0]) for tp in wanted}
     if any(denied.values()):
         from kafka.errors import OperationNotAttemptedError
         codes = {tp: denied[tp] or OperationNotAttemptedError.errno for tp in wanted}

@@ -20,6 +20,7 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
+from kafka_wire.eventhubs.authz import group_error
 
 _Response = codec.response_class(69)
 _Group = _Response.DescribedGroup
@@ -60,6 +61,10 @@ def consumer_group_describe(request, ctx):
         if not group_id:
             groups.append(_empty_group(group_id, Errors.InvalidGroupIdError.errno,
                                        "The group id can't be empty.", ops))
+            continue
+        denied = group_error(ctx, group_id)
+        if denied:
+            groups.append(_empty_group(group_id, denied, None, NOT_REQUESTED))
             continue
         d = ctx.groups.describe_consumer_groups([group_id])[0]
         if d.error_code != Errors.NoError.errno:

@@ -22,6 +22,7 @@ import kafka.errors as Errors
 from kafka_wire import codec
 from kafka_wire.apis.join_group import client_host
 from kafka_wire.apis.registry import handles
+from kafka_wire.eventhubs.authz import group_error
 
 _Response = codec.response_class(68)
 _Assignment = _Response.Assignment
@@ -38,6 +39,9 @@ def _error(version: int, code: int, message: str | None):
 @handles(68, 0, 1)
 def consumer_group_heartbeat(request, ctx):
     version = ctx.version
+    denied = group_error(ctx, request.group_id, joining=(request.member_epoch == 0))
+    if denied:
+        return _error(version, denied, None)
     if ctx.groups is None:
         return _error(version, Errors.CoordinatorNotAvailableError.errno, None)
     regex = request.subscribed_topic_regex if version >= 1 else None

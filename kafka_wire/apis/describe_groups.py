@@ -13,6 +13,7 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
+from kafka_wire.eventhubs.authz import group_error
 
 _Response = codec.response_class(codec.ApiKey.DescribeGroups)
 _Group = _Response.DescribedGroup
@@ -34,8 +35,16 @@ def describe_groups(request, ctx):
             _Group(error_code=e, error_message=None, group_id=g, group_state="",
                    protocol_type="", protocol_data="", members=[], authorized_operations=ops)
             for g, e in described])
+    denied = {g: group_error(ctx, g) for g in request.groups}
+    described = iter(ctx.groups.describe_groups([g for g in request.groups if not denied[g]]))
     out = []
-    for d in ctx.groups.describe_groups(request.groups):
+    for group_id in request.groups:
+        if denied[group_id]:
+            out.append(_Group(error_code=denied[group_id], error_message=None, group_id=group_id,
+                              group_state="", protocol_type="", protocol_data="", members=[],
+                              authorized_operations=_NOT_REQUESTED))
+            continue
+        d = next(described)
         error, message = d.error_code, None
         if error == Errors.GroupIdNotFoundError.errno:
             if version >= 6:

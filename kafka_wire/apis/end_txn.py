@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
+from kafka_wire.eventhubs.authz import transactional_error
 
 _Response = codec.response_class(codec.ApiKey.EndTxn)
 
 
 @handles(codec.ApiKey.EndTxn, 0, 4)
 def end_txn(request, ctx):
-    error = ctx.txns.end_txn(request.transactional_id, request.producer_id, request.producer_epoch,
-                             bool(request.committed))
+    error = transactional_error(ctx) or ctx.txns.end_txn(
+        request.transactional_id, request.producer_id, request.producer_epoch,
+        bool(request.committed))
     return _Response(version=ctx.version, throttle_time_ms=0, error_code=error)

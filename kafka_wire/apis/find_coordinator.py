@@ -13,6 +13,7 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
+from kafka_wire.eventhubs.authz import group_error, transactional_error
 
 _Response = codec.response_class(codec.ApiKey.FindCoordinator)
 _Coordinator = _Response.Coordinator
@@ -20,13 +21,15 @@ _Coordinator = _Response.Coordinator
 GROUP, TRANSACTION = 0, 1
 
 
-def _check(key: str | None, key_type: int) -> tuple[int, str | None]:
+def _check(ctx, key: str | None, key_type: int) -> tuple[int, str | None]:
     if key_type not in (GROUP, TRANSACTION):
         return (Errors.InvalidRequestError.errno,
                 f"unknown coordinator key type {key_type}: use 0 (group) or 1 (transaction)")
     if key_type == TRANSACTION and not key:
         return Errors.InvalidRequestError.errno, "the transactional id must not be empty"
-    return Errors.NoError.errno, None
+    # Event Hubs: Listen for groups, Send (and a tier with transactions) for transactions.
+    denied = group_error(ctx, key) if key_type == GROUP else transactional_error(ctx)
+    return (denied, None) if denied else (Errors.NoError.errno, None)
 
 
 @handles(codec.ApiKey.FindCoordinator, 0, 6)
@@ -37,13 +40,13 @@ def find_coordinator(request, ctx):
     if version >= 4:
         coordinators = []
         for key in request.coordinator_keys:
-            error, message = _check(key, key_type)
+            error, message = _check(ctx, key, key_type)
             ok = error == Errors.NoError.errno
             coordinators.append(_Coordinator(
                 key=key, node_id=cluster.node_id if ok else -1, host=cluster.host if ok else "",
                 port=cluster.port if ok else -1, error_code=error, error_message=message))
         return _Response(version=version, throttle_time_ms=0, coordinators=coordinators)
-    error, message = _check(request.key, key_type)
+    error, message = _check(ctx, request.key, key_type)
     ok = error == Errors.NoError.errno
     return _Response(version=version, throttle_time_ms=0, error_code=error,
                      error_message=message, node_id=cluster.node_id if ok else -1,

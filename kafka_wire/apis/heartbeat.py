@@ -9,15 +9,17 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
+from kafka_wire.eventhubs.authz import group_error
 
 _Response = codec.response_class(codec.ApiKey.Heartbeat)
 
 
 @handles(codec.ApiKey.Heartbeat, 0, 4)
 def heartbeat(request, ctx):
-    if ctx.groups is None:
+    error = group_error(ctx, request.group_id)
+    if not error and ctx.groups is None:
         error = Errors.CoordinatorNotAvailableError.errno
-    else:
+    elif not error:
         error = ctx.groups.heartbeat(request.group_id, request.generation_id, request.member_id,
                                      request.group_instance_id if ctx.version >= 3 else None)
     return _Response(version=ctx.version, throttle_time_ms=0, error_code=error)

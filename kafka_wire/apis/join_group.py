@@ -14,6 +14,7 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
+from kafka_wire.eventhubs.authz import group_error
 
 _Response = codec.response_class(codec.ApiKey.JoinGroup)
 _Member = _Response.JoinGroupResponseMember
@@ -28,7 +29,10 @@ def client_host(peer: str) -> str:
 @handles(codec.ApiKey.JoinGroup, 0, 9)
 async def join_group(request, ctx):
     version = ctx.version
-    if ctx.groups is None:
+    denied = group_error(ctx, request.group_id, joining=True)
+    if denied:
+        result, error = None, denied
+    elif ctx.groups is None:
         result = None
         error = Errors.CoordinatorNotAvailableError.errno
     else:

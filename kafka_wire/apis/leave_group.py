@@ -11,6 +11,7 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
+from kafka_wire.eventhubs.authz import group_error
 
 _Response = codec.response_class(codec.ApiKey.LeaveGroup)
 _Member = _Response.MemberResponse
@@ -25,7 +26,10 @@ def leave_group(request, ctx):
         leaving = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
         leaving = [(request.member_id, None)]
-    if ctx.groups is None:
+    denied = group_error(ctx, request.group_id)
+    if denied:
+        error, members = denied, []
+    elif ctx.groups is None:
         error, members = Errors.CoordinatorNotAvailableError.errno, []
     else:
         error, members = ctx.groups.leave_group(request.group_id, leaving)

@@ -12,6 +12,7 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
+from kafka_wire.eventhubs.authz import group_allowed
 
 _Response = codec.response_class(codec.ApiKey.ListGroups)
 _Group = _Response.ListedGroup
@@ -23,6 +24,9 @@ def list_groups(request, ctx):
     if ctx.groups is None:
         return _Response(version=version, throttle_time_ms=0,
                          error_code=Errors.CoordinatorNotAvailableError.errno, groups=[])
+    if not group_allowed(ctx, None):  # Event Hubs: listing groups needs Listen
+        return _Response(version=version, throttle_time_ms=0, error_code=Errors.NoError.errno,
+                         groups=[])
     listed = ctx.groups.list_groups(request.states_filter if version >= 4 else None,
                                     request.types_filter if version >= 5 else None)
     return _Response(version=version, throttle_time_ms=0, error_code=Errors.NoError.errno,

@@ -13,6 +13,7 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
+from kafka_wire.eventhubs.authz import LISTEN, commit_metadata_error, group_error, topic_error
 
 _Response = codec.response_class(codec.ApiKey.OffsetCommit)
 _Topic = _Response.OffsetCommitResponseTopic
@@ -22,18 +23,29 @@ _Partition = _Topic.OffsetCommitResponsePartition
 @handles(codec.ApiKey.OffsetCommit, 2, 9)
 def offset_commit(request, ctx):
     version = ctx.version
-    offsets = [(t.name, p.partition_index, p.committed_offset,
-                p.committed_leader_epoch if version >= 6 else -1, p.committed_metadata)
-               for t in request.topics for p in t.partitions]
+    group_denied = group_error(ctx, request.group_id)
+    offsets, denied = [], []  # Event Hubs: refused partitions are answered, the rest committed
+    for t in request.topics:
+        topic_denied = group_denied or topic_error(ctx, LISTEN, t.name)
+        for p in t.partitions:
+            error = topic_denied or commit_metadata_error(ctx, p.committed_metadata)
+            if error:
+                denied.append((t.name, p.partition_index, error))
+            else:
+                offsets.append((t.name, p.partition_index, p.committed_offset,
+                                p.committed_leader_epoch if version >= 6 else -1,
+                                p.committed_metadata))
     if ctx.groups is None:
         results = [(t, p, Errors.CoordinatorNotAvailableError.errno) for t, p, *_ in offsets]
-    else:
+    elif offsets or not denied:
         results = ctx.groups.commit_offsets(
             request.group_id, request.generation_id_or_member_epoch, request.member_id,
             request.group_instance_id if version >= 7 else None, offsets)
-    by_topic: dict[str, list] = {}
-    for topic, partition, error in results:
+    else:
+        results = []
+    by_topic: dict[str, list] = {t.name: [] for t in request.topics}
+    for topic, partition, error in [*denied, *results]:
         by_topic.setdefault(topic, []).append(
             _Partition(partition_index=partition, error_code=error))
     return _Response(version=version, throttle_time_ms=0, topics=[
-        _Topic(name=topic, partitions=parts) for topic, parts in by_topic.items()])
+        _Topic(name=topic, partitions=parts) for topic, parts in by_topic.items() if parts])

@@ -11,6 +11,7 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
+from kafka_wire.eventhubs.authz import group_error
 
 _Response = codec.response_class(codec.ApiKey.OffsetDelete)
 _Topic = _Response.OffsetDeleteResponseTopic
@@ -20,7 +21,10 @@ _Partition = _Topic.OffsetDeleteResponsePartition
 @handles(codec.ApiKey.OffsetDelete, 0, 0)
 def offset_delete(request, ctx):
     partitions = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
-    if ctx.groups is None:
+    denied = group_error(ctx, request.group_id, admin=True)  # Event Hubs: Manage
+    if denied:
+        error, results = denied, []
+    elif ctx.groups is None:
         error, results = Errors.CoordinatorNotAvailableError.errno, []
     else:
         error, results = ctx.groups.delete_offsets(request.group_id, partitions)

@@ -14,6 +14,7 @@ import kafka.errors as Errors
 from coordinator.results import OffsetFetchPartition
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
+from kafka_wire.eventhubs.authz import LISTEN, group_error, topic_error
 
 _Response = codec.response_class(codec.ApiKey.OffsetFetch)
 # v1–v7 and v8+ use different nested structs.
@@ -27,12 +28,30 @@ NONE = Errors.NoError.errno
 
 
 def _fetch(ctx, group_id, topics, require_stable, member_id=None, member_epoch=None):
-    partitions = None if topics is None else [
-        (t.name, p) for t in topics for p in t.partition_indexes]
+    denied = group_error(ctx, group_id)
+    if denied:
+        return denied, []
+    partitions, refused = None, []
+    if topics is not None:
+        partitions = []
+        for t in topics:
+            error = topic_error(ctx, LISTEN, t.name)
+            if error:  # Event Hubs: a hub this connection may not Listen on
+                refused += [OffsetFetchPartition(t.name, p, -1, -1, "", error)
+                            for p in t.partition_indexes]
+            else:
+                partitions += [(t.name, p) for p in t.partition_indexes]
     if ctx.groups is None:
         return Errors.CoordinatorNotAvailableError.errno, []
-    return ctx.groups.fetch_offsets(group_id, partitions, require_stable,
-                                    member_id=member_id, member_epoch=member_epoch)
+    error, fetched = ctx.groups.fetch_offsets(group_id, partitions, require_stable,
+                                              member_id=member_id, member_epoch=member_epoch)
+    if error != NONE:
+        return error, fetched
+    if topics is None:  # every committed partition: only hubs this connection may Listen on
+        allowed: dict[str, bool] = {}
+        fetched = [p for p in fetched if allowed.setdefault(
+            p.topic, not topic_error(ctx, LISTEN, p.topic))]
+    return error, refused + fetched
 
 
 def _grouped(partitions, topic_cls, partition_cls):

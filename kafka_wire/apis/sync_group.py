@@ -11,6 +11,7 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
+from kafka_wire.eventhubs.authz import group_error
 
 _Response = codec.response_class(codec.ApiKey.SyncGroup)
 
@@ -18,9 +19,11 @@ _Response = codec.response_class(codec.ApiKey.SyncGroup)
 @handles(codec.ApiKey.SyncGroup, 0, 5)
 async def sync_group(request, ctx):
     version = ctx.version
-    if ctx.groups is None:
-        return _Response(version=version, throttle_time_ms=0,
-                         error_code=Errors.CoordinatorNotAvailableError.errno,
+    error = group_error(ctx, request.group_id)
+    if not error and ctx.groups is None:
+        error = Errors.CoordinatorNotAvailableError.errno
+    if error:
+        return _Response(version=version, throttle_time_ms=0, error_code=error,
                          protocol_type=None, protocol_name=None, assignment=b"")
     result = await ctx.groups.sync_group(
         request.group_id, request.generation_id, request.member_id,

@@ -11,7 +11,7 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
-from kafka_wire.eventhubs.authz import LISTEN, group_error, topic_error
+from kafka_wire.eventhubs.authz import LISTEN, group_error, topic_error, transactional_error
 
 _Response = codec.response_class(codec.ApiKey.TxnOffsetCommit)
 _Topic = _Response.TxnOffsetCommitResponseTopic
@@ -33,7 +33,8 @@ def _generation_error(ctx, request) -> int:
 
 @handles(codec.ApiKey.TxnOffsetCommit, 0, 5)
 def txn_offset_commit(request, ctx):
-    error = group_error(ctx, request.group_id) or _generation_error(ctx, request)
+    error = (transactional_error(ctx) or group_error(ctx, request.group_id)
+             or _generation_error(ctx, request))
     offsets = [(t.name, p.partition_index, p.committed_offset,
                 p.committed_leader_epoch if ctx.version >= 2 else -1, p.committed_metadata)
                for t in request.topics for p in t.partitions]
