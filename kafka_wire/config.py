@@ -52,7 +52,7 @@ class BrokerConfig:
     num_partitions: int = 1
     default_replication_factor: int = 1
     topic_defaults: dict[str, str] = field(default_factory=dict)
-    group_initial_rebalance_delay_ms: int = 0
+    group_initial_rebalance_delay_ms: int = 100
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
