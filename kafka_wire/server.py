@@ -41,6 +41,9 @@ _PARTITION_APIS = (codec.ApiKey.Produce, codec.ApiKey.Fetch, codec.ApiKey.ListOf
 log = logging.getLogger(__name__)
 
 _SCRATCH = 256 * 1024
+# A connection starts with a small scratch buffer and gets _SCRATCH once a read
+# fills it: idle connections (most of a thousand) then cost KiBs, not 256 KiB.
+_SCRATCH_IDLE = 16 * 1024
 _LEN = struct.Struct(">i")
 _conn_ids = itertools.count(1)
 _clock = time.perf_counter
@@ -54,8 +57,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.queue_limit = server.services.config.connection_buffer_bytes
         self.transport: asyncio.Transport | None = None
         self.state: ConnectionState | None = None
-        self._scratch = bytearray(_SCRATCH)
+        self._scratch = bytearray(_SCRATCH_IDLE)
         self._fill = 0             # bytes of _scratch holding data
+        self._grow = False         # a read filled the small scratch: give it _SCRATCH
         self._big: bytearray | None = None   # a frame too large for scratch
         self._big_fill = 0
         self._pending: deque[bytes | bytearray] = deque()
@@ -103,9 +107,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def get_buffer(self, sizehint: int) -> memoryview:
         if self._big is not None:
             return memoryview(self._big)[self._big_fill:]
-        if self._fill == len(self._scratch):
+        if self._grow and len(self._scratch) < _SCRATCH:
+            self._scratch.extend(bytes(_SCRATCH - len(self._scratch)))
+        elif self._fill == len(self._scratch):
             # Only a partial length prefix or header can be left here.
             self._scratch.extend(bytes(_SCRATCH))
+        self._grow = False
         return memoryview(self._scratch)[self._fill:]
 
     def buffer_updated(self, nbytes: int) -> None:
@@ -117,6 +124,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._drain()
             return
         self._fill += nbytes
+        if self._fill == len(self._scratch) < _SCRATCH:
+            self._grow = True  # a busy connection; resized in get_buffer (no view alive then)
         self._split_scratch()
         self._drain()
 

@@ -190,12 +190,20 @@ def fetch(request, ctx):
     has_error = any(r.error for r in reads) or unknown_reads
     if (total >= request.min_bytes or request.max_wait_ms <= 0 or has_error or not plan) and gate is None:
         return _finish(ctx, version, _select(reads, session, incremental) + unknown_reads, session_id)
+    # Armed now, not when _wait starts a loop iteration later: an append in between
+    # must wake this fetch, not leave it waiting out max_wait_ms.
+    armed = ctx.topics.wait_for_data([k for k, *_ in plan])
     return _wait(ctx, request, version, plan, max_bytes, read_committed, session, incremental,
-                 session_id, unknown_reads, reads, total, gate)
+                 session_id, unknown_reads, reads, total, gate, armed)
 
 
 async def _wait(ctx, request, version, plan, max_bytes, read_committed, session, incremental,
-                session_id, unknown_reads, reads, total, gate):
+                session_id, unknown_reads, reads, total, gate, armed):
+    keys = [k for k, *_ in plan]
+    topics = ctx.topics
+    if gate is not None:
+        topics.forget_waiter(armed, keys)  # the gate waits first; re-read after it
+        armed = None
     if gate is not None and await gate(ctx, request):
         # Still paused after max_wait: answer with positions but no records.
         for r in reads:
@@ -205,13 +213,11 @@ async def _wait(ctx, request, version, plan, max_bytes, read_committed, session,
         reads, total = _read_all(ctx, plan, max_bytes, read_committed)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + request.max_wait_ms / 1000.0
-    keys = [k for k, *_ in plan]
-    topics = ctx.topics
     while total < request.min_bytes and not any(r.error for r in reads):
         remaining = deadline - loop.time()
         if remaining <= 0:
             break
-        fut = topics.wait_for_data(keys)
+        fut, armed = armed or topics.wait_for_data(keys), None
         try:
             await asyncio.wait_for(fut, remaining)
         except asyncio.TimeoutError:
@@ -219,6 +225,8 @@ async def _wait(ctx, request, version, plan, max_bytes, read_committed, session,
         finally:
             topics.forget_waiter(fut, keys)
         reads, total = _read_all(ctx, plan, max_bytes, read_committed)
+    if armed is not None:
+        topics.forget_waiter(armed, keys)
     return _finish(ctx, version, _select(reads, session, incremental) + unknown_reads, session_id)
 
 

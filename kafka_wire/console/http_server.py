@@ -1,0 +1,200 @@
+"""A small HTTP/1.1 server on the broker's own event loop (stdlib asyncio only).
+
+GET and HEAD only; keep-alive; requests larger than 16 KiB or slower than
+:data:`READ_TIMEOUT_S` are dropped. Every answer is built synchronously from
+in-memory state, so a scrape costs the Kafka path one short turn of the loop.
+
+Routes (see :mod:`kafka_wire.console` for the JSON shapes):
+
+======================================================  ===============================
+``/health``                                             the official emulator's health API
+``/metrics``                                            Prometheus text format
+``/api/overview``                                       broker facts, connections
+``/api/namespaces``                                     namespaces with their hubs
+``/api/namespaces/{ns}/hubs/{hub}``                     partitions, groups, throughput
+``/api/namespaces/{ns}/hubs/{hub}/consumer-groups``     groups with members and lag
+``/api/throttling``                                     recent throttled requests
+``/api/capture-files``                                  recent Capture files
+``/api/snapshot?namespace=&hub=``                       all of the above in one answer
+``/``, ``/static/*``                                    the web console
+======================================================  ===============================
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from importlib import resources
+from typing import Callable
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from kafka_wire.console import prometheus
+from kafka_wire.console.views import ConsoleViews
+
+log = logging.getLogger(__name__)
+
+READ_TIMEOUT_S = 15.0
+_MAX_HEAD = 16 * 1024
+HEALTHY = {"status": "healthy", "message": "Service is healthy."}
+UNHEALTHY = {"status": "unhealthy", "message": "Service not available. Please try after some time."}
+_REASONS = {200: "OK", 304: "Not Modified", 400: "Bad Request", 404: "Not Found",
+            405: "Method Not Allowed", 500: "Internal Server Error", 503: "Service Unavailable"}
+_STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
+                 ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
+_JSON = "application/json; charset=utf-8"
+
+
+def _load_static() -> dict[str, tuple[bytes, str]]:
+    files = {}
+    root = resources.files("kafka_wire.console") / "static"
+    for entry in root.iterdir():
+        suffix = "." + entry.name.rsplit(".", 1)[-1]
+        if entry.is_file() and suffix in _STATIC_TYPES:
+            files[entry.name] = (entry.read_bytes(), _STATIC_TYPES[suffix])
+    return files
+
+
+class HttpServer:
+    def __init__(self, views: ConsoleViews, ready: Callable[[], bool]) -> None:
+        self.views = views
+        self.ready = ready
+        self.static = _load_static()
+        self._server: asyncio.base_events.Server | None = None
+        self._clients: set[asyncio.StreamWriter] = set()
+
+    async def start(self, host: str, port: int) -> tuple[str, int]:
+        self._server = await asyncio.start_server(self._serve, host, port, reuse_address=True)
+        bound = self._server.sockets[0].getsockname()
+        return bound[0], bound[1]
+
+    async def stop(self) -> None:
+        if self._server is None:
+            return
+        self._server.close()
+        for w in list(self._clients):
+            w.close()
+        await self._server.wait_closed()
+        self._server = None
+
+    # -- connection -----------------------------------------------------------------
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._clients.add(writer)
+        try:
+            while True:
+                try:
+                    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), READ_TIMEOUT_S)
+                except (asyncio.IncompleteReadError, asyncio.TimeoutError, ConnectionError):
+                    return
+                except asyncio.LimitOverrunError:
+                    self._send(writer, 400, b"request head too large\n", "text/plain", False, False)
+                    return
+                if len(head) > _MAX_HEAD:
+                    self._send(writer, 400, b"request head too large\n", "text/plain", False, False)
+                    return
+                lines = head.decode("latin-1").split("\r\n")
+                parts = lines[0].split(" ")
+                if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+                    self._send(writer, 400, b"bad request line\n", "text/plain", False, False)
+                    return
+                method, target, version = parts
+                headers = {}
+                for line in lines[1:]:
+                    name, sep, value = line.partition(":")
+                    if sep:
+                        headers[name.strip().lower()] = value.strip()
+                conn = headers.get("connection", "").lower()
+                keep = conn != "close" and (version == "HTTP/1.1" or conn == "keep-alive")
+                if headers.get("content-length", "0") not in ("", "0") or "transfer-encoding" in headers:
+                    self._send(writer, 405, b"only GET and HEAD are served\n", "text/plain",
+                               False, False)
+                    return
+                if method not in ("GET", "HEAD"):
+                    self._send(writer, 405, b"only GET and HEAD are served\n", "text/plain",
+                               False, keep, extra={"Allow": "GET, HEAD"})
+                else:
+                    try:
+                        status, body, ctype = self.route(target)
+                    except Exception:
+                        log.exception("console request %s failed", target)
+                        status, body, ctype = 500, b"internal error: see the broker log\n", "text/plain"
+                    self._send(writer, status, body, ctype, method == "HEAD", keep)
+                await writer.drain()
+                if not keep:
+                    return
+        except ConnectionError:
+            return
+        finally:
+            self._clients.discard(writer)
+            writer.close()
+
+    @staticmethod
+    def _send(writer, status: int, body: bytes, ctype: str, head_only: bool, keep: bool,
+              extra: dict | None = None) -> None:
+        lines = [f"HTTP/1.1 {status} {_REASONS.get(status, '')}",
+                 f"Content-Type: {ctype}", f"Content-Length: {len(body)}",
+                 "Cache-Control: no-store", "X-Content-Type-Options: nosniff",
+                 f"Connection: {'keep-alive' if keep else 'close'}"]
+        for k, v in (extra or {}).items():
+            lines.append(f"{k}: {v}")
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+        if not head_only:
+            writer.write(body)
+
+    # -- routing ----------------------------------------------------------------------
+    def route(self, target: str) -> tuple[int, bytes, str]:
+        url = urlsplit(target)
+        path = url.path.rstrip("/") or "/"
+        query = {k: v[0] for k, v in parse_qs(url.query).items()}
+        views = self.views
+        if path == "/health":
+            ok = self.ready()
+            return (200 if ok else 503), _json(HEALTHY if ok else UNHEALTHY), _JSON
+        if path == "/metrics":
+            return 200, prometheus.render(views).encode(), prometheus.CONTENT_TYPE
+        if path in ("/", "/index.html"):
+            return self._static("index.html")
+        if path.startswith("/static/"):
+            return self._static(path[len("/static/"):])
+        if not path.startswith("/api/"):
+            return _not_found(f"no page at {path}: the console is at /")
+        segs = [unquote(s) for s in path[len("/api/"):].split("/")]
+        if segs == ["overview"]:
+            return 200, _json(views.overview()), _JSON
+        if segs == ["namespaces"]:
+            return 200, _json(views.namespaces()), _JSON
+        if segs == ["throttling"]:
+            return 200, _json(views.throttling()), _JSON
+        if segs == ["capture-files"]:
+            return 200, _json(views.capture_files()), _JSON
+        if segs == ["snapshot"]:
+            return 200, _json(views.snapshot(query.get("namespace"), query.get("hub"))), _JSON
+        if len(segs) in (4, 5) and segs[0] == "namespaces" and segs[2] == "hubs":
+            ns, hub = segs[1], segs[3]
+            if ns not in views.services.namespaces:
+                return _not_found(f"namespace {ns!r} is not served here: see /api/namespaces")
+            if len(segs) == 5 and segs[4] == "consumer-groups":
+                rt = views.services.namespaces[ns]
+                view = rt.topics.get(hub)
+                if view is None:
+                    return _not_found(f"event hub {hub!r} does not exist in namespace {ns!r}")
+                return 200, _json(views.groups(ns, hub, view.partitions)), _JSON
+            if len(segs) == 4:
+                detail = views.hub(ns, hub)
+                if detail is None:
+                    return _not_found(f"event hub {hub!r} does not exist in namespace {ns!r}")
+                return 200, _json(detail), _JSON
+        return _not_found(f"no API at {path}: see the list in kafka_wire/console/http_server.py")
+
+    def _static(self, name: str) -> tuple[int, bytes, str]:
+        found = self.static.get(name)
+        if found is None:
+            return _not_found(f"no static file {name!r}")
+        return 200, found[0], found[1]
+
+
+def _json(value) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _not_found(message: str) -> tuple[int, bytes, str]:
+    return 404, _json({"error": message}), _JSON

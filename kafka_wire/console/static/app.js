@@ -1,0 +1,320 @@
+// kafka-wire console: polls /api/snapshot every few seconds and redraws.
+// Handwritten, no dependencies. Selection lives in the URL hash: #/<namespace>/<hub>.
+"use strict";
+
+const REFRESH_MS = 3000;
+const TIMEOUT_MS = 5000;
+const state = { paused: false, timer: null, data: null, unit: "bytes", open: new Set(), treeKey: "" };
+const $ = (id) => document.getElementById(id);
+
+// -- small helpers -------------------------------------------------------------------
+function h(tag, attrs, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "class") el.className = v;
+    else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+    else el.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return el;
+}
+const fmtInt = (n) => (n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US"));
+function fmtBytes(n) {
+  if (n === null || n === undefined) return "–";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (Math.abs(n) >= 1024 && i < units.length - 1) { n /= 1024; i++; }
+  return (i === 0 ? Math.round(n) : n.toFixed(n < 10 ? 2 : 1)) + " " + units[i];
+}
+function fmtRate(n, unit) {
+  if (unit === "bytes") return fmtBytes(n || 0) + "/s";
+  return (!n ? "0" : n < 10 ? n.toFixed(1) : fmtInt(Math.round(n))) + " ev/s";
+}
+function fmtDuration(s) {
+  if (s < 60) return Math.round(s) + "s";
+  if (s < 3600) return Math.floor(s / 60) + "m " + Math.round(s % 60) + "s";
+  return Math.floor(s / 3600) + "h " + Math.floor((s % 3600) / 60) + "m";
+}
+const fmtTime = (ms) => new Date(ms).toLocaleTimeString("en-GB");
+
+function selection() {
+  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
+  return parts.length >= 2 && parts[0] && parts[1] ? { ns: parts[0], hub: parts.slice(1).join("/") } : null;
+}
+const hubHref = (ns, hub) => "#/" + encodeURIComponent(ns) + "/" + encodeURIComponent(hub);
+
+// Rebuilding a region must not lose the keyboard focus: elements carry data-key,
+// and the focused one is focused again after the rebuild.
+function rebuild(container, ...children) {
+  const active = document.activeElement;
+  const key = active && container.contains(active) ? active.dataset.key : null;
+  const scroll = container.scrollTop;
+  container.replaceChildren(...children);
+  container.scrollTop = scroll;
+  if (key) {
+    const again = container.querySelector(`[data-key="${CSS.escape(key)}"]`);
+    if (again) again.focus({ preventScroll: true });
+  }
+}
+
+function table(columns, rows, empty) {
+  const head = h("thead", null, h("tr", null, columns.map((c) => h("th", { scope: "col", class: c.num ? "num" : null }, c.label))));
+  const body = h("tbody", null, rows.length ? rows.map((r) => h("tr", { class: r.cls || null },
+    columns.map((c, i) => h(i === 0 ? "th" : "td", { scope: i === 0 ? "row" : null, class: c.cls || (c.num ? "num" : null) }, r.cells[i]))))
+    : h("tr", { class: "empty" }, h("td", { colspan: columns.length }, empty)));
+  return [head, body];
+}
+
+// -- fetching --------------------------------------------------------------------------
+async function getJSON(url) {
+  const ctl = new AbortController();
+  const t = setTimeout(() => ctl.abort(), TIMEOUT_MS);
+  try {
+    const r = await fetch(url, { signal: ctl.signal, cache: "no-store" });
+    return { status: r.status, body: await r.json() };
+  } finally { clearTimeout(t); }
+}
+
+async function refresh() {
+  clearTimeout(state.timer);
+  const sel = selection();
+  const q = sel ? `?namespace=${encodeURIComponent(sel.ns)}&hub=${encodeURIComponent(sel.hub)}` : "";
+  try {
+    const [snap, health] = await Promise.all([getJSON("/api/snapshot" + q), getJSON("/health")]);
+    state.data = snap.body;
+    render(snap.body, health);
+    $("status").textContent = (state.paused ? "Paused · " : "Updated ") + fmtTime(Date.now());
+  } catch (err) {
+    $("health").className = "dot bad";
+    $("health").setAttribute("aria-label", "broker unreachable");
+    $("status").textContent = "Broker unreachable, retrying…";
+  }
+  clearTimeout(state.timer);
+  if (!state.paused) state.timer = setTimeout(refresh, REFRESH_MS);
+}
+
+// -- rendering -------------------------------------------------------------------------
+function render(d, health) {
+  const ok = health.status === 200;
+  $("health").className = "dot " + (ok ? "ok" : "bad");
+  $("health").setAttribute("aria-label", ok ? "healthy" : "unhealthy");
+  const b = d.broker;
+  const conns = Object.values(b.connections || {}).reduce((a, n) => a + n, 0);
+  rebuild($("facts"), ...[["bootstrap", b.bootstrap_servers], ["cluster", b.cluster_id],
+    ["version", b.version], ["uptime", fmtDuration(b.uptime_s)], ["connections", fmtInt(conns)]]
+    .map(([k, v]) => h("div", null, h("dt", null, k), h("dd", null, v))));
+  renderTree(d.namespaces);
+  let sel = selection();
+  if (!sel || !d.hub) {
+    const first = d.namespaces.flatMap((ns) => ns.hubs.map((hub) => ({ ns: ns.name, hub: hub.name })))[0];
+    if (!sel && first) { history.replaceState(null, "", hubHref(first.ns, first.hub)); refresh(); return; }
+  }
+  renderHub(d.hub, sel);
+  renderThrottling(d.throttling);
+  renderCapture(d.capture_files, d.capture_directories);
+}
+
+function renderTree(namespaces) {
+  const sel = selection();
+  const key = JSON.stringify(namespaces.map((ns) => [ns.name, ns.hubs.map((x) => x.name)]));
+  if (key !== state.treeKey) {
+    state.treeKey = key;
+    rebuild($("tree"), ...namespaces.map((ns) => h("section", { class: "ns", "aria-label": "namespace " + ns.name },
+      h("h3", null, ns.name, ns.tier ? h("span", { class: "badge" }, ns.tier) : null,
+        ns.throughput_units ? h("span", { class: "badge", title: "throughput units" }, ns.throughput_units + " TU") : null,
+        h("span", { class: "badge warn", "data-throttle": ns.name, hidden: true })),
+      ns.hubs.length ? h("ul", { class: "hubs" }, ns.hubs.map((hub) => h("li", null,
+        h("a", { href: hubHref(ns.name, hub.name), "data-key": ns.name + "/" + hub.name },
+          hub.name, h("small", { "data-stats": ns.name + "/" + hub.name })))))
+        : h("p", { class: "muted" }, "No event hubs yet"))));
+  }
+  for (const ns of namespaces) {
+    const t = $("tree").querySelector(`[data-throttle="${CSS.escape(ns.name)}"]`);
+    if (t) { t.hidden = !ns.throttled_requests; t.textContent = fmtInt(ns.throttled_requests) + " throttled"; }
+    for (const hub of ns.hubs) {
+      const k = ns.name + "/" + hub.name;
+      const s = $("tree").querySelector(`[data-stats="${CSS.escape(k)}"]`);
+      if (s) s.textContent = `${hub.partitions} partition${hub.partitions === 1 ? "" : "s"} · ${fmtBytes(hub.size_bytes)} · ${fmtRate(hub.rates.incoming_events_per_s, "events")} in`;
+      const a = $("tree").querySelector(`a[data-key="${CSS.escape(k)}"]`);
+      if (a) {
+        if (sel && sel.ns === ns.name && sel.hub === hub.name) a.setAttribute("aria-current", "page");
+        else a.removeAttribute("aria-current");
+      }
+    }
+  }
+}
+
+function renderHub(hub, sel) {
+  if (!hub) {
+    $("hub-title").textContent = sel ? `Event hub ${sel.hub} not found` : "No event hubs yet";
+    $("hub-sub").textContent = sel ? `in namespace ${sel.ns}` : "Create one with a Kafka client or a config file.";
+    rebuild($("cards")); rebuild($("partitions")); rebuild($("groups"));
+    drawChart([]);
+    return;
+  }
+  $("hub-title").textContent = hub.name;
+  $("hub-sub").textContent = `event hub in namespace ${hub.namespace}`;
+  const r = hub.rates;
+  const lagging = hub.consumer_groups.filter((g) => g.total_lag > 0).length;
+  rebuild($("cards"), ...[
+    ["Partitions", fmtInt(hub.partitions)], ["Events retained", fmtInt(hub.events)],
+    ["Size", fmtBytes(hub.size_bytes)],
+    ["Incoming", fmtRate(r.incoming_bytes_per_s, "bytes"), fmtRate(r.incoming_events_per_s, "events")],
+    ["Outgoing", fmtRate(r.outgoing_bytes_per_s, "bytes"), fmtRate(r.outgoing_events_per_s, "events")],
+    ["Consumer groups", fmtInt(hub.consumer_groups.length), lagging ? `${lagging} lagging` : null, "note lag"],
+  ].map(([k, v, note, cls]) => h("div", { class: "card" }, h("div", { class: "label" }, k),
+    h("div", { class: "value" }, v, note ? h("span", { class: cls || "note" }, note) : null))));
+  drawChart(hub.throughput);
+  const cols = [{ label: "Partition" }, { label: "First seq. no.", num: true }, { label: "Last seq. no.", num: true },
+    { label: "Events", num: true }, { label: "Size", num: true }, { label: "In", num: true }, { label: "Out", num: true },
+    { label: "Events in", num: true }, { label: "Events out", num: true }];
+  rebuild($("partitions"), ...table(cols, hub.partition_list.map((p) => ({ cells: [
+    String(p.partition), fmtInt(p.log_start_offset), fmtInt(p.last_sequence_number),
+    fmtInt(p.log_end_offset - p.log_start_offset), fmtBytes(p.size_bytes),
+    fmtRate(p.rates.incoming_bytes_per_s, "bytes"), fmtRate(p.rates.outgoing_bytes_per_s, "bytes"),
+    fmtInt(p.incoming_events), fmtInt(p.outgoing_events)] })), "No partitions"));
+  renderGroups(hub);
+}
+
+function renderGroups(hub) {
+  const groups = hub.consumer_groups;
+  if (!groups.length) { rebuild($("groups"), h("p", { class: "muted" }, "No consumer groups")); return; }
+  rebuild($("groups"), ...groups.map((g) => {
+    const key = hub.namespace + "/" + hub.name + "/" + g.name;
+    const lag = g.total_lag;
+    const det = h("details", { class: "group", open: state.open.has(key), "data-group": g.name },
+      h("summary", { "data-key": "g:" + key },
+        h("span", { class: "gname", title: g.name }, g.name),
+        h("span", null, g.kafka_group ? `${g.type} · ${g.state}` : h("span", { class: "muted" }, "Event Hubs group")),
+        h("span", null, `${g.members.length} member${g.members.length === 1 ? "" : "s"}`),
+        h("span", { class: lag > 0 ? "lag" : null, "data-lag": g.name }, lag === null ? h("span", { class: "muted" }, "no checkpoints") : `lag ${fmtInt(lag)}`)),
+      h("div", { class: "group-body" },
+        h("div", null, h("h4", null, "Checkpoints"), h("table", null, ...table(
+          [{ label: "Partition" }, { label: "Checkpoint", num: true }, { label: "Last seq. no.", num: true }, { label: "Lag", num: true }, { label: "Owner" }],
+          g.partitions.map((p) => ({ cells: [String(p.partition), fmtInt(p.sequence_number), fmtInt(p.last_sequence_number),
+            p.lag === null ? "–" : h("span", { class: p.lag > 0 ? "lag" : null }, fmtInt(p.lag)),
+            p.owner ? h("span", { class: "owner", title: p.owner }, p.owner) : "–"] })), "No partitions"))),
+        h("div", null, h("h4", null, "Members and assignments"), g.members.length
+          ? h("ul", { class: "members" }, g.members.map((m) => h("li", null, h("code", null, m.client_id || m.member_id),
+            " on ", (m.client_host || "?").replace(/^\//, ""), " → ", m.partitions.length ? "partitions " + m.partitions.join(", ") : "no partitions")))
+          : h("p", { class: "muted" }, "No members connected"))));
+    det.addEventListener("toggle", () => { if (det.open) state.open.add(key); else state.open.delete(key); });
+    return det;
+  }));
+}
+
+function renderThrottling(events) {
+  rebuild($("throttling"), ...table([{ label: "Time" }, { label: "Namespace" }, { label: "Hub" }, { label: "API" }, { label: "Client" }, { label: "Delay", num: true }],
+    events.map((e) => ({ cells: [fmtTime(e.time_ms), e.namespace, e.hub || "–", e.api || "–", e.client_id || "–", fmtInt(e.throttle_ms) + " ms"] })),
+    "No request has been throttled"));
+}
+
+function renderCapture(files, dirs) {
+  const none = dirs && dirs.length ? "No Capture files yet" : "Capture output not configured (kafka-wire serve --capture-dir)";
+  rebuild($("capture"), ...table([{ label: "Time" }, { label: "Hub" }, { label: "Partition", num: true }, { label: "Events", num: true }, { label: "Size", num: true }, { label: "File", cls: "file" }],
+    files.map((f) => {
+      const name = f.name || f.file;
+      const prefix = f.namespace + "/" + f.hub + "/";  // already in the Hub column
+      const when = f.time ? String(f.time).replace("T", " ").replace(/(\.\d+)?Z?$/, "").slice(5) : "–";
+      return { cells: [when, f.hub, f.partition, fmtInt(f.events), fmtBytes(f.size_bytes),
+        h("span", { title: f.file }, name.startsWith(prefix) ? name.slice(prefix.length) : name)] };
+    }),
+    none));
+}
+
+// -- chart -------------------------------------------------------------------------------
+function drawChart(series) {
+  const canvas = $("chart");
+  const css = getComputedStyle(document.documentElement);
+  const color = (v) => css.getPropertyValue(v).trim();
+  const dpr = window.devicePixelRatio || 1;
+  const w = canvas.clientWidth || 600, ht = canvas.clientHeight || 180;
+  canvas.width = Math.round(w * dpr); canvas.height = Math.round(ht * dpr);
+  const ctx = canvas.getContext("2d");
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, w, ht);
+  const unit = state.unit;
+  const inKey = unit === "bytes" ? "incoming_bytes_per_s" : "incoming_events_per_s";
+  const outKey = unit === "bytes" ? "outgoing_bytes_per_s" : "outgoing_events_per_s";
+  const pad = { l: 78, r: 12, t: 10, b: 22 };
+  const pw = w - pad.l - pad.r, ph = ht - pad.t - pad.b;
+  // Five minutes once there is that much history; until then the history there is (≥ 1 min).
+  // The broker's clock, not the browser's: the right edge is when the snapshot was taken.
+  const now = state.data && state.data.broker ? state.data.broker.time_ms : Date.now();
+  const span = Math.min(5 * 60000, Math.max(30000, series.length ? now - series[0].time_ms : 0));
+  let max = 0;
+  for (const s of series) max = Math.max(max, s[inKey], s[outKey]);
+  max = niceMax(max || (unit === "bytes" ? 1024 : 10), unit === "bytes" ? 1024 : 1000);
+  ctx.font = "11px system-ui, sans-serif";
+  ctx.fillStyle = color("--muted"); ctx.strokeStyle = color("--line"); ctx.lineWidth = 1;
+  ctx.textAlign = "right"; ctx.textBaseline = "middle";
+  for (let i = 0; i <= 4; i++) {
+    const y = pad.t + ph - (ph * i) / 4;
+    ctx.beginPath(); ctx.moveTo(pad.l, Math.round(y) + 0.5); ctx.lineTo(w - pad.r, Math.round(y) + 0.5); ctx.stroke();
+    ctx.fillText(fmtRate((max * i) / 4, unit), pad.l - 6, y);
+  }
+  ctx.textAlign = "center"; ctx.textBaseline = "top";
+  for (let i = 5; i >= 0; i--) {
+    const x = pad.l + pw - (pw * i) / 5;
+    const ago = Math.round((span * i) / 5 / 1000);
+    ctx.fillText(i ? "-" + (ago % 60 ? ago + "s" : ago / 60 + "m") : "now", x, pad.t + ph + 6);
+  }
+  const xOf = (t) => pad.l + pw - (pw * (now - t)) / span;
+  const yOf = (v) => pad.t + ph - (ph * v) / max;
+  for (const [key, col] of [[inKey, "--in"], [outKey, "--out"]]) {
+    const pts = series.filter((s) => now - s.time_ms <= span);
+    if (!pts.length) continue;
+    ctx.strokeStyle = color(col); ctx.lineWidth = 2; ctx.lineJoin = "round";
+    ctx.beginPath();
+    pts.forEach((s, i) => (i ? ctx.lineTo(xOf(s.time_ms), yOf(s[key])) : ctx.moveTo(xOf(s.time_ms), yOf(s[key]))));
+    ctx.stroke();
+  }
+  const last = series[series.length - 1];
+  const text = last ? `now: ${fmtRate(last[inKey], unit)} in, ${fmtRate(last[outKey], unit)} out` : "no traffic sampled yet";
+  canvas.setAttribute("aria-label", `Throughput over the last ${fmtDuration(span / 1000)} in ${unit} per second; ${text}`);
+  $("chart-note").textContent = "· " + text;
+}
+// A round axis maximum: 1, 2, 4, 5, 8 or 10 × a power of ten, counted in KiB/MiB for bytes.
+function niceMax(v, base) {
+  let scale = 1;
+  while (base === 1024 && v / scale >= 1024) scale *= 1024;
+  const x = v / scale;
+  const p = Math.pow(10, Math.floor(Math.log10(x)));
+  for (const m of [1, 2, 4, 5, 8, 10]) if (m * p >= x) return m * p * scale;
+  return 10 * p * scale;
+}
+
+// -- interaction ---------------------------------------------------------------------------
+function setPaused(p) {
+  state.paused = p;
+  $("pause").setAttribute("aria-pressed", String(p));
+  $("pause").textContent = p ? "Resume" : "Pause";
+  if (p) { clearTimeout(state.timer); $("status").textContent = "Paused"; } else refresh();
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("pause").addEventListener("click", () => setPaused(!state.paused));
+  for (const r of document.querySelectorAll('input[name="unit"]')) {
+    r.addEventListener("change", () => { state.unit = r.value; if (state.data && state.data.hub) drawChart(state.data.hub.throughput); });
+  }
+  window.addEventListener("hashchange", () => { refresh(); });
+  window.addEventListener("resize", () => { if (state.data && state.data.hub) drawChart(state.data.hub.throughput); });
+  $("nav").addEventListener("keydown", (e) => {
+    if (e.key !== "ArrowDown" && e.key !== "ArrowUp") return;
+    const links = [...$("nav").querySelectorAll(".hubs a")];
+    const i = links.indexOf(document.activeElement);
+    if (!links.length) return;
+    e.preventDefault();
+    const next = i < 0 ? 0 : (i + (e.key === "ArrowDown" ? 1 : -1) + links.length) % links.length;
+    links[next].focus();
+  });
+  document.addEventListener("keydown", (e) => {
+    const t = e.target;
+    if (e.key === "p" && !e.ctrlKey && !e.metaKey && !e.altKey && !(t instanceof HTMLInputElement)) setPaused(!state.paused);
+  });
+  refresh();
+});
