@@ -1,12 +1,13 @@
 """The web console in headless Chromium (Debian's chromium + chromium-driver,
 driven by selenium) against a live broker with real traffic.
 
-Saves ``test-artifacts/console.png`` (and a copy in ``docs/console.png`` for
+Saves ``test-artifacts/console.png`` (and, with KAFKA_WIRE_UPDATE_DOCS=1, a copy in ``docs/console.png`` for
 the README). Skips, saying why, when Chromium cannot be found or started;
 ``make test`` installs it.
 """
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import threading
@@ -233,6 +234,8 @@ def _screenshot(driver) -> None:
     out = ROOT / "test-artifacts" / "console.png"
     out.parent.mkdir(exist_ok=True)
     assert driver.save_screenshot(str(out)), "Chromium did not save the screenshot"
-    docs = ROOT / "docs"
-    docs.mkdir(exist_ok=True)
-    shutil.copyfile(out, docs / "console.png")
+    if os.environ.get("KAFKA_WIRE_UPDATE_DOCS"):
+        # Refresh the README's screenshot only when asked: tests don't rewrite tracked files.
+        docs = ROOT / "docs"
+        docs.mkdir(exist_ok=True)
+        shutil.copyfile(out, docs / "console.png")
