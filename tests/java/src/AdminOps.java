@@ -259,16 +259,14 @@ public class AdminOps {
             });
             check("create_acls", () -> {
                 // MirrorMaker 2 copies ACLs only when it could describe some; a broker
-                // without an authorizer refuses (SECURITY_DISABLED); kafka-wire does not
-                // serve CreateAcls at all. Either way MM2 only logs a warning.
+                // without an authorizer refuses with SECURITY_DISABLED, as kafka-wire does.
                 AclBinding binding = new AclBinding(
                     new ResourcePattern(ResourceType.TOPIC, topic, PatternType.LITERAL),
                     new AccessControlEntry("User:mm2", "*", AclOperation.READ, AclPermissionType.ALLOW));
                 try {
                     admin.createAcls(List.of(binding)).all().get();
                 } catch (ExecutionException e) {
-                    expect(e.getCause() instanceof SecurityDisabledException
-                           || e.getCause() instanceof UnsupportedVersionException, "wrong error " + e.getCause());
+                    expect(e.getCause() instanceof SecurityDisabledException, "wrong error " + e.getCause());
                     return e.getCause().getClass().getSimpleName();
                 }
                 throw new AssertionError("ACL created without an authorizer");
