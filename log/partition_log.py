@@ -316,10 +316,26 @@ class PartitionLog:
         if offset >= upper:
             return _EMPTY
         for seg in segments[_index_of(segments, offset) :]:
-            view = seg.read(offset, max_bytes, upper, min_one_batch)
+            try:
+                view = seg.read(offset, max_bytes, upper, min_one_batch)
+            finally:
+                if seg.corrupt_at is not None and seg is self._segments[-1]:
+                    self._drop_corrupt_tail(seg)
             if view is not None:
                 return view
         return _EMPTY
+
+    def _drop_corrupt_tail(self, seg: LogSegment) -> None:
+        """Bit rot found on read in the active segment: truncate there, as
+        recovery would have (only the damaged tail goes; sealed segments are
+        never truncated, their corrupt batches are just not served)."""
+        pos, seg.corrupt_at = seg.corrupt_at, None
+        offset = seg.offset_at_position(pos)
+        if offset is None:
+            return
+        logger.warning("%s: dropped %d bytes from offset %d on: torn or corrupt batch found on read",
+                       self.directory, seg.size - pos, offset)
+        self.truncate_to(offset)
 
     def offset_for_timestamp(self, ts_ms: int) -> tuple[int, int] | None:
         """(timestamp, offset) of the first record stamped >= ts_ms, as

@@ -22,6 +22,7 @@ from typing import NamedTuple
 from . import batch as rb
 from .batch import BatchHeader
 from .config import LogConfig
+from .errors import CorruptRecord
 from .index import BatchIndex, OffsetIndex, TimeIndex, TransactionIndex, fsync_path, pwrite_all
 
 logger = logging.getLogger(__name__)
@@ -63,6 +64,11 @@ class LogSegment:
         self.dropped_bytes = 0  # what recovery cut off when loading
         self.txn_index_suspect = False  # PartitionLog rebuilds .txnindex from the markers when set
         self.size = 0  # valid bytes in .log
+        # Bytes from the start whose batches passed a CRC check in this process
+        # (appended here, or scanned by recovery or a read): reads check the rest
+        # once, so bit rot in a cleanly closed segment is never served.
+        self.verified_end = 0
+        self.corrupt_at: int | None = None  # first batch found corrupt on read
         self.next_offset = base_offset
         self.max_timestamp = -1
         self.offset_of_max_timestamp = -1
@@ -216,6 +222,7 @@ class LogSegment:
         if batches:
             self._index_batches(0, [h for _, h in batches], times)
         self.size = pos
+        self.verified_end = pos
         self.txn_index.truncate_to(self.next_offset)
         if not keep_active:
             self.seal()
@@ -258,6 +265,8 @@ class LogSegment:
             self._truncate_file(pos0)
             raise
         self.size = pos0 + len(data)
+        if self.verified_end == pos0:  # validated before it was written
+            self.verified_end = self.size
         self.dirty = True
         return pos0
 
@@ -401,7 +410,34 @@ class LogSegment:
             if not min_one_batch:
                 return _EMPTY
             j = loc.index
-        return self.view(start, self.end_of(j))
+        end = self.end_of(j)
+        if end > self.verified_end:
+            end = self._verify(start, end)
+        return self.view(start, end)
+
+    def _verify(self, start: int, end: int) -> int:
+        """CRC-check the batches of [start, end) not yet checked; return where the
+        good bytes end. Raises CorruptRecord if the first batch is bad."""
+        frm = self.verified_end if start <= self.verified_end else start
+        found, stop = rb.scan_stored_batches(self.view(frm, end), 0, end - frm, -(2**63))
+        stop += frm
+        if start <= self.verified_end:
+            self.verified_end = max(self.verified_end, stop)
+        if stop < end:
+            self.corrupt_at = stop if self.corrupt_at is None else min(self.corrupt_at, stop)
+            logger.error("%s: batch at byte %d fails its CRC check; not serving it or what follows in "
+                         "this segment", self.log_path, stop)
+            if stop <= start:
+                raise CorruptRecord(f"{self.log_path}: corrupt batch at byte {stop}")
+        return stop
+
+    def offset_at_position(self, position: int) -> int | None:
+        """Base offset of the batch the dense index places at ``position``."""
+        bi = self.batch_index
+        i = bi.floor_position(position)
+        if i < 0 or bi.position(i) != position:
+            return None
+        return self.base_offset + bi.entry(i)[0]
 
     def find_timestamp(self, ts: int, min_offset: int = 0) -> tuple[int, int] | None:
         """(timestamp, offset) of the first record at or after ``min_offset``
