@@ -127,7 +127,8 @@ class PartitionReader:
         for n, base in enumerate(bases):
             nxt = bases[n + 1] if n + 1 < len(bases) else None
             if nxt is not None and nxt <= start:
-                continue  # wholly below start
+                self._segments.pop(base, None)  # wholly below start: drop it from the cache (re-read if asked)
+                continue
             seg = self._load(base, last=nxt is None)
             if seg is None:
                 raise LogChanged(base)
@@ -158,7 +159,7 @@ class PartitionReader:
             try:
                 index = (self.directory / f"{base:020d}.batches").read_bytes()
             except FileNotFoundError:
-                return seg if self.directory.joinpath(log_path.name).exists() else None
+                return seg  # the index is written right after the .log is created: nothing readable yet
             self._extend(seg, fd, index, st.st_size)
             # A segment followed by another is sealed: once its entries are read through, it is done.
             consumed = BATCH_INDEX_HEADER.size + len(seg.batches) * _ENTRY.size

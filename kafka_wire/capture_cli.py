@@ -1,0 +1,122 @@
+"""``kafka-wire capture``: run Event Hubs Capture (a Spark job) over event hubs.
+
+    kafka-wire capture --data-dir ./data --namespace emulatorNs1 --hub orders \\
+        --format avro --out ./capture --interval-seconds 300 --size-mb 300 --once
+
+Spark is imported only when this command runs: the broker never needs it.
+Progress (events and files written) goes to stderr while it runs; every
+file gets a CaptureFileCreated line in ``OUT/_capture_events.jsonl``.
+"""
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+log = logging.getLogger(__name__)
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("capture", help="write Event Hubs Capture files (Avro or Parquet) with Spark")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--data-dir", help="the broker's data directory (read directly, safe while it runs)")
+    src.add_argument("--bootstrap", help="read through the Kafka protocol from HOST:PORT instead")
+    p.add_argument("--namespace", default="emulatorNs1", help="namespace (default emulatorNs1)")
+    p.add_argument("--hub", action="append", required=True, metavar="NAME",
+                   help="event hub to capture (repeat for more)")
+    p.add_argument("--format", default="avro", choices=("avro", "parquet"), help="file encoding (default avro)")
+    p.add_argument("--out", required=True, help="output directory (stands for the storage container)")
+    p.add_argument("--interval-seconds", type=float, default=300,
+                   help="time window (default 300; Event Hubs allows 60-900)")
+    p.add_argument("--size-mb", type=float, default=300,
+                   help="size window in MB of 1,048,576 bytes (default 300; Event Hubs allows 10-500)")
+    p.add_argument("--skip-empty", action="store_true", help="write no file for a window without events")
+    p.add_argument("--name-format", help="file name format with the nine tokens (default "
+                   "{Namespace}/{EventHub}/{PartitionId}/{Year}/{Month}/{Day}/{Hour}/{Minute}/{Second})")
+    p.add_argument("--no-partition-key", action="store_true",
+                   help="do not copy the Kafka key into x-opt-partition-key (historical Event Hubs)")
+    p.add_argument("--once", action="store_true", help="capture what is there now, closing open windows, and stop")
+    p.add_argument("--master", help="Spark master URL (default local[*], or spark-submit's)")
+    p.add_argument("--checkpoint", help="Spark checkpoint directory (default OUT/_capture/...)")
+    p.add_argument("--trigger-seconds", type=float, default=2.0, help="how often to look for new events")
+    p.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="kafka-python client setting for --bootstrap, e.g. security_protocol=SASL_SSL")
+    p.set_defaults(func=run_capture)
+
+
+def settings_from_args(args: argparse.Namespace):
+    from spark.capture_job import CaptureJobSettings
+
+    kafka_options = {}
+    for item in args.kafka_option:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"--kafka-option {item!r} is invalid: use KEY=VALUE")
+        kafka_options[key.strip()] = value
+    if args.interval_seconds < 1:
+        raise ValueError(f"--interval-seconds {args.interval_seconds} is too small: use 1 or more")
+    if args.size_mb <= 0:
+        raise ValueError(f"--size-mb {args.size_mb} is invalid: use a positive number")
+    kwargs = {}
+    if args.name_format:
+        kwargs["name_format"] = args.name_format
+    return CaptureJobSettings(
+        namespace=args.namespace, hubs=list(dict.fromkeys(args.hub)), out_dir=args.out, encoding=args.format,
+        data_dir=args.data_dir, bootstrap=args.bootstrap, kafka_options=kafka_options,
+        interval_seconds=args.interval_seconds, size_limit_bytes=int(args.size_mb * 1024 * 1024),
+        skip_empty=args.skip_empty, partition_key=not args.no_partition_key, once=args.once, master=args.master,
+        checkpoint_dir=args.checkpoint, trigger_seconds=args.trigger_seconds, **kwargs,
+    )
+
+
+def run_capture(args: argparse.Namespace) -> int:
+    settings = settings_from_args(args)
+    from spark.capture_job import run  # Spark only now
+
+    def progress(totals) -> None:
+        print(f"capture: {totals.events} events, {totals.files} files written "
+              f"({totals.empty_files} empty, {totals.bytes} bytes)", file=sys.stderr, flush=True)
+
+    print(f"capture: starting Spark ({settings.master or 'local[*]'}) for {settings.namespace}/{','.join(settings.hubs)} "
+          f"-> {settings.out_dir} ({settings.encoding})", file=sys.stderr, flush=True)
+    totals = run(settings, on_progress=progress)
+    print(f"capture: done: {totals.events} events in {totals.files} files", file=sys.stderr, flush=True)
+    return 0
+
+
+def jobs_from_model(model, data_dir) -> list:
+    """The capture jobs ``kafka-wire serve`` runs for a config's capture-enabled
+    hubs: one per namespace and identical capture settings (destination,
+    encoding, windows, name format), reading ``data_dir``. Destinations are
+    taken as given (relative to the working directory), as the console does."""
+    from spark.capture_job import CaptureJobSettings
+
+    groups: dict[tuple, list[str]] = {}
+    for ns_name, ns in model.namespaces.items():
+        for hub in ns.hubs.values():
+            c = hub.capture
+            if c.enabled:
+                key = (ns_name, c.destination, c.encoding.lower(), c.interval_seconds, c.size_limit_bytes,
+                       c.skip_empty_archives, c.name_format)
+                groups.setdefault(key, []).append(hub.name)
+    return [
+        CaptureJobSettings(namespace=ns, hubs=hubs, out_dir=dest, encoding=enc, data_dir=str(data_dir),
+                           interval_seconds=interval, size_limit_bytes=size, skip_empty=skip, name_format=fmt)
+        for (ns, dest, enc, interval, size, skip, fmt), hubs in groups.items()
+    ]
+
+
+def start_capture_jobs(model, data_dir) -> list:
+    """Start the jobs of ``jobs_from_model`` next to the broker; returns their
+    handles (``handle.stop()`` on shutdown). Imports Spark only if there is one."""
+    jobs = jobs_from_model(model, data_dir)
+    if not jobs:
+        return []
+    from spark.capture_job import run_in_background
+
+    handles = []
+    for settings in jobs:
+        log.info("capture of %s/%s into %s (%s) runs alongside the broker", settings.namespace,
+                 ",".join(settings.hubs), settings.out_dir, settings.encoding)
+        handles.append(run_in_background(settings))
+    return handles

@@ -1,0 +1,157 @@
+"""``eventhubs-capture``: a streaming sink writing Event Hubs Capture files.
+
+It expects the rows of the ``eventhubs`` source with capture windows: each
+task receives one partition's rows in order, runs of equal ``capture_file``
+form one file (a row with a null ``sequence_number`` is an empty file), and
+capture.writers writes each file under its final name atomically.
+
+Options: ``path`` (output directory, required), ``format`` (``avro`` or
+``parquet``), ``nameFormat``, ``partitionKey`` (``true``: Kafka key ->
+``x-opt-partition-key``), ``journal`` (directory of the commit journal,
+normally inside the Spark checkpoint).
+
+Commit (driver, once every task of micro-batch N succeeded): the
+CaptureFileCreated records are first saved in ``journal/N.json``, then
+appended to ``<path>/_capture_events.jsonl``, then ``journal/N.done`` is
+written. A commit repeated for the same N (Spark replays the last batch
+after a crash) finds ``N.done`` and does nothing, or finds ``N.json`` and
+re-appends the same records only if they are not already the file's tail.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
+
+from capture.events import EventBatch
+from capture.naming import DEFAULT_NAME_FORMAT, check_name_format, file_name
+from capture.notifications import EVENTS_FILE, append_events, capture_file_created
+from capture.writers import CaptureWriter, FileInfo, normalize_encoding
+
+from .source import lower_keys
+
+logger = logging.getLogger(__name__)
+
+SINK_NAME = "eventhubs-capture"
+JOURNAL_KEEP = 100  # micro-batches whose journal entries are kept (Spark keeps as many)
+
+
+@dataclass
+class CaptureCommit(WriterCommitMessage):
+    files: list[tuple[str, str, FileInfo]] = field(default_factory=list)  # (namespace, hub, info)
+
+
+class EventHubsCaptureSink(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return SINK_NAME
+
+    def streamWriter(self, schema, overwrite: bool) -> CaptureStreamWriter:
+        return CaptureStreamWriter(lower_keys(self.options))
+
+
+class CaptureStreamWriter(DataSourceStreamArrowWriter):
+    def __init__(self, options: dict):
+        self.out_dir = options.get("path")
+        if not self.out_dir:
+            raise ValueError("the eventhubs-capture sink needs option path (the output directory)")
+        self.encoding = normalize_encoding(options.get("format") or "avro")
+        self.name_format = options.get("nameformat") or DEFAULT_NAME_FORMAT
+        check_name_format(self.name_format)
+        self.partition_key = str(options.get("partitionkey", "true")).lower() in ("1", "true", "yes", "on")
+        self.journal = options.get("journal") or str(Path(self.out_dir) / "_capture" / "journal")
+
+    # -- executors ----------------------------------------------------------------------
+
+    def write(self, iterator) -> CaptureCommit:
+        done: list[tuple[str, str, FileInfo]] = []
+        writer: CaptureWriter | None = None
+        current = None  # (namespace, hub, partition, capture_file)
+        try:
+            for rb in iterator:
+                cols = {name: rb.column(name).to_pylist() for name in rb.schema.names}
+                files, parts, hubs = cols["capture_file"], cols["partition"], cols["event_hub"]
+                n, i = rb.num_rows, 0
+                while i < n:
+                    key = (cols["namespace"][i], hubs[i], parts[i], files[i])
+                    if key[3] is None:
+                        raise ValueError("rows without capture_file: give the eventhubs source option windowSeconds")
+                    j = i + 1
+                    while j < n and files[j] == key[3] and parts[j] == key[2] and hubs[j] == key[1]:
+                        j += 1
+                    if key != current:
+                        if writer is not None:
+                            done.append((current[0], current[1], writer.close()))
+                        name = file_name(self.name_format, key[0], key[1], key[2], key[3], self.encoding)
+                        writer = CaptureWriter(self.out_dir, name, key[2], self.encoding,
+                                               partition_key=self.partition_key)
+                        current = key
+                    writer.write(_events(cols, i, j))
+                    i = j
+            if writer is not None:
+                done.append((current[0], current[1], writer.close()))
+                writer = None
+        except BaseException:
+            if writer is not None:
+                writer.abort()
+            raise
+        return CaptureCommit(done)
+
+    # -- driver -------------------------------------------------------------------------
+
+    def commit(self, messages, batchId: int) -> None:
+        journal = Path(self.journal)
+        journal.mkdir(parents=True, exist_ok=True)
+        done_marker = journal / f"{batchId}.done"
+        if done_marker.exists():
+            logger.info("micro-batch %d was committed before; nothing to do", batchId)
+            return
+        entry = journal / f"{batchId}.json"
+        if entry.exists():
+            records = json.loads(entry.read_text())["records"]
+        else:
+            now = int(time.time() * 1000)
+            infos = [f for m in messages if m is not None for f in m.files]
+            infos.sort(key=lambda x: (x[1], x[2].partition, x[2].name))
+            records = [capture_file_created(info, ns, hub, now) for ns, hub, info in infos]
+            _write_atomic(entry, json.dumps({"batch": batchId, "records": records}).encode())
+        append_events(Path(self.out_dir) / EVENTS_FILE, records)
+        _write_atomic(done_marker, b"")
+        events = sum(r["data"]["eventCount"] for r in records)
+        logger.info("micro-batch %d: %d events in %d capture files", batchId, events, len(records))
+        for old in journal.glob("*.json"):
+            stem = old.stem
+            if stem.isdigit() and int(stem) < batchId - JOURNAL_KEEP:
+                old.unlink(missing_ok=True)
+                (journal / f"{stem}.done").unlink(missing_ok=True)
+
+    def abort(self, messages, batchId: int) -> None:
+        # Files already renamed into place are whole; the retried batch rewrites them
+        # under the same names, so there is nothing to undo.
+        logger.warning("micro-batch %d aborted; it will be retried", batchId)
+
+
+def _events(cols: dict, i: int, j: int) -> EventBatch:
+    """Rows [i, j) as an EventBatch, leaving out empty-file marker rows."""
+    seqs = cols["sequence_number"][i:j]
+    if seqs and seqs[0] is None:
+        return EventBatch()  # a marker: the file stays empty
+    headers = [[(h["key"], h["value"]) for h in hs] if hs else [] for hs in cols["headers"][i:j]]
+    return EventBatch(seqs, cols["offset"][i:j], cols["enqueued_time_ms"][i:j], cols["key"][i:j], headers,
+                      cols["body"][i:j])
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+

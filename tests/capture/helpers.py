@@ -1,0 +1,96 @@
+"""Reading capture output back, and the checks every capture test makes."""
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import fastavro
+import pyarrow.parquet as pq
+
+from capture.schema import AVRO_SCHEMA
+from log.reader import PartitionReader
+
+NAME = re.compile(r"^(?P<ns>[^/]+)/(?P<hub>[^/]+)/(?P<p>\d+)/(?P<Y>\d{4})/(?P<M>\d\d)/(?P<D>\d\d)/(?P<h>\d\d)/"
+                  r"(?P<m>\d\d)/(?P<s>\d\d)\.(?P<ext>avro|parquet)$")
+
+
+def capture_files(out: Path) -> list[Path]:
+    return sorted(p for p in out.rglob("*") if p.is_file() and p.suffix in (".avro", ".parquet")
+                  and "_capture" not in p.relative_to(out).parts)
+
+
+def _plain(value):
+    """A Parquet union struct {member0..3} as the plain value Avro gives."""
+    if isinstance(value, dict) and set(value) <= {"member0", "member1", "member2", "member3"}:
+        return next((v for v in value.values() if v is not None), None)
+    return value
+
+
+def read_file(path: Path) -> tuple[list[dict], dict | None]:
+    """(records, declared Avro schema) of one capture file."""
+    if path.suffix == ".avro":
+        with open(path, "rb") as f:
+            r = fastavro.reader(f)
+            return list(r), json.loads(r.metadata["avro.schema"])
+    rows = pq.read_table(path).to_pylist()
+    for row in rows:
+        for col in ("SystemProperties", "Properties"):
+            row[col] = {k: _plain(v) for k, v in row[col]}
+    return rows, None
+
+
+def log_positions(data_dir: Path, namespace: str, hub: str, partitions: int) -> dict:
+    """(partition, offset) -> (byte position, append time) from the log itself."""
+    out = {}
+    for p in range(partitions):
+        for b in PartitionReader(data_dir / namespace / f"{hub}-{p}").batches(0, with_data=False):
+            for o in range(b.base_offset, b.next_offset):
+                out[(p, o)] = (b.position, b.append_time_ms)
+    return out
+
+
+def check_capture(out: Path, expected: dict, *, namespace: str, hub: str, encoding: str,
+                  interval_s: float | None = None, positions: dict | None = None) -> list[Path]:
+    """Every produced event exactly once, with its body, key, headers,
+    sequence number, partition (and byte offset / enqueued time when
+    ``positions`` is given); names per the default layout; one
+    CaptureFileCreated line per file. Returns the files."""
+    files = capture_files(out)
+    assert files, "no capture file written"
+    seen = Counter()
+    for path in files:
+        rel = path.relative_to(out).as_posix()
+        m = NAME.match(rel)
+        assert m, f"{rel} does not follow {{Namespace}}/{{EventHub}}/{{PartitionId}}/{{Year}}/.../{{Second}}"
+        assert (m["ns"], m["hub"], m["ext"]) == (namespace, hub, encoding)
+        partition = int(m["p"])
+        records, schema = read_file(path)
+        if encoding == "avro":
+            assert schema == AVRO_SCHEMA
+            for declared, documented in zip(schema["fields"], AVRO_SCHEMA["fields"], strict=True):
+                assert declared == documented
+        for r in records:
+            key = (partition, r["SequenceNumber"])
+            assert key in expected, f"{rel}: event {key} was never produced"
+            k, body, headers = expected[key]
+            assert r["Body"] == body
+            assert r["Properties"] == {name: value for name, value in headers}
+            sp = r["SystemProperties"]
+            assert sp["x-opt-sequence-number"] == r["SequenceNumber"] and sp["x-opt-partition-key"] == k.decode()
+            assert sp["x-opt-offset"] == r["Offset"]
+            if positions is not None:
+                pos, append_ms = positions[key]
+                assert r["Offset"] == str(pos) and sp["x-opt-enqueued-time"] == append_ms
+            seen[key] += 1
+    dupes = [k for k, n in seen.items() if n > 1]
+    assert not dupes, f"{len(dupes)} events captured more than once, e.g. {dupes[:3]}"
+    missing = set(expected) - set(seen)
+    assert not missing, f"{len(missing)} events missing, e.g. {sorted(missing)[:3]}"
+    lines = [json.loads(x) for x in (out / "_capture_events.jsonl").read_text().splitlines()]
+    urls = Counter(x["data"]["fileUrl"] for x in lines)
+    assert all(n == 1 for n in urls.values()), "a file was announced twice"
+    assert set(urls) == {p.resolve().as_uri() for p in files}
+    assert sum(x["data"]["eventCount"] for x in lines) == len(expected)
+    return files

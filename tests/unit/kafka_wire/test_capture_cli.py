@@ -1,0 +1,63 @@
+"""``kafka-wire capture`` arguments and the capture jobs a config asks ``serve`` to run."""
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from kafka_wire.capture_cli import add_parser, jobs_from_model, settings_from_args
+from kafka_wire.eventhubs.config_file import load
+
+TOML = """
+[namespaces.contoso.eventhubs.orders.capture]
+enabled = true
+destination = "cap"
+interval_seconds = 60
+size_limit_bytes = 10485760
+skip_empty_archives = true
+encoding = "Parquet"
+
+[namespaces.contoso.eventhubs.payments.capture]
+enabled = true
+destination = "cap"
+interval_seconds = 60
+size_limit_bytes = 10485760
+skip_empty_archives = true
+encoding = "Parquet"
+
+[namespaces.contoso.eventhubs.audit.capture]
+enabled = true
+destination = "audit-cap"
+
+[namespaces.contoso.eventhubs.quiet]
+partitions = 2
+"""
+
+
+def parse(*argv: str):
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    return parser.parse_args(["capture", *argv])
+
+
+def test_the_command_line_becomes_plain_settings(tmp_path):
+    s = settings_from_args(parse("--data-dir", "d", "--hub", "a", "--hub", "b", "--hub", "a", "--out", "o",
+                                 "--format", "parquet", "--interval-seconds", "5", "--size-mb", "0.5",
+                                 "--skip-empty", "--once", "--no-partition-key"))
+    assert (s.hubs, s.encoding, s.interval_seconds, s.size_limit_bytes) == (["a", "b"], "parquet", 5, 524288)
+    assert s.skip_empty and s.once and not s.partition_key and s.data_dir == "d" and s.bootstrap is None
+    with pytest.raises(ValueError, match="nine tokens"):
+        settings_from_args(parse("--data-dir", "d", "--hub", "a", "--out", "o", "--name-format", "{Year}"))
+    with pytest.raises(SystemExit):
+        parse("--data-dir", "d", "--bootstrap", "h:1", "--hub", "a", "--out", "o")
+
+
+def test_serve_runs_one_job_per_namespace_and_capture_settings(tmp_path):
+    path = tmp_path / "kw.toml"
+    path.write_text(TOML)
+    model, _ = load(path)
+    jobs = sorted(jobs_from_model(model, tmp_path / "data"), key=lambda j: j.out_dir)
+    assert [(j.namespace, j.hubs, j.out_dir, j.encoding) for j in jobs] == [
+        ("contoso", ["audit"], "audit-cap", "avro"), ("contoso", ["orders", "payments"], "cap", "parquet")]
+    assert jobs[1].interval_seconds == 60 and jobs[1].size_limit_bytes == 10485760 and jobs[1].skip_empty
+    assert jobs[0].interval_seconds == 300 and not jobs[0].skip_empty and not jobs[0].once
