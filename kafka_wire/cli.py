@@ -53,7 +53,16 @@ def _serve(args: argparse.Namespace) -> int:
         config.http_optional = True
     if args.capture_dir:
         config.capture_dir = Path(args.capture_dir)
-    run(serve_forever(config))
+    handles = []
+    if config.eventhubs is not None:
+        # Hubs whose config enables Capture get the Spark job alongside the broker.
+        from kafka_wire.capture_cli import start_capture_jobs
+        handles = start_capture_jobs(config.eventhubs, config.data_dir)
+    try:
+        run(serve_forever(config))
+    finally:
+        for handle in handles:
+            handle.stop()
     return 0
 
 
