@@ -128,7 +128,23 @@ def parse_request_header(frame: memoryview) -> RequestHeader:
     return RequestHeader(api_key, api_version, correlation_id, client_id, pos)
 
 
+# Hand-written decoders for hot requests (see apis/produce_decoding.py); each is
+# checked against the schema codec by a test.
+_FAST_DECODERS: dict[int, Any] = {}
+
+
+def register_fast_decoder(api_key: int, decoder) -> None:
+    """``decoder(frame, body_pos, version)`` returns an object with the codec's field names."""
+    _FAST_DECODERS[api_key] = decoder
+
+
 def decode_request(header: RequestHeader, frame: memoryview) -> Any:
+    fast = _FAST_DECODERS.get(header.api_key)
+    if fast is not None:
+        try:
+            return fast(frame, header.size, header.api_version)
+        except ValueError as exc:
+            raise CodecError(str(exc)) from exc
     cls = _REQUESTS.get(header.api_key)
     if cls is None:
         raise CodecError(f"unknown api key {header.api_key}")

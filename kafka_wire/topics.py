@@ -187,7 +187,8 @@ class TopicManager:
     # -- data path ----------------------------------------------------------
     def append(self, topic: str, partition: int, records, now_ms: int):
         plog = self.logs.get_log(topic, partition)
-        info = plog.append(records, now_ms=now_ms)
+        # Records are views of the request frame, which nothing else reads: patch in place.
+        info = plog.append(records, now_ms=now_ms, in_place=True)
         key = (topic, partition)
         if key in self._waiters:
             self._wake(key)

@@ -42,6 +42,12 @@ _EMPTY = memoryview(b"")
 _BASE = operator.attrgetter("base_offset")
 
 
+def _writable(buf) -> bool:
+    if isinstance(buf, bytearray):
+        return True
+    return isinstance(buf, memoryview) and not buf.readonly and buf.contiguous
+
+
 def _index_of(segments: list[LogSegment], offset: int) -> int:
     """Index of the segment that would hold ``offset`` (0 if it is below them all)."""
     return max(bisect.bisect_right(segments, offset, key=_BASE) - 1, 0)
@@ -131,7 +137,8 @@ class PartitionLog:
 
     # -- append -----------------------------------------------------------------
 
-    def append(self, records, *, now_ms: int, base_offset: int | None = None) -> AppendInfo:
+    def append(self, records, *, now_ms: int, base_offset: int | None = None,
+               in_place: bool = False) -> AppendInfo:
         """Validate, assign offsets and write a Produce request's records blob.
 
         All batches are validated before anything is written; on any error the
@@ -158,7 +165,9 @@ class PartitionLog:
                 raise ValueError(f"base offset {base_offset} is below the log end offset {leo}")
             append_time = max(now_ms, self._last_append_ms)  # keep enqueued times monotonic
             log_append_time = self.config.log_append_time
-            buf = bytearray(records)
+            # ``in_place``: the caller owns a writable buffer we may patch (the
+            # server's request frame), saving a copy; otherwise the caller's bytes stay as they are.
+            buf = records if in_place and _writable(records) else bytearray(records)
             stored: list[BatchHeader] = []
             pos, offset = 0, base_offset
             for header in headers:
