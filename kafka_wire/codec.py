@@ -191,18 +191,21 @@ def _build_null_check(where: str, fields: dict, version: int):
                   if f.fields else None)
         can_be_null = f.is_array() or f.is_struct() or t in _MAY_BE_NULL
         nullable = f.nullable_for_version_q(version)
-        if (can_be_null and not nullable) or nested is not None:
-            plan.append((f.name, nullable, nested, f.is_array()))
+        null_items = t[2:] in _MAY_BE_NULL if t.startswith("[]") else False  # never allowed
+        if (can_be_null and not nullable) or nested is not None or null_items:
+            plan.append((f.name, nullable, nested, f.is_array(), null_items))
     if not plan:
         return None
 
     def check(obj) -> None:
-        for name, nullable, nested, is_array in plan:
+        for name, nullable, nested, is_array, null_items in plan:
             value = getattr(obj, name, None)
             if value is None:
                 if nullable:
                     continue
                 raise CodecError(f"non-nullable field {where}.{name} was serialized as null")
+            if null_items and None in value:
+                raise CodecError(f"an element of {where}.{name} was serialized as null")
             if nested is not None:
                 if is_array:
                     for item in value:

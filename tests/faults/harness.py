@@ -1,0 +1,160 @@
+"""Shared pieces of the reliability suite: soak scaling, figures written to
+``test-artifacts/reliability.json``, broker-process memory readings, and a
+producer/consumer pair that must keep working while a test misbehaves.
+
+``make test`` runs the bounded counts; ``make soak`` sets KAFKA_WIRE_SOAK=1
+and every test scales up to the counts in the issue.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+ROOT = Path(__file__).resolve().parents[2]
+ARTIFACTS = ROOT / "test-artifacts"
+SOAK = os.environ.get("KAFKA_WIRE_SOAK", "") not in ("", "0")
+
+
+def scaled(normal, soak):
+    """The count for this run: ``soak`` under ``make soak``."""
+    return soak if SOAK else normal
+
+
+def record_figures(name: str, figures: dict) -> None:
+    """Merge one test's figures into test-artifacts/reliability.json (and print them)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / ("reliability-soak.json" if SOAK else "reliability.json")
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        data = {}
+    if SOAK and "command" in figures:
+        figures["command"] = figures["command"].replace("make test", "make soak")
+    figures = dict(figures, recorded_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                   soak=SOAK)
+    data[name] = figures
+    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    print(f"\n[{name}] {json.dumps(figures, sort_keys=True)}")
+
+
+def proc_memory_kib(pid: int) -> dict[str, int]:
+    """VmRSS, VmHWM (peak RSS), RssAnon (heap) and RssFile (mapped files) of a process, in KiB."""
+    out = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, rest = line.partition(":")
+            if key in ("VmRSS", "VmHWM", "RssAnon", "RssFile"):
+                out[key] = int(rest.split()[0])
+    return out
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
+
+
+class Traffic:
+    """A producer and a consumer (own threads) that must keep working throughout.
+
+    ``errors`` collects delivery and consume errors; ``check()`` verifies that
+    every acknowledged record was consumed.
+    """
+
+    def __init__(self, bootstrap: str, topic: str, rate_per_s: int = 200) -> None:
+        self.bootstrap, self.topic = bootstrap, topic
+        self.interval = 1.0 / rate_per_s
+        self.stop = threading.Event()
+        self._producer_done = threading.Event()
+        self.acked: set[bytes] = set()
+        self.consumed: set[bytes] = set()
+        self.errors: list[str] = []
+        self._lock = threading.Lock()
+        self._threads = [threading.Thread(target=self._produce, daemon=True),
+                         threading.Thread(target=self._consume, daemon=True)]
+
+    def _produce(self) -> None:
+        p = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "linger.ms": 1,
+                      "message.timeout.ms": 20000})
+
+        def cb(err, msg):
+            with self._lock:
+                if err is not None:
+                    self.errors.append(f"produce: {err}")
+                else:
+                    self.acked.add(msg.value())
+        i = 0
+        while not self.stop.is_set():
+            p.produce(self.topic, b"steady-%08d" % i, on_delivery=cb)
+            i += 1
+            p.poll(self.interval)
+        p.flush(20)
+        self._producer_done.set()
+
+    def _consume(self) -> None:
+        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": f"steady-{id(self)}",
+                      "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                      "check.crcs": True})
+        c.assign([TopicPartition(self.topic, 0, 0)])
+        # Keep reading a little after stop so the last acknowledged records arrive.
+        linger_until = None
+        while True:
+            if self._producer_done.is_set():
+                if linger_until is None:
+                    linger_until = time.monotonic() + 20
+                with self._lock:
+                    done = self.acked <= self.consumed
+                if done or time.monotonic() > linger_until:
+                    break
+            m = c.poll(0.2)
+            if m is None:
+                continue
+            if m.error():
+                if m.error().code() != KafkaError._PARTITION_EOF:
+                    with self._lock:
+                        self.errors.append(f"consume: {m.error()}")
+                continue
+            with self._lock:
+                self.consumed.add(m.value())
+        c.close()
+
+    def __enter__(self) -> "Traffic":
+        for t in self._threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop.set()
+        for t in self._threads:
+            t.join(60)
+
+    def missing(self) -> set[bytes]:
+        with self._lock:
+            return self.acked - self.consumed
+
+
+_LIVE: list = []   # every broker process started here; killed after each test (conftest)
+
+
+def broker_process(data_dir: Path, port: int = 0, extra: list[str] | None = None,
+                   log_path: Path | None = None):
+    """``kafka-wire serve`` as a child process on 127.0.0.1 (ephemeral port
+    unless given), without the HTTP console (its default port is fixed).
+    Killed by PID after the test even if the test fails before its own cleanup."""
+    from tests.conftest import BrokerProcess
+    proc = BrokerProcess(data_dir, port, ["--no-http", *(extra or [])])
+    if log_path is not None:
+        proc.log_path = log_path
+    _LIVE.append(proc)
+    return proc.start()
+
+
+def kill_live_brokers() -> None:
+    while _LIVE:
+        _LIVE.pop().kill()
