@@ -53,7 +53,9 @@ class BrokerProcess:
 
     def start(self, timeout: float = 30) -> "BrokerProcess":
         cmd = [sys.executable, "-m", "kafka_wire.cli", "serve", "--data-dir", str(self.data_dir),
-               "--listen", f"127.0.0.1:{self.port}", "--no-http", *self.extra]
+               "--listen", f"127.0.0.1:{self.port}", *self.extra]
+        if not any(a.startswith("--http-listen") for a in self.extra):
+            cmd.append("--no-http")  # never the fixed port 5300 unless a test asks for HTTP
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, cwd=ROOT)
         deadline = time.monotonic() + timeout
