@@ -56,22 +56,23 @@ def test_three_cooperative_sticky_consumers_split_six_partitions_without_duplica
         t.start()
         time.sleep(0.3)  # staggered joins force incremental rebalances
     deadline = time.monotonic() + 60
+    final = None
     while time.monotonic() < deadline:
         with lock:
-            done = (len(seen) >= 1200 and len(assigned) == 3
+            # The settled split, read at one instant (after stop, a consumer starved of
+            # CPU past its session timeout could still report partitions it lost).
+            if (len(seen) >= 1200 and len(assigned) == 3
                     and sorted(len(a) for a in assigned.values()) == [2, 2, 2]
-                    and set().union(*assigned.values()) == set(range(6)))
-        if done:
-            break
+                    and set().union(*assigned.values()) == set(range(6))):
+                final = [set(assigned[i]) for i in range(3)]
+                break
         time.sleep(0.2)
     stop.set()
     for t in threads:
         t.join(30)
     assert len(seen) == 1200, f"consumed {len(seen)} of 1200"
     assert len(set(seen)) == 1200, "a record was delivered twice within the group"
-    final = [assigned[i] for i in range(3)]
-    assert set().union(*final) == set(range(6))
-    assert sum(len(a) for a in final) == 6 and all(len(a) == 2 for a in final)
+    assert final is not None, f"the group never settled on 2 partitions each: {assigned}"
 
 
 _KILLED_CONSUMER = textwrap.dedent("""
