@@ -86,11 +86,12 @@ def is_flexible(api_key: int, version: int) -> bool:
     return cls is not None and cls.flexible_version_q(version)
 
 
-def _read_uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
+def read_uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
+    """An unsigned varint (compact lengths, tag numbers) at ``pos``."""
     value = shift = 0
     while True:
         if pos >= len(buf):
-            raise CodecError("truncated varint in request header")
+            raise CodecError("truncated varint")
         b = buf[pos]
         pos += 1
         value |= (b & 0x7F) << shift
@@ -98,7 +99,19 @@ def _read_uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
             return value, pos
         shift += 7
         if shift > 28:
-            raise CodecError("varint too long in request header")
+            raise CodecError("varint too long")
+
+
+def skip_tagged_fields(buf: memoryview, pos: int) -> int:
+    """Position after a tagged-fields section (flexible versions)."""
+    count, pos = read_uvarint(buf, pos)
+    for _ in range(count):
+        _tag, pos = read_uvarint(buf, pos)
+        size, pos = read_uvarint(buf, pos)
+        pos += size
+        if pos > len(buf):
+            raise CodecError("a tagged field runs past the end of the frame")
+    return pos
 
 
 def parse_request_header(frame: memoryview) -> RequestHeader:
@@ -118,13 +131,7 @@ def parse_request_header(frame: memoryview) -> RequestHeader:
         raise CodecError(f"invalid client_id length {cid_len}")
     if api_version >= 0 and is_flexible(api_key, api_version):
         # Header v2: tagged fields follow the (never compact) client_id.
-        count, pos = _read_uvarint(frame, pos)
-        for _ in range(count):
-            _tag, pos = _read_uvarint(frame, pos)
-            size, pos = _read_uvarint(frame, pos)
-            pos += size
-            if pos > len(frame):
-                raise CodecError("tagged header field runs past the end of the frame")
+        pos = skip_tagged_fields(frame, pos)
     return RequestHeader(api_key, api_version, correlation_id, client_id, pos)
 
 

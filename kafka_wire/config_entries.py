@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections import Counter
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -279,3 +280,25 @@ def apply_topic_overrides(ctx, name: str, overrides: dict[str, str],
         return for_log_error(exc), str(exc)
     log.info("topic %s configs now %s", name, canonical)
     return 0, None
+
+
+def alter_each_resource(request, result_cls, alter_one) -> list:
+    """The resource loop of AlterConfigs and IncrementalAlterConfigs: a resource
+    named twice gets one INVALID_REQUEST and is not altered (as in Kafka); every
+    other one gets ``alter_one(resource) -> (errno, message)``."""
+    counts = Counter((r.resource_type, r.resource_name) for r in request.resources)
+    answered: set[tuple[int, str]] = set()
+    results = []
+    for resource in request.resources:
+        key = (resource.resource_type, resource.resource_name)
+        if counts[key] > 1:
+            if key not in answered:
+                answered.add(key)
+                results.append(result_cls(error_code=Errors.InvalidRequestError.errno,
+                                          error_message="resource appears more than once in the request",
+                                          resource_type=key[0], resource_name=key[1]))
+            continue
+        errno, message = alter_one(resource)
+        results.append(result_cls(error_code=errno, error_message=message,
+                                  resource_type=resource.resource_type, resource_name=resource.resource_name))
+    return results

@@ -56,6 +56,7 @@ class TopicManager:
         self.topic_defaults = dict(topic_defaults or {})
         self._waiters: dict[tuple[str, int], list[asyncio.Future]] = {}
         self._by_id: dict[uuid.UUID, str] = {}
+        self._views: dict[str, tuple[object, TopicView]] = {}
         # (topic, partition) -> [(epoch, start offset)], only for partitions whose
         # leader a fault "moved"; all others stay at LEADER_EPOCH from offset 0.
         self._epochs: dict[tuple[str, int], list[tuple[int, int]]] = {}
@@ -70,9 +71,17 @@ class TopicManager:
     def get(self, name: str) -> TopicView | None:
         info = self.logs.topic(name)
         if info is None:
+            self._views.pop(name, None)
             return None
-        return TopicView(info.name, uuid.UUID(info.topic_id), info.partitions,
+        # Produce and Fetch ask for every partition of every request: build the view
+        # once per TopicInfo (the log manager replaces it on every change).
+        cached = self._views.get(name)
+        if cached is not None and cached[0] is info:
+            return cached[1]
+        view = TopicView(info.name, uuid.UUID(info.topic_id), info.partitions,
                          dict(info.configs), name.startswith("__"))
+        self._views[name] = (info, view)
+        return view
 
     def name_for_id(self, topic_id: uuid.UUID) -> str | None:
         return self._by_id.get(topic_id)

@@ -251,11 +251,11 @@ def record_timestamps(buf, pos: int, header: BatchHeader) -> list[tuple[int, int
     p, end = pos + HEADER_SIZE, pos + header.size
     try:
         for _ in range(header.records_count):
-            length, p = _read_varint(buf, p)
+            length, p = read_varint(buf, p)
             body = p
             p += 1  # attributes
-            ts_delta, p = _read_varint(buf, p)
-            offset_delta, p = _read_varint(buf, p)
+            ts_delta, p = read_varint(buf, p)
+            offset_delta, p = read_varint(buf, p)
             out.append((header.base_offset + offset_delta, header.base_timestamp + ts_delta))
             p = body + length
             if length < 0 or p > end:
@@ -265,7 +265,7 @@ def record_timestamps(buf, pos: int, header: BatchHeader) -> list[tuple[int, int
     return out
 
 
-def _read_varint(buf, p: int) -> tuple[int, int]:
+def read_varint(buf, p: int) -> tuple[int, int]:
     """Zigzag varint (Kafka's record fields) at p -> (value, next position)."""
     shift = value = 0
     while True:

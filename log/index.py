@@ -171,24 +171,36 @@ class _EntryFile:
 
     def _remap(self, length: int) -> None:
         self._unmap()
-        if length <= 0:
-            return
-        fd = self._fd if self._fd is not None else os.open(self.path, os.O_RDONLY)
-        try:
-            self._map = mmap.mmap(fd, length, access=mmap.ACCESS_READ)
-            self._map_len = length
-        finally:
-            if fd is not self._fd:
-                os.close(fd)
+        self._map = map_read_only(self.path, self._fd, length)
+        self._map_len = length if self._map is not None else 0
 
     def _unmap(self) -> None:
-        if self._map is not None:
-            try:
-                self._map.close()
-            except BufferError:  # someone still holds a view; let GC unmap it
-                pass
-            self._map = None
-            self._map_len = 0
+        release_map(self._map)
+        self._map = None
+        self._map_len = 0
+
+
+def map_read_only(path: Path, fd: int | None, length: int) -> mmap.mmap | None:
+    """A read-only map of the first ``length`` bytes (None if empty); uses ``fd``
+    when open, else opens ``path`` just for the mapping."""
+    if length <= 0:
+        return None
+    own = fd if fd is not None else os.open(path, os.O_RDONLY)
+    try:
+        return mmap.mmap(own, length, access=mmap.ACCESS_READ)
+    finally:
+        if own is not fd:
+            os.close(own)
+
+
+def release_map(m: mmap.mmap | None) -> None:
+    """Close a map unless a view of it is still out (a pending socket write):
+    then the garbage collector unmaps it later."""
+    if m is not None:
+        try:
+            m.close()
+        except BufferError:
+            pass
 
 
 class OffsetIndex(_EntryFile):

@@ -27,7 +27,7 @@ import struct
 from typing import NamedTuple
 
 from . import batch as rb
-from .batch import BatchHeader
+from .batch import BatchHeader, read_varint
 from .errors import CorruptRecord, LogError
 
 logger = logging.getLogger(__name__)
@@ -71,20 +71,6 @@ def encode_varint(value: int) -> bytes:
         v >>= 7
     out.append(v)
     return bytes(out)
-
-
-def read_varint(buf, p: int) -> tuple[int, int]:
-    """Zigzag varint at p -> (value, next position); IndexError when truncated."""
-    shift = value = 0
-    while True:
-        byte = buf[p]
-        p += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return (value >> 1) ^ -(value & 1), p
-        shift += 7
-        if shift > 63:
-            raise IndexError("varint too long")
 
 
 # -- codecs ---------------------------------------------------------------------

@@ -23,7 +23,8 @@ from . import batch as rb
 from .batch import BatchHeader
 from .config import LogConfig
 from .errors import CorruptRecord
-from .index import BatchIndex, OffsetIndex, TimeIndex, TransactionIndex, fsync_path, pwrite_all
+from .index import (BatchIndex, OffsetIndex, TimeIndex, TransactionIndex, fsync_path, map_read_only,
+                    pwrite_all, release_map)
 
 logger = logging.getLogger(__name__)
 
@@ -552,21 +553,10 @@ class LogSegment:
         if length == self._map_len and self._map is not None:
             return
         self._drop_map()
-        if length <= 0:
-            return
-        fd = self._fd if self._fd is not None else os.open(self.log_path, os.O_RDONLY)
-        try:
-            self._map = mmap.mmap(fd, length, access=mmap.ACCESS_READ)
-            self._map_len = length
-        finally:
-            if fd is not self._fd:
-                os.close(fd)
+        self._map = map_read_only(self.log_path, self._fd, length)
+        self._map_len = length if self._map is not None else 0
 
     def _drop_map(self) -> None:
-        if self._map is not None:
-            try:
-                self._map.close()
-            except BufferError:
-                pass  # a view is still out (e.g. a pending socket write); GC unmaps later
-            self._map = None
-            self._map_len = 0
+        release_map(self._map)
+        self._map = None
+        self._map_len = 0

@@ -15,24 +15,17 @@ policy hook).
 """
 from __future__ import annotations
 
-from collections import Counter
-
 import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
 from kafka_wire.config_entries import (
-    ResourceType, apply_topic_overrides, broker_change_refusal, broker_name_error,
+    ResourceType, alter_each_resource, apply_topic_overrides, broker_change_refusal, broker_name_error,
 )
 from kafka_wire.eventhubs.authz import cluster_error
 
 _Response = codec.response_class(codec.ApiKey.AlterConfigs)
 _Result = _Response.AlterConfigsResourceResponse
-
-
-def _duplicated_resources(request) -> set[tuple[int, str]]:
-    counts = Counter((r.resource_type, r.resource_name) for r in request.resources)
-    return {key for key, n in counts.items() if n > 1}
 
 
 def _alter_one(resource, ctx, validate_only: bool) -> tuple[int, str | None]:
@@ -56,20 +49,6 @@ def _alter_one(resource, ctx, validate_only: bool) -> tuple[int, str | None]:
 
 @handles(codec.ApiKey.AlterConfigs, 0, 2)
 def alter_configs(request, ctx):
-    duplicated = _duplicated_resources(request)
-    answered: set[tuple[int, str]] = set()
-    results = []
-    for resource in request.resources:
-        key = (resource.resource_type, resource.resource_name)
-        if key in duplicated:
-            if key not in answered:
-                answered.add(key)
-                results.append(_Result(error_code=Errors.InvalidRequestError.errno,
-                                       error_message="resource appears more than once in the request",
-                                       resource_type=key[0], resource_name=key[1]))
-            continue
-        errno, message = _alter_one(resource, ctx, bool(request.validate_only))
-        results.append(_Result(error_code=errno, error_message=message,
-                               resource_type=resource.resource_type,
-                               resource_name=resource.resource_name))
+    validate_only = bool(request.validate_only)
+    results = alter_each_resource(request, _Result, lambda r: _alter_one(r, ctx, validate_only))
     return _Response(version=ctx.version, throttle_time_ms=0, responses=results)

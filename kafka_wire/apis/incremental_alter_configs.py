@@ -26,7 +26,7 @@ import kafka.errors as Errors
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
 from kafka_wire.config_entries import (
-    LIST_CONFIGS, ResourceType, apply_topic_overrides, broker_change_refusal, broker_name_error,
+    LIST_CONFIGS, ResourceType, alter_each_resource, apply_topic_overrides, broker_change_refusal, broker_name_error,
     unknown_topic_config,
 )
 from kafka_wire.eventhubs.authz import cluster_error
@@ -136,20 +136,6 @@ def _alter_one(resource, ctx, validate_only: bool) -> tuple[int, str | None]:
 
 @handles(codec.ApiKey.IncrementalAlterConfigs, 0, 1)
 def incremental_alter_configs(request, ctx):
-    counts = Counter((r.resource_type, r.resource_name) for r in request.resources)
-    answered: set[tuple[int, str]] = set()
-    results = []
-    for resource in request.resources:
-        key = (resource.resource_type, resource.resource_name)
-        if counts[key] > 1:
-            if key not in answered:
-                answered.add(key)
-                results.append(_Result(error_code=Errors.InvalidRequestError.errno,
-                                       error_message="resource appears more than once in the request",
-                                       resource_type=key[0], resource_name=key[1]))
-            continue
-        errno, message = _alter_one(resource, ctx, bool(request.validate_only))
-        results.append(_Result(error_code=errno, error_message=message,
-                               resource_type=resource.resource_type,
-                               resource_name=resource.resource_name))
+    validate_only = bool(request.validate_only)
+    results = alter_each_resource(request, _Result, lambda r: _alter_one(r, ctx, validate_only))
     return _Response(version=ctx.version, throttle_time_ms=0, responses=results)

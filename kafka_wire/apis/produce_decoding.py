@@ -12,9 +12,9 @@ import uuid
 
 from kafka_wire import codec
 
-_I16 = struct.Struct(">h").unpack_from
-_I32 = struct.Struct(">i").unpack_from
-_HEAD = struct.Struct(">hi").unpack_from  # acks, timeout_ms
+_I16 = struct.Struct(">h")
+_I32 = struct.Struct(">i")
+_HEAD = struct.Struct(">hi")  # acks, timeout_ms
 
 
 class ProduceDecodeError(ValueError):
@@ -50,104 +50,67 @@ class ProduceRequestView:
         self.topic_data = topic_data
 
 
-def _uvarint(buf, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise ProduceDecodeError("varint too long")
+def _length(frame, pos: int, flexible: bool, width: struct.Struct) -> tuple[int, int]:
+    """A string/bytes/array length: compact (varint, +1) or fixed width; -1 is null."""
+    if flexible:
+        n, pos = codec.read_uvarint(frame, pos)
+        return n - 1, pos
+    return width.unpack_from(frame, pos)[0], pos + width.size
 
 
-def _skip_tags(buf, pos: int) -> int:
-    count, pos = _uvarint(buf, pos)
-    for _ in range(count):
-        _tag, pos = _uvarint(buf, pos)
-        size, pos = _uvarint(buf, pos)
-        pos += size
-    return pos
+def _string(frame, pos: int, flexible: bool) -> tuple[str | None, int]:
+    n, pos = _length(frame, pos, flexible, _I16)
+    if n < 0:
+        return None, pos
+    return bytes(frame[pos:pos + n]).decode(), pos + n
+
+
+def _count(frame, pos: int, flexible: bool, what: str) -> tuple[int, int]:
+    n, pos = _length(frame, pos, flexible, _I32)
+    if n < 0 or n > len(frame):
+        raise ProduceDecodeError(f"{what} count {n}")
+    return n, pos
 
 
 def decode_produce(frame: memoryview, pos: int, version: int) -> ProduceRequestView:
     """Decode the body at ``pos`` of a Produce request of ``version`` (3–13)."""
     end = len(frame)
+    flexible = version >= 9
     try:
-        flexible = version >= 9
-        if flexible:
-            n, pos = _uvarint(frame, pos)
-            tid = None if n == 0 else bytes(frame[pos:pos + n - 1]).decode()
-            pos += max(n - 1, 0)
-        else:
-            (n,) = _I16(frame, pos)
-            pos += 2
-            tid = None if n < 0 else bytes(frame[pos:pos + n]).decode()
-            pos += max(n, 0)
-        acks, timeout = _HEAD(frame, pos)
-        pos += 6
-        if flexible:
-            count, pos = _uvarint(frame, pos)
-            count -= 1
-        else:
-            (count,) = _I32(frame, pos)
-            pos += 4
-        if count < 0 or count > end:
-            raise ProduceDecodeError(f"topic count {count}")
+        tid, pos = _string(frame, pos, flexible)
+        acks, timeout = _HEAD.unpack_from(frame, pos)
+        pos += _HEAD.size
+        count, pos = _count(frame, pos, flexible, "topic")
         topics = []
         for _ in range(count):
             name = topic_id = None
             if version >= 13:
                 topic_id = uuid.UUID(bytes=bytes(frame[pos:pos + 16]))
                 pos += 16
-            elif flexible:
-                n, pos = _uvarint(frame, pos)
-                name = bytes(frame[pos:pos + n - 1]).decode()
-                pos += n - 1
             else:
-                (n,) = _I16(frame, pos)
-                pos += 2
-                name = bytes(frame[pos:pos + n]).decode()
-                pos += n
-            if flexible:
-                pcount, pos = _uvarint(frame, pos)
-                pcount -= 1
-            else:
-                (pcount,) = _I32(frame, pos)
-                pos += 4
-            if pcount < 0 or pcount > end:
-                raise ProduceDecodeError(f"partition count {pcount}")
+                name, pos = _string(frame, pos, flexible)
+            pcount, pos = _count(frame, pos, flexible, "partition")
             parts = []
             for _ in range(pcount):
-                (index,) = _I32(frame, pos)
-                pos += 4
-                if flexible:
-                    n, pos = _uvarint(frame, pos)
-                    n -= 1
-                else:
-                    (n,) = _I32(frame, pos)
-                    pos += 4
+                (index,) = _I32.unpack_from(frame, pos)
+                n, pos = _length(frame, pos + 4, flexible, _I32)
                 if n > end - pos:
                     raise ProduceDecodeError("records run past the end of the frame")
-                records = None if n < 0 else frame[pos:pos + n]
+                parts.append(PartitionData(index, None if n < 0 else frame[pos:pos + n]))
                 pos += max(n, 0)
                 if flexible:
-                    pos = _skip_tags(frame, pos)
-                parts.append(PartitionData(index, records))
+                    pos = codec.skip_tagged_fields(frame, pos)
             if flexible:
-                pos = _skip_tags(frame, pos)
+                pos = codec.skip_tagged_fields(frame, pos)
             topics.append(TopicData(name, topic_id, parts))
         if flexible:
-            pos = _skip_tags(frame, pos)
+            pos = codec.skip_tagged_fields(frame, pos)
         if pos > end:
             raise ProduceDecodeError("truncated request")
     except ProduceDecodeError:
         raise
-    except (IndexError, struct.error, ValueError) as exc:  # ValueError: UnicodeDecodeError, bad UUID
+    except (codec.CodecError, IndexError, struct.error, ValueError) as exc:  # ValueError: bad UTF-8, UUID
         raise ProduceDecodeError(f"malformed Produce v{version}: {exc}") from exc
     return ProduceRequestView(version, tid, acks, timeout, topics)
-
 
 codec.register_fast_decoder(codec.ApiKey.Produce, decode_produce)
