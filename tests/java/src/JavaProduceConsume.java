@@ -80,7 +80,9 @@ public class JavaProduceConsume {
         props.put("key.serializer", StringSerializer.class.getName());
         props.put("value.serializer", StringSerializer.class.getName());
         props.put("compression.type", codec);
-        props.put("linger.ms", "20");
+        // With flush=F the batches must be exactly F records (tests count them), so
+        // linger far longer than a slow CI machine takes to send F records.
+        props.put("linger.ms", flush > 0 ? "15000" : "20");
         props.put("delivery.timeout.ms", "30000");
         props.put("request.timeout.ms", "10000");
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(props)) {
