@@ -67,7 +67,8 @@ def produce(request, ctx):
                     parts.append(_part(idx, injected))
                     continue
             if check is not None:
-                refusal = check(ctx, view, idx, pdata.records, request.transactional_id)
+                refusal = check(ctx, view, idx, pdata.records, request.transactional_id,
+                                request.timeout_ms)
                 if refusal:
                     code, message = refusal
                     parts.append(_part(idx, code, message=message))

@@ -18,6 +18,7 @@ from log.batch import iter_batches
 log = logging.getLogger(__name__)
 
 _DENIED = Errors.TopicAuthorizationFailedError.errno
+_POLICY_VIOLATION = Errors.PolicyViolationError.errno
 
 
 class Refusal(Exception):
@@ -74,7 +75,7 @@ def publisher_key_error(records, publisher: str) -> str | None:
     return None
 
 
-def produce_check(ctx, view, partition: int, records, transactional_id):
+def produce_check(ctx, view, partition: int, records, transactional_id, timeout_ms: int):
     hub = view.name
     denied = _need(ctx, SEND, hub, "producing")
     if denied:
@@ -97,7 +98,21 @@ def produce_check(ctx, view, partition: int, records, transactional_id):
             return _DENIED, problem
     quota = runtime.extra.get("quota")
     if quota is not None:
-        delay = quota.ingress(info.size, info.events, ctx.clock.now_ms())
+        now_ms = ctx.clock.now_ms()
+        if quota.ingress_wait(info.size, info.events, now_ms) > timeout_ms:
+            # Event Hubs holds a throttled ack; past the request timeout it refuses.
+            delay = quota.refuse_ingress(now_ms)
+            if delay > ctx.throttle_ms:
+                ctx.throttle_ms = delay
+            message = (f"namespace {runtime.name!r} is over its {quota.units} throughput "
+                       f"unit(s) for longer than the request timeout ({timeout_ms} ms): "
+                       "add units, enable auto-inflate, or send more slowly")
+            report = ctx.services.extra.get("eventhubs_report")
+            if report is not None:
+                report.record(runtime.name, "throughput-units", hub, message, enforced=True,
+                              errno=_POLICY_VIOLATION, client_id=ctx.client_id)
+            return _POLICY_VIOLATION, message
+        delay = quota.ingress(info.size, info.events, now_ms)
         if delay > ctx.throttle_ms:
             ctx.throttle_ms = delay
     return None

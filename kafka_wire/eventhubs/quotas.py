@@ -7,7 +7,9 @@ namespace. Each limit is a token bucket on the injected clock holding up to
 quotas, KIP-219) and may drive its bucket into debt; the answer's
 ``throttle_time_ms`` is the time the debt takes to repay, and the server stops
 reading that connection for as long. A Fetch that arrives while egress is in
-debt gets no records, only the throttle time.
+debt gets no records, only the throttle time. A publication whose wait would
+outlast the producer's request timeout is refused instead (Event Hubs answers
+POLICY_VIOLATION) and not counted against the bucket.
 
 Auto-inflate (Standard) adds one unit, up to the configured maximum, whenever
 a request is throttled and the last increase is at least
@@ -54,10 +56,15 @@ class TokenBucket:
         return self.delay_ms(now_ms)
 
     def delay_ms(self, now_ms: int) -> int:
+        return self.delay_after(0, now_ms)
+
+    def delay_after(self, amount: float, now_ms: int) -> int:
+        """The delay spending ``amount`` now would cause, without spending it."""
         self._refill(now_ms)
-        if self.tokens >= 0:
+        left = self.tokens - amount
+        if left >= 0:
             return 0
-        return math.ceil(-self.tokens * 1000.0 / self.rate)
+        return math.ceil(-left * 1000.0 / self.rate)
 
 
 class ThroughputQuota:
@@ -81,6 +88,7 @@ class ThroughputQuota:
         self.egress_events = TokenBucket(limits.egress_events_per_unit * units, now_ms, burst_s)
         self.throttled_requests = 0
         self.throttled_ms = 0
+        self.refused_requests = 0
 
     def _rates(self, now_ms: int) -> None:
         lim, u = self.limits, self.units
@@ -93,6 +101,12 @@ class ThroughputQuota:
         if delay <= 0:
             return 0
         self.throttled_requests += 1
+        self._maybe_inflate(now_ms)
+        delay = min(delay, self.max_throttle_ms)
+        self.throttled_ms += delay
+        return delay
+
+    def _maybe_inflate(self, now_ms: int) -> None:
         if (self.auto_inflate_max is not None and self.units < self.auto_inflate_max
                 and now_ms - self._last_inflate >= self.inflate_cooldown_ms):
             self.units += 1
@@ -101,9 +115,18 @@ class ThroughputQuota:
             log.info("namespace %s auto-inflated to %d throughput units", self.namespace, self.units)
             if self.on_inflate is not None:
                 self.on_inflate(self.units)
-        delay = min(delay, self.max_throttle_ms)
-        self.throttled_ms += delay
-        return delay
+
+    def ingress_wait(self, nbytes: int, events: int, now_ms: int) -> int:
+        """ms a publication arriving now would have to wait, without accounting it."""
+        return max(self.ingress_bytes.delay_after(nbytes, now_ms),
+                   self.ingress_events.delay_after(events, now_ms))
+
+    def refuse_ingress(self, now_ms: int) -> int:
+        """Count a publication refused for waiting too long; the throttle time to send back."""
+        self.refused_requests += 1
+        self._maybe_inflate(now_ms)
+        wait = max(self.ingress_bytes.delay_ms(now_ms), self.ingress_events.delay_ms(now_ms))
+        return min(wait, self.max_throttle_ms)
 
     def ingress(self, nbytes: int, events: int, now_ms: int) -> int:
         """Account a publication; the throttle time (ms) its sender must wait."""

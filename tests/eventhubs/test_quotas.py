@@ -63,6 +63,16 @@ def test_auto_inflate_adds_units_up_to_the_maximum():
     assert q.units == 3 and seen == [2, 3]
 
 
+def test_a_wait_longer_than_the_request_timeout_is_refused_and_not_charged():
+    q = ThroughputQuota("ns", 1, STD, 0, auto_inflate_max=2)
+    assert q.ingress(MIB, 10, 0) == 0
+    assert q.ingress_wait(MIB // 2, 10, 0) == 500
+    assert q.ingress_wait(MIB // 2, 10, 0) == 500, "asking must not spend"
+    assert q.refuse_ingress(1000) == 0
+    assert q.refused_requests == 1 and q.units == 2, "a refusal is overload: inflate"
+    assert q.ingress_bytes.tokens == MIB   # refilled after 1 s; nothing was charged
+
+
 def test_units_default_per_mode():
     assert Namespace("contoso").effective_units() is None
     assert Namespace("contoso", mode="strict").effective_units() == 1
@@ -83,10 +93,10 @@ def _advance(broker, clock, ms):
     clock.advance_threadsafe(broker._loop, ms).result(5)
 
 
-def _produce(c: RawClient, records: bytes, acks: int = 1):
+def _produce(c: RawClient, records: bytes, acks: int = 1, timeout_ms: int = 30000):
     Req = codec.request_class(codec.ApiKey.Produce)
     T = Req.TopicProduceData
-    return c.request(codec.ApiKey.Produce, 9, transactional_id=None, acks=acks, timeout_ms=30000,
+    return c.request(codec.ApiKey.Produce, 9, transactional_id=None, acks=acks, timeout_ms=timeout_ms,
                      topic_data=[T(name="hub", partition_data=[T.PartitionProduceData(
                          index=0, records=records)])])
 
@@ -126,6 +136,22 @@ def test_over_quota_produce_gets_throttle_time_and_a_muted_connection(clocked):
         assert _nothing_to_read(c), "a muted connection must not be answered"
         _advance(broker, clock, second.throttle_time_ms)
         c.read_response(codec.ApiKey.ApiVersions, 0)  # answered once the throttle time passed
+
+
+def test_produce_throttled_past_its_request_timeout_gets_policy_violation(clocked):
+    broker, clock = clocked
+    batch = make_batch(1, value_size=700 * 1024)
+    with RawClient(broker.bootstrap_servers) as c:
+        assert _produce(c, batch).responses[0].partition_responses[0].base_offset == 0
+        # 376 KiB over the unit's burst: a 367 ms wait, longer than this request's 100 ms.
+        refused = _produce(c, batch, timeout_ms=100).responses[0].partition_responses[0]
+        assert refused.error_code == 44 and "throughput unit" in refused.error_message
+        # Nothing was stored or charged: the same batch with a longer timeout is throttled.
+        kept = _produce(c, batch, timeout_ms=1000)
+        assert kept.responses[0].partition_responses[0].base_offset == 1
+        assert 0 < kept.throttle_time_ms <= 1000
+    entries = broker.broker.services.extra["eventhubs_report"].entries
+    assert [e["count"] for k, e in entries.items() if k[1] == "throughput-units"] == [1]
 
 
 def test_acks_0_produce_still_mutes(clocked):
