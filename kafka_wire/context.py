@@ -29,6 +29,9 @@ class ConnectionState:
     principal: Any = None          # set by the Event Hubs layer after SASL
     namespace: Any = None          # the Event Hubs namespace this connection is bound to
     attrs: dict[str, Any] = field(default_factory=dict)
+    # Largest request frame accepted; a namespace may lower it (Event Hubs'
+    # 1,046,528-byte frame limit) when the connection binds to it.
+    max_request_bytes: int = 100 * 1024 * 1024
 
 
 @dataclass(slots=True)
@@ -43,6 +46,11 @@ class NamespaceRuntime:
     txns: Any = None    # coordinator.transactions.TransactionCoordinator
     model: Any = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def request_limit(self, configured: int) -> int:
+        """The frame limit of a connection bound to this namespace."""
+        frame_limit = self.extra.get("max_frame_bytes")
+        return configured if frame_limit is None else min(configured, frame_limit)
 
 
 @dataclass(slots=True)

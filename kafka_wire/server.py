@@ -79,7 +79,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.transport = transport
         peer = transport.get_extra_info("peername")
         peer_text = f"{peer[0]}:{peer[1]}" if peer else "?"
-        self.state = ConnectionState(peer=peer_text, connection_id=next(_conn_ids))
+        default = self.services.namespaces.get(self.services.default_namespace)
+        limit = default.request_limit(self.max_request) if default is not None else self.max_request
+        self.state = ConnectionState(peer=peer_text, connection_id=next(_conn_ids),
+                                     max_request_bytes=limit)
         self.server.connections.add(self)
 
     def connection_lost(self, exc) -> None:
@@ -135,11 +138,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
     # -- framing ---------------------------------------------------------
     def _split_scratch(self) -> None:
         buf, pos, fill = self._scratch, 0, self._fill
+        limit = self.state.max_request_bytes
         while fill - pos >= 4:
             (size,) = _LEN.unpack_from(buf, pos)
-            if size < 0 or size > self.max_request:
-                self._abort(f"request of {size} bytes exceeds max_request_bytes="
-                            f"{self.max_request}" if size > 0 else f"invalid frame length {size}")
+            if size < 0 or size > limit:
+                self._abort(self._too_large(size) if size > 0 else f"invalid frame length {size}")
                 return
             if fill - pos - 4 >= size:
                 # A bytearray: Produce patches record batches in place (no copy).
@@ -161,6 +164,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._fill = rest
             if len(buf) > _SCRATCH and rest <= _SCRATCH:
                 del buf[_SCRATCH:]
+
+    def _too_large(self, size: int) -> str:
+        if size <= self.max_request:  # under the broker's limit: the namespace's frame limit
+            hook = self.services.extra.get("on_large_frame")
+            if hook is not None:
+                return hook(self.state, size)
+        return f"request of {size} bytes exceeds max_request_bytes={self.max_request}"
 
     def _enqueue(self, frame: bytes | bytearray) -> None:
         self._pending.append(frame)

@@ -28,7 +28,7 @@ from typing import Callable
 
 from kafka_wire.eventhubs import hooks
 from kafka_wire.eventhubs.auth import login
-from kafka_wire.eventhubs.model import HOUR_MS, EventHubsModel, Namespace
+from kafka_wire.eventhubs.model import HOUR_MS, KAFKA_FRAME_LIMIT, EventHubsModel, Namespace
 from kafka_wire.eventhubs.quotas import ThroughputQuota
 from kafka_wire.eventhubs.report import CompatibilityReport
 
@@ -40,6 +40,19 @@ __all__ = ["attach", "raw_sasl"]
 def raw_sasl(services, state, token: bytes) -> bytes | None:
     """SaslHandshake v0's bare PLAIN token: b"" (an empty challenge) or None to close."""
     return None if login(services, state, token) else b""
+
+
+def _large_frame(report: CompatibilityReport, default: str) -> Callable:
+    def on_large_frame(state, size: int) -> str:
+        """Record a frame over Event Hubs' limit; the log line for closing its connection."""
+        ns = state.namespace.name if state.namespace is not None else default
+        message = (f"a request frame of {size} bytes: Event Hubs closes the connection on frames "
+                   f"of {KAFKA_FRAME_LIMIT:,} bytes or more; lower max.request.size / "
+                   "message.max.bytes below 1 MB")
+        report.record(ns, "frame-size", None, message, enforced=True)
+        return message
+
+    return on_large_frame
 
 
 def _gate(default: Namespace) -> Callable | None:
@@ -83,6 +96,8 @@ def _configure(runtime, ns: Namespace, services, report: CompatibilityReport) ->
     if ns.max_message_bytes:
         topics.topic_defaults.setdefault("max.message.bytes", str(ns.max_message_bytes))
     _ensure_hubs(runtime, ns)
+    if ns.close_large_frames:
+        runtime.extra["max_frame_bytes"] = KAFKA_FRAME_LIMIT - 1
     units = ns.effective_units()
     if units and ns.limits.ingress_bytes_per_unit is not None:
         def inflated(n: int, name=ns.name) -> None:
@@ -114,6 +129,7 @@ def attach(services, model: EventHubsModel, data_dir: Path) -> Callable[[], None
     if gate is not None:
         extra["auth_gate"] = gate
     extra["sasl_raw"] = raw_sasl
+    extra["on_large_frame"] = _large_frame(report, services.default_namespace)
     extra["topic_visible"] = hooks.topic_visible
     extra["auto_create"] = hooks.auto_create
     extra["produce_check"] = hooks.produce_check

@@ -168,6 +168,7 @@ def login(services, state, auth_bytes: bytes) -> str | None:
     if runtime is None:
         return f"namespace {principal.namespace!r} is not running on this server"
     state.namespace = runtime
+    state.max_request_bytes = runtime.request_limit(services.config.max_request_bytes)
     state.principal = principal
     state.authenticated = True
     state.sasl_mechanism = "PLAIN"

@@ -145,7 +145,8 @@ _HUB_KEYS = {"partitions", "retention_hours", "cleanup_policy", "tombstone_reten
              "timestamp_type", "consumer_groups", "policies", "capture"}
 _NS_KEYS = {"tier", "mode", "throughput_units", "processing_units", "capacity_units",
             "auto_inflate_max", "auth", "policies", "eventhubs", "hosts", "default",
-            "default_partitions", "default_retention_hours", "max_message_bytes"}
+            "default_partitions", "default_retention_hours", "max_message_bytes",
+            "close_large_frames"}
 
 
 def _hub(name: str, t: dict, where: str) -> EventHub:
@@ -196,7 +197,8 @@ def load_toml(data: dict) -> tuple[EventHubsModel, _Settings]:
             auth=t.get("auth"), policies=_policies(t.get("policies"), where), hubs=hubs,
             hosts=list(t.get("hosts", [])), default_partitions=t.get("default_partitions"),
             default_retention_hours=t.get("default_retention_hours"),
-            max_message_bytes=t.get("max_message_bytes"))
+            max_message_bytes=t.get("max_message_bytes"),
+            close_large_frames=bool(t.get("close_large_frames", False)))
         namespaces[name] = ns
         if t.get("default"):
             if default and default != name:

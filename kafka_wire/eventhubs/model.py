@@ -20,7 +20,7 @@ from enum import Enum
 __all__ = [
     "Tier", "TierLimits", "TIER_LIMITS", "SEND", "LISTEN", "MANAGE", "RIGHTS", "SasPolicy",
     "CaptureSettings", "EventHub", "Namespace", "EventHubsModel", "DEFAULT_CONSUMER_GROUP",
-    "ROOT_POLICY", "EMULATOR_KEY", "namespace_name_error", "hub_name_error",
+    "ROOT_POLICY", "EMULATOR_KEY", "KAFKA_FRAME_LIMIT", "namespace_name_error", "hub_name_error",
     "consumer_group_name_error", "normalize_rights", "SERVICEBUS_SUFFIXES",
 ]
 
@@ -114,6 +114,7 @@ TIER_LIMITS: dict[Tier, TierLimits] = {
         **_NOT_FIXED),
 }
 DEDICATED_MAX_MESSAGE_BYTES = (1 * MB, 20 * MB)  # eventhubmaxmessagesizeinbytes range
+KAFKA_FRAME_LIMIT = 1_046_528  # the Kafka endpoint closes connections on frames this large
 MIN_RETENTION_HOURS = 1
 
 _NAMESPACE = re.compile(r"^[A-Za-z][A-Za-z0-9-]{4,48}[A-Za-z0-9]$")
@@ -300,6 +301,7 @@ class Namespace:
     default_retention_hours: int | None = None
     max_message_bytes: int | None = None   # Dedicated self-serve: 1-20 MiB
     emulator: bool = False                 # came from the official emulator's Config.json
+    close_large_frames: bool = False       # mimic the service: drop frames >= KAFKA_FRAME_LIMIT
 
     @property
     def strict(self) -> bool:
@@ -395,6 +397,9 @@ class Namespace:
             if self.tier is not Tier.DEDICATED or not lo <= self.max_message_bytes <= hi:
                 raise ValueError(f"{where}: max_message_bytes is for Dedicated clusters only, "
                                  f"{lo}-{hi}")
+        if self.close_large_frames and self.tier is Tier.DEDICATED:
+            raise ValueError(f"{where}: close_large_frames mimics Standard and Premium; "
+                             "Dedicated clusters accept larger publications")
         if self.default_partitions is not None and self.default_partitions < 1:
             raise ValueError(f"{where}: default_partitions must be 1 or more")
         if len(self.policies) > 12:
