@@ -40,6 +40,8 @@ def _serve(args: argparse.Namespace) -> int:
         config.node_id = args.node_id
     if args.max_request_bytes:
         config.max_request_bytes = args.max_request_bytes
+    if args.connections_max_idle_ms is not None:
+        config.connections_max_idle_ms = args.connections_max_idle_ms
     if args.no_auto_create:
         config.auto_create_topics = False
     if args.num_partitions:
@@ -154,6 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     serve.add_argument("--tls-ca", help="CA certificate of --tls-cert, printed for clients")
     serve.add_argument("--node-id", type=int)
     serve.add_argument("--max-request-bytes", type=int)
+    serve.add_argument("--connections-max-idle-ms", type=int,
+                       help="close connections idle this long (default 600000 as Kafka; Event "
+                       "Hubs uses 240000; 0: never)")
     serve.add_argument("--num-partitions", type=int, help="partitions of auto-created topics")
     serve.add_argument("--no-auto-create", action="store_true", help="refuse topic auto-creation")
     serve.add_argument("--http-listen", help="HOST:PORT of the health API, Prometheus /metrics and "

@@ -59,6 +59,9 @@ class BrokerConfig:
     retention_check_interval_ms: int = 30_000
     # How often the LogCleaner looks for compacted topics to clean (0: never).
     log_cleaner_interval_ms: int = 15_000
+    # Connections without traffic this long are closed (Kafka's
+    # connections.max.idle.ms; Event Hubs closes after 240,000). 0: never.
+    connections_max_idle_ms: int = 600_000
     # Bytes of complete requests a connection may queue before we stop reading it.
     connection_buffer_bytes: int = 16 * 1024 * 1024
     default_namespace: str = "emulatorNs1"

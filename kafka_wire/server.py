@@ -47,6 +47,7 @@ _SCRATCH_IDLE = 16 * 1024
 _LEN = struct.Struct(">i")
 _conn_ids = itertools.count(1)
 _clock = time.perf_counter
+_monotonic = time.monotonic
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
@@ -73,6 +74,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._closed = False
         self._task: asyncio.Task | None = None
         self.last_client_id: str | None = None
+        self.last_active = _monotonic()  # for connections_max_idle_ms
 
     # -- asyncio protocol ------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -119,6 +121,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         return memoryview(self._scratch)[self._fill:]
 
     def buffer_updated(self, nbytes: int) -> None:
+        self.last_active = _monotonic()
         if self._big is not None:
             self._big_fill += nbytes
             if self._big_fill == len(self._big):
@@ -294,6 +297,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def _on_done(self, task: asyncio.Task, header, ctx: RequestContext, started: float) -> None:
         self._busy = False
         self._task = None
+        self.last_active = _monotonic()
         if self._closed or task.cancelled():
             return
         exc = task.exception()
@@ -354,6 +358,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self.transport is not None:
             self.transport.close()
 
+    def idle_for(self, now: float) -> float:
+        """Seconds without traffic; 0 while a request, a queue, a quota or a slow
+        reader still holds the connection."""
+        if self._busy or self._pending or self._throttled or self._write_paused:
+            return 0.0
+        return now - self.last_active
+
     def close(self) -> None:
         self._abort(None)
 
@@ -376,6 +387,7 @@ class KafkaServer:
         self.services = services
         self.connections: set[KafkaConnection] = set()
         self._server: asyncio.base_events.Server | None = None
+        self._sweeper: asyncio.TimerHandle | None = None
         registry.load_all()
 
     async def start(self, host: str, port: int, ssl=None) -> tuple[str, int]:
@@ -384,13 +396,39 @@ class KafkaServer:
             lambda: KafkaConnection(self), host, port, ssl=ssl, reuse_address=True, backlog=1024)
         sock = self._server.sockets[0]
         bound = sock.getsockname()
+        if self.services.config.connections_max_idle_ms > 0:
+            self._schedule_sweep(loop)
         return bound[0], bound[1]
+
+    # Kafka (connections.max.idle.ms, 10 min) and Event Hubs (240 s) close idle
+    # connections; wall time, not the injected clock: sockets are real.
+    def _sweep_period(self) -> float:
+        return min(30.0, max(0.05, self.services.config.connections_max_idle_ms / 4000.0))
+
+    def _schedule_sweep(self, loop) -> None:
+        self._sweeper = loop.call_later(self._sweep_period(), self._sweep, loop)
+
+    def _sweep(self, loop) -> None:
+        limit = self.services.config.connections_max_idle_ms / 1000.0
+        now = _monotonic()
+        for conn in list(self.connections):
+            idle = conn.idle_for(now)
+            if idle >= limit:
+                log.info("closing connection %s: idle for %.0f s (connections_max_idle_ms=%d)",
+                         conn.state.peer if conn.state else "?", idle,
+                         self.services.config.connections_max_idle_ms)
+                conn.close()
+        if self._server is not None:
+            self._schedule_sweep(loop)
 
     def close_connections(self) -> None:
         for conn in list(self.connections):
             conn.close()
 
     async def stop(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
         if self._server is not None:
             self._server.close()
             self.close_connections()

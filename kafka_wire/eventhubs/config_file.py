@@ -169,7 +169,8 @@ def load_toml(data: dict) -> tuple[EventHubsModel, _Settings]:
     settings = _Settings()
     settings.server = dict(data.get("server") or {})
     _check_keys(settings.server, {"listen", "advertise", "tls_listen", "tls_advertise", "data_dir",
-                                  "auto_create_topics", "num_partitions"}, "[server]")
+                                  "auto_create_topics", "num_partitions",
+                                  "connections_max_idle_ms"}, "[server]")
     settings.tls = dict(data.get("tls") or {})
     _check_keys(settings.tls, {"cert_file", "key_file", "ca_file"}, "[tls]")
     if bool(settings.tls.get("cert_file")) != bool(settings.tls.get("key_file")):
@@ -260,6 +261,8 @@ def apply_config_file(config, path: Path) -> None:
         config.auto_create_topics = bool(server["auto_create_topics"])
     if "num_partitions" in server:
         config.num_partitions = int(server["num_partitions"])
+    if "connections_max_idle_ms" in server:
+        config.connections_max_idle_ms = int(server["connections_max_idle_ms"])
     base = Path(path).resolve().parent
     for key, field in (("cert_file", "tls_cert_file"), ("key_file", "tls_key_file"),
                        ("ca_file", "tls_ca_file")):
