@@ -52,6 +52,7 @@ class ConsumerMemberDescription(NamedTuple):
     subscribed_topic_names: list[str]
     assignment: list[tuple[uuid.UUID | None, str, list[int]]]
     target_assignment: list[tuple[uuid.UUID | None, str, list[int]]]
+    subscribed_topic_regex: str | None = None
 
 
 class ConsumerGroupDescription(NamedTuple):
@@ -67,7 +68,8 @@ class ConsumerGroupDescription(NamedTuple):
 
 class ConsumerGroupMember:
     __slots__ = ("member_id", "instance_id", "rack_id", "client_id", "client_host",
-                 "rebalance_timeout_ms", "subscribed", "server_assignor", "member_epoch",
+                 "rebalance_timeout_ms", "subscribed", "subscribed_names", "subscribed_regex",
+                 "server_assignor", "member_epoch",
                  "previous_member_epoch", "state", "assigned", "revoking", "session_timer",
                  "session_token", "rebalance_timer", "rebalance_token")
 
@@ -78,6 +80,10 @@ class ConsumerGroupMember:
         self.client_id = ""
         self.client_host = ""
         self.rebalance_timeout_ms = 300_000
+        # What the member asked for (names and an RE2J-style regex) and what
+        # that resolves to in the namespace's topics (the assignors' input).
+        self.subscribed_names: list[str] = []
+        self.subscribed_regex: str | None = None
         self.subscribed: list[str] = []
         self.server_assignor: str | None = None
         self.member_epoch = 0

@@ -7,13 +7,19 @@ Sans-IO like the classic protocol: plain values in and out, timers on the
 injected clock (session timeout per member; rebalance timeout while a member
 holds partitions it must revoke).
 
-Not emulated: regular-expression subscriptions (KIP-848 ``SubscribedTopicRegex``),
-client-side assignors, rack-aware assignment, online migration of a live
-classic group.
+A member may subscribe to topic names, to a regular expression matched
+against the whole name of every topic (KIP-848 ``SubscribedTopicRegex``, RE2J
+in Kafka, Python's ``re`` here: the common syntax is the same), or both; the
+regex is re-resolved on each of the member's heartbeats, so topics created
+later join the subscription.
+
+Not emulated: client-side assignors, rack-aware assignment, online migration
+of a live classic group.
 """
 from __future__ import annotations
 
 import logging
+import re
 import uuid
 from typing import Any, Callable, Iterable
 
@@ -34,18 +40,22 @@ __all__ = ["ConsumerGroupManager", "TopicMetadata"]
 log = logging.getLogger(__name__)
 
 NONE = Errors.NoError.errno
+INVALID_REGULAR_EXPRESSION = 128  # not in kafka-python's error table
 TopicMetadata = Callable[[str], "tuple[uuid.UUID, int] | None"]
 
 
 class ConsumerGroupManager:
     def __init__(self, config: GroupCoordinatorConfig, clock: Clock,
                  topic_metadata: TopicMetadata, *,
-                 has_offsets: Callable[[str], bool] = lambda group_id: False) -> None:
+                 has_offsets: Callable[[str], bool] = lambda group_id: False,
+                 list_topics: Callable[[], Iterable[str]] = lambda: ()) -> None:
         self.config = config
         self.clock = clock
         self.topic_metadata = topic_metadata
         self.has_offsets = has_offsets
+        self.list_topics = list_topics
         self.groups: dict[str, ConsumerGroup] = {}
+        self._patterns: dict[str, re.Pattern] = {}
 
     # -- queries used by the GroupCoordinator --------------------------------------------
 
@@ -117,7 +127,9 @@ class ConsumerGroupManager:
                   subscribed_topic_names: list[str] | None = None,
                   server_assignor: str | None = None,
                   topic_partitions_owned: Iterable[tuple[Any, Iterable[int]]] | None = None,
-                  client_id: str = "", client_host: str = "") -> HeartbeatResult:
+                  client_id: str = "", client_host: str = "",
+                  subscribed_topic_regex: str | None = None,
+                  topic_visible: Callable[[str], bool] | None = None) -> HeartbeatResult:
         invalid = Errors.InvalidRequestError.errno
         if not group_id:
             return HeartbeatResult.error(invalid, "GroupId can't be empty.")
@@ -128,9 +140,10 @@ class ConsumerGroupManager:
             if topic_partitions_owned is None or list(topic_partitions_owned):
                 return HeartbeatResult.error(invalid, "TopicPartitions must be empty when "
                                                       "(re-)joining.")
-            if subscribed_topic_names is None:
-                return HeartbeatResult.error(invalid, "SubscribedTopicNames must be set in "
-                                                      "first request.")
+            if subscribed_topic_names is None and subscribed_topic_regex is None:
+                return HeartbeatResult.error(invalid, "SubscribedTopicNames or "
+                                                      "SubscribedTopicRegex must be set in first "
+                                                      "request.")
         elif member_epoch == STATIC_LEAVE_EPOCH and instance_id is None:
             return HeartbeatResult.error(invalid, "InstanceId can't be null for a static leave.")
         elif member_epoch not in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH) and not member_id:
@@ -141,6 +154,13 @@ class ConsumerGroupManager:
                                          f"use one of {list(self.config.consumer_group_assignors)}.")
         if member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
             return self._leave(group_id, member_id, member_epoch, instance_id)
+        if subscribed_topic_regex:
+            try:
+                self._pattern(subscribed_topic_regex)
+            except re.error as exc:
+                return HeartbeatResult.error(INVALID_REGULAR_EXPRESSION,
+                                             f"SubscribedTopicRegex {subscribed_topic_regex!r} "
+                                             f"is not a valid regular expression: {exc}.")
 
         group = self.groups.get(group_id)
         if group is None:
@@ -164,10 +184,13 @@ class ConsumerGroupManager:
         if client_id:
             member.client_id, member.client_host = client_id, client_host
         if subscribed_topic_names is not None:
-            subscribed = sorted(set(subscribed_topic_names))
-            if subscribed != member.subscribed:
-                member.subscribed = subscribed
-                bump = True
+            member.subscribed_names = sorted(set(subscribed_topic_names))
+        if subscribed_topic_regex is not None:
+            member.subscribed_regex = subscribed_topic_regex or None  # "": no regex any more
+        subscribed = self._resolve(member, topic_visible)
+        if subscribed != member.subscribed:
+            member.subscribed = subscribed
+            bump = True
         if server_assignor is not None and server_assignor != member.server_assignor:
             member.server_assignor = server_assignor
             bump = True
@@ -185,6 +208,26 @@ class ConsumerGroupManager:
         return HeartbeatResult(NONE, None, member.member_id, member.member_epoch,
                                self.config.consumer_group_heartbeat_interval_ms,
                                self._with_ids(group, member.assigned) if send else None)
+
+    def _pattern(self, regex: str) -> re.Pattern:
+        pattern = self._patterns.get(regex)
+        if pattern is None:
+            if len(self._patterns) > 1024:
+                self._patterns.clear()
+            pattern = self._patterns[regex] = re.compile(regex)
+        return pattern
+
+    def _resolve(self, member: ConsumerGroupMember,
+                 visible: Callable[[str], bool] | None = None) -> list[str]:
+        """The topics a member's names and regex stand for now (a regex matches
+        only topics the member may see)."""
+        if member.subscribed_regex is None:
+            return member.subscribed_names
+        match = self._pattern(member.subscribed_regex).fullmatch
+        topics = set(member.subscribed_names)
+        topics.update(t for t in self.list_topics()
+                      if match(t) and (visible is None or visible(t)))
+        return sorted(topics)
 
     def _names(self, group: ConsumerGroup, owned: Iterable[tuple[Any, Iterable[int]]]) -> Partitions:
         """Owned partitions keyed by topic name (requests carry topic ids)."""
@@ -259,7 +302,8 @@ class ConsumerGroupManager:
         self._cancel_timers(old)
         del group.members[old.member_id]
         member = ConsumerGroupMember(new_id, old.instance_id)
-        for slot in ("rack_id", "rebalance_timeout_ms", "subscribed", "server_assignor"):
+        for slot in ("rack_id", "rebalance_timeout_ms", "subscribed", "subscribed_names",
+                     "subscribed_regex", "server_assignor"):
             setattr(member, slot, getattr(old, slot))
         assigned, revoking = old.assigned, old.revoking
         group.set_ownership(old, {}, {})
@@ -447,7 +491,8 @@ class ConsumerGroupManager:
 
         members = [ConsumerMemberDescription(
             m.member_id, m.instance_id, m.rack_id, m.member_epoch, m.client_id, m.client_host,
-            list(m.subscribed), parts(m.assigned), parts(group.target.get(m.member_id, {})))
+            list(m.subscribed_names), parts(m.assigned),
+            parts(group.target.get(m.member_id, {})), m.subscribed_regex)
             for m in group.members.values()]
         return ConsumerGroupDescription(
             group_id, NONE, None, group.state, group.group_epoch, group.assignment_epoch,

@@ -71,7 +71,8 @@ class GroupCoordinator:
                  namespace: str | Callable[[str], str] = "default",
                  position_resolver: PositionResolver | None = None,
                  partition_exists: Callable[[str, int], bool] | None = None,
-                 topic_metadata: TopicMetadata | None = None) -> None:
+                 topic_metadata: TopicMetadata | None = None,
+                 list_topics: Callable[[], Any] | None = None) -> None:
         self.clock = clock if clock is not None else SystemClock()
         self.config = config if config is not None else GroupCoordinatorConfig()
         namespace_of = namespace if callable(namespace) else (lambda _group, ns=namespace: ns)
@@ -81,7 +82,8 @@ class GroupCoordinator:
                                             has_offsets=self.offsets.has_offsets)
         self.consumer = ConsumerGroupManager(self.config, self.clock,
                                              topic_metadata or (lambda _topic: None),
-                                             has_offsets=self.offsets.has_offsets)
+                                             has_offsets=self.offsets.has_offsets,
+                                             list_topics=list_topics or (lambda: ()))
         self._cleanup_timer: Any = None
         self._active = True
         now = self.clock.now_ms()
@@ -168,7 +170,10 @@ class GroupCoordinator:
                                  subscribed_topic_names: list[str] | None = None,
                                  server_assignor: str | None = None,
                                  topic_partitions_owned: list[tuple[Any, list[int]]] | None = None,
-                                 client_id: str = "", client_host: str = "") -> HeartbeatResult:
+                                 client_id: str = "", client_host: str = "",
+                                 subscribed_topic_regex: str | None = None,
+                                 topic_visible: Callable[[str], bool] | None = None
+                                 ) -> HeartbeatResult:
         self.start()
         if unavailable := self._unavailable():
             return HeartbeatResult.error(unavailable)
@@ -180,7 +185,8 @@ class GroupCoordinator:
         result = self.consumer.heartbeat(group_id, member_id, member_epoch, instance_id, rack_id,
                                          rebalance_timeout_ms, subscribed_topic_names,
                                          server_assignor, topic_partitions_owned,
-                                         client_id, client_host)
+                                         client_id, client_host, subscribed_topic_regex,
+                                         topic_visible)
         if classic is not None and self.consumer.has_group(group_id):
             # An empty classic group (offsets only) becomes a consumer group.
             self.classic.delete_group(group_id)

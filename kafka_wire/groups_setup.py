@@ -67,7 +67,7 @@ def attach_groups(services: Services, data_dir: Path) -> Callable[[], None]:
         ns.groups = GroupCoordinator(
             services.clock, gconf, store=store, namespace=ns.name,
             position_resolver=_position_resolver(ns), partition_exists=_partition_exists(ns),
-            topic_metadata=_topic_metadata(ns))
+            topic_metadata=_topic_metadata(ns), list_topics=ns.topics.names)
         ns.groups.start()
     services.groups = services.namespaces[services.default_namespace].groups
 

@@ -81,7 +81,7 @@ def consumer_group_describe(request, ctx):
                              rack_id=m.rack_id, member_epoch=m.member_epoch,
                              client_id=m.client_id, client_host=m.client_host,
                              subscribed_topic_names=list(m.subscribed_topic_names),
-                             subscribed_topic_regex=None,
+                             subscribed_topic_regex=m.subscribed_topic_regex,
                              assignment=_assignment(m.assignment),
                              target_assignment=_assignment(m.target_assignment),
                              member_type=CONSUMER_MEMBER)

@@ -8,12 +8,15 @@ coordinator; v1 members bring their own (KIP-1082) — an empty id is given
 one in either version. Rules and timers are in
 :mod:`coordinator.consumer_group_manager`.
 
-Not emulated: ``SubscribedTopicRegex`` (v1, broker-side RE2J subscriptions)
-is answered with INVALID_REGULAR_EXPRESSION; client-side assignors,
-rack-aware assignment and the online migration of a classic group that
-still has members (that gets GROUP_ID_NOT_FOUND, as a broker without the
-migration path would). Clients using ``subscribe(java.util.regex.Pattern)``
-match topics themselves and send names, which works.
+``SubscribedTopicRegex`` (v1) is resolved by the coordinator against the
+namespace's event hubs (Java's ``subscribe(SubscriptionPattern)``, librdkafka's
+``^regex`` subscriptions with ``group.protocol=consumer``); a connection that
+may see only some hubs (an EntityPath-scoped connection string) gets only
+those. An invalid regex gets INVALID_REGULAR_EXPRESSION.
+
+Not emulated: client-side assignors, rack-aware assignment and the online
+migration of a classic group that still has members (that gets
+GROUP_ID_NOT_FOUND, as a broker without the migration path would).
 """
 from __future__ import annotations
 
@@ -27,9 +30,6 @@ from kafka_wire.eventhubs.authz import group_error
 _Response = codec.response_class(68)
 _Assignment = _Response.Assignment
 _TopicPartitions = _Assignment.TopicPartitions
-
-INVALID_REGULAR_EXPRESSION = 128  # not in kafka-python's error table
-
 
 def _error(version: int, code: int, message: str | None):
     return _Response(version=version, throttle_time_ms=0, error_code=code, error_message=message,
@@ -45,10 +45,8 @@ def consumer_group_heartbeat(request, ctx):
     if ctx.groups is None:
         return _error(version, Errors.CoordinatorNotAvailableError.errno, None)
     regex = request.subscribed_topic_regex if version >= 1 else None
-    if regex:
-        return _error(version, INVALID_REGULAR_EXPRESSION,
-                      "kafka-wire does not emulate SubscribedTopicRegex (RE2J subscriptions); "
-                      "subscribe to topic names or a client-side pattern")
+    hook = ctx.services.extra.get("topic_visible")  # Event Hubs authorization filter
+    visible = None if hook is None else (lambda name: hook(ctx, name))
     owned = None
     if request.topic_partitions is not None:
         owned = [(tp.topic_id, list(tp.partitions)) for tp in request.topic_partitions]
@@ -59,7 +57,8 @@ def consumer_group_heartbeat(request, ctx):
         subscribed_topic_names=(None if request.subscribed_topic_names is None
                                 else list(request.subscribed_topic_names)),
         server_assignor=request.server_assignor, topic_partitions_owned=owned,
-        client_id=ctx.client_id or "", client_host=client_host(ctx.connection.peer))
+        client_id=ctx.client_id or "", client_host=client_host(ctx.connection.peer),
+        subscribed_topic_regex=regex, topic_visible=visible)
     assignment = None
     if result.assignment is not None:
         assignment = _Assignment(topic_partitions=[

@@ -72,7 +72,9 @@ def metadata(request, ctx):
     else:
         for wanted in request.topics:
             name = wanted.name
-            if name is None and version >= 10:
+            if not name and version >= 10 and wanted.topic_id is not None \
+                    and wanted.topic_id.int != 0:
+                # Looked up by id (Java's KIP-848 consumer sends an empty name with it).
                 name = topics.name_for_id(wanted.topic_id)
                 if name is None:
                     entries.append(_error_entry(None, Errors.UnknownTopicIdError.errno, wanted.topic_id))

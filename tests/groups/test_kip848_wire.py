@@ -50,17 +50,67 @@ def test_heartbeat_v0_coordinator_names_the_member_and_assigns_by_topic_id(broke
         assert (left.error_code, left.member_epoch) == (0, -1)
 
 
-def test_heartbeat_v1_keeps_the_client_member_id_and_refuses_regex_subscriptions(broker):
+def test_heartbeat_v1_keeps_the_client_member_id(broker):
     broker.create_hub("orders", partitions=2)
     member = str(uuid.uuid4())
     with RawClient(broker.bootstrap_servers) as client:
         resp = _heartbeat(client, 1, member_id=member)
         assert (resp.error_code, resp.member_id, resp.member_epoch) == (0, member, 1)
-        regex = _heartbeat(client, 1, group_id="r", member_id=str(uuid.uuid4()),
-                           subscribed_topic_names=[], subscribed_topic_regex="ord.*")
-        assert regex.error_code == 128 and "SubscribedTopicRegex" in regex.error_message
         missing = _heartbeat(client, 1, group_id="g", member_id="ghost", member_epoch=5)
         assert missing.error_code == Errors.UnknownMemberIdError.errno
+
+
+def _assigned(client, resp) -> dict[str, list[int]]:
+    names = {}
+    for tp in resp.assignment.topic_partitions:
+        meta = client.request(METADATA, 12, topics=[codec.request_class(METADATA)
+                                                    .MetadataRequestTopic(topic_id=tp.topic_id,
+                                                                          name=None)],
+                              allow_auto_topic_creation=False,
+                              include_topic_authorized_operations=False)
+        names[meta.topics[0].name] = sorted(tp.partitions)
+    return names
+
+
+def test_regex_subscriptions_resolve_against_the_hubs_and_follow_new_ones(broker):
+    broker.create_hub("rx-a", partitions=2)
+    broker.create_hub("rx-b", partitions=1)
+    broker.create_hub("rx-other-x", partitions=1)
+    member = str(uuid.uuid4())
+    with RawClient(broker.bootstrap_servers) as client:
+        bad = _heartbeat(client, 1, group_id="rx", member_id=member, subscribed_topic_names=[],
+                         subscribed_topic_regex="rx-[")
+        assert bad.error_code == 128 and "SubscribedTopicRegex" in bad.error_message
+        resp = _heartbeat(client, 1, group_id="rx", member_id=member, subscribed_topic_names=[],
+                          subscribed_topic_regex="rx-[a-z]")  # a whole-name match
+        assert resp.error_code == 0
+        assert _assigned(client, resp) == {"rx-a": [0, 1], "rx-b": [0]}
+        described = client.request(DESCRIBE, 0, group_ids=["rx"],
+                                   include_authorized_operations=False).groups[0].members[0]
+        assert (described.subscribed_topic_regex, described.subscribed_topic_names) == \
+            ("rx-[a-z]", [])
+
+        broker.create_hub("rx-c", partitions=1)  # matches: joins the subscription
+        owned = [codec.request_class(HEARTBEAT).TopicPartitions(topic_id=tp.topic_id,
+                                                                partitions=tp.partitions)
+                 for tp in resp.assignment.topic_partitions]
+        more = _heartbeat(client, 1, group_id="rx", member_id=member, member_epoch=1,
+                          rebalance_timeout_ms=-1, subscribed_topic_names=None,
+                          topic_partitions=owned)
+        assert more.error_code == 0 and more.member_epoch == 2
+        assert _assigned(client, more) == {"rx-a": [0, 1], "rx-b": [0], "rx-c": [0]}
+
+        # An empty regex drops it; the names alone remain.
+        names_only = _heartbeat(client, 1, group_id="rx", member_id=member, member_epoch=2,
+                                rebalance_timeout_ms=-1, subscribed_topic_names=["rx-b"],
+                                subscribed_topic_regex="", topic_partitions=None)
+        assert names_only.error_code == 0 and names_only.member_epoch == 2
+        assert _assigned(client, names_only) == {"rx-b": [0]}, "revoke the regex's partitions"
+        revoked = _heartbeat(client, 1, group_id="rx", member_id=member, member_epoch=2,
+                             rebalance_timeout_ms=-1, subscribed_topic_names=None,
+                             topic_partitions=[codec.request_class(HEARTBEAT).TopicPartitions(
+                                 topic_id=_topic_id(client, "rx-b"), partitions=[0])])
+        assert (revoked.error_code, revoked.member_epoch) == (0, 3)
 
 
 def test_describe_reports_members_epochs_and_assignments_and_errors_per_group(broker):

@@ -142,3 +142,37 @@ def test_java_consumers_split_partitions_commit_and_restarted_consumer_resumes(
         admin.close()
     assert {tp.partition: om.offset for tp, om in committed.items()} == \
         {p: 75 for p in range(PARTITIONS)}
+
+
+def _produce_values(bootstrap: str, topic: str, count: int) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    for i in range(count):
+        producer.produce(topic, f"{topic}-{i}".encode())
+    assert producer.flush(15) == 0
+
+
+def test_java_subscription_pattern_is_resolved_by_the_coordinator(java, broker):
+    """Java 4.x ``subscribe(SubscriptionPattern)``: the KIP-848 regex goes to the
+    coordinator, which matches hub names (and later hubs) itself."""
+    bootstrap = broker.bootstrap_servers
+    for name in ("jrx-a", "jrx-b", "jrx-elsewhere-x"):
+        broker.create_hub(name, partitions=2)
+    consumer = java.start("GroupConsumer", bootstrap, "java-regex", "consumer",
+                          "pattern:jrx-[a-z]")
+    _wait(lambda: _assignment(consumer) == {0, 1}, STEP_TIMEOUT, "an assignment", consumer)
+    for name in ("jrx-a", "jrx-b", "jrx-elsewhere-x"):
+        _produce_values(bootstrap, name, 5)
+
+    def topics_read() -> set[str]:
+        return {value.rsplit(" ", 1)[1] for _p, _o, value in _records(consumer)}
+
+    _wait(lambda: topics_read() == {"jrx-a", "jrx-b"} and len(_records(consumer)) >= 10,
+          STEP_TIMEOUT, "the records of both matching hubs", consumer)
+    broker.create_hub("jrx-c", partitions=1)
+    _produce_values(bootstrap, "jrx-c", 3)
+    _wait(lambda: "jrx-c" in topics_read(), STEP_TIMEOUT, "the hub created later", consumer)
+    assert "jrx-elsewhere-x" not in topics_read()
+    assert len(_records(consumer)) == 13
+    _stop(consumer)

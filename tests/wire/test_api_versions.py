@@ -57,6 +57,25 @@ def test_metadata_lists_one_broker_and_topic_ids(broker):
     assert all(p.leader_id == 0 and p.leader_epoch == 0 for p in t.partitions)
 
 
+def test_metadata_looks_topics_up_by_id_with_a_null_or_empty_name(broker):
+    import uuid
+
+    broker.create_hub("by-id", partitions=2)
+    cls = codec.request_class(codec.ApiKey.Metadata).MetadataRequestTopic
+    with RawClient(broker.bootstrap_servers) as c:
+        def lookup(**topic):
+            return c.request(codec.ApiKey.Metadata, 12, topics=[cls(**topic)],
+                             allow_auto_topic_creation=False,
+                             include_topic_authorized_operations=False).topics[0]
+        topic_id = lookup(topic_id=None, name="by-id").topic_id
+        # Java's KIP-848 consumer resolves assigned ids with an empty name.
+        for name in (None, ""):
+            found = lookup(topic_id=topic_id, name=name)
+            assert (found.error_code, found.name, len(found.partitions)) == (0, "by-id", 2)
+        missing = lookup(topic_id=uuid.uuid4(), name="")
+        assert missing.error_code == Errors.UnknownTopicIdError.errno
+
+
 def test_metadata_rejects_illegal_topic_names(broker):
     cls = codec.request_class(codec.ApiKey.Metadata)
     names = ["../etc", "a/b", "x" * 250, "bad\x00name", "..", "sp ace"]

@@ -11,6 +11,7 @@ import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.SubscriptionPattern;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.StringDeserializer;
 
@@ -19,6 +20,8 @@ import org.apache.kafka.common.serialization.StringDeserializer;
  *
  * Args: bootstrap group protocol(classic|consumer) topic [key=value ...]
  * (extra consumer properties; max.seconds=N bounds the run, default 120).
+ * A topic "pattern:REGEX" subscribes with a SubscriptionPattern, the KIP-848
+ * regex the coordinator resolves (consumer protocol only).
  *
  * Prints (stdout, one event per line):
  *   ASSIGNED p,p,...     the full assignment after every change (may be empty)
@@ -83,7 +86,7 @@ public class GroupConsumer {
 
         long deadline = System.currentTimeMillis() + maxSeconds * 1000;
         try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props)) {
-            consumer.subscribe(List.of(topic), new ConsumerRebalanceListener() {
+            ConsumerRebalanceListener listener = new ConsumerRebalanceListener() {
                 public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
                     if (!revoked.isEmpty()) {
                         consumer.commitSync();
@@ -96,7 +99,12 @@ public class GroupConsumer {
                 public void onPartitionsLost(Collection<TopicPartition> lost) {
                     out("LOST " + partitions(lost));
                 }
-            });
+            };
+            if (topic.startsWith("pattern:")) {
+                consumer.subscribe(new SubscriptionPattern(topic.substring(8)), listener);
+            } else {
+                consumer.subscribe(List.of(topic), listener);
+            }
             while (true) {
                 synchronized (stop) { if (stop[0]) break; }
                 if (System.currentTimeMillis() > deadline) {
@@ -107,7 +115,8 @@ public class GroupConsumer {
                 if (records.isEmpty()) continue;
                 List<String> lines = new ArrayList<>();
                 for (ConsumerRecord<String, String> r : records) {
-                    lines.add("RECORD " + r.partition() + " " + r.offset() + " " + r.value());
+                    lines.add("RECORD " + r.partition() + " " + r.offset() + " " + r.value()
+                              + (topic.startsWith("pattern:") ? " " + r.topic() : ""));
                 }
                 for (String l : lines) out(l);
                 consumer.commitSync();
