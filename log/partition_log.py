@@ -33,7 +33,10 @@ from .config import LogConfig
 from .errors import InvalidRecord, LogClosed, OffsetOutOfRange, RecordTooLarge, StorageError
 from .index import AbortedTxn
 from .producer_state import BatchMetadata, CompletedTxn, Duplicate, ProducerInfo, ProducerStateManager
-from .recovery import CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_FILE, load_segments, swap_segments, write_atomic
+from .recovery import (
+    CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_FILE, load_segments, swap_segments, write_atomic,
+    write_position_anchor,
+)
 from .segment import INT32_MAX, LogSegment
 
 logger = logging.getLogger(__name__)
@@ -529,6 +532,8 @@ class PartitionLog:
             else:
                 n -= 1  # the active segment is already empty: it stays
         doomed = self._segments[:n]
+        first = self._segments[n]
+        write_position_anchor(self.directory, first.base_offset, first.base_position)
         self._segments = self._segments[n:]
         for seg in doomed:
             seg.delete()
@@ -548,6 +553,7 @@ class PartitionLog:
                 for seg in reversed(self._segments):
                     seg.delete()
                 self._segments = [LogSegment.create(self.directory, offset, first.base_position, self.config)]
+                write_position_anchor(self.directory, offset, first.base_position)
                 self._set_log_start_offset(offset, allow_decrease=True)
                 # As Kafka's truncateFullyAndStartAt: no producer state survives.
                 self._producers.delete_snapshots(above=-1)

@@ -35,6 +35,10 @@ logger = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = "clean-shutdown"
 LOG_START_OFFSET_FILE = "log-start-offset"
+# "<base offset> <byte position>" of the first segment, rewritten whenever
+# deletion changes which segment is first: Event Hubs byte offsets survive
+# losing every .batches file of a partition.
+POSITION_ANCHOR_FILE = "first-segment-position"
 SWAP_FILE = "cleaner-swap"
 CLEANED_SUFFIX = ".cleaned"
 _SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index|timeindex|batches|txnindex)$")
@@ -70,7 +74,7 @@ def load_segments(directory: Path, config: LogConfig) -> tuple[list[LogSegment],
             _delete_from(directory, config, bases[n + 1 :])
             break
 
-    _fix_base_positions(segments)
+    _fix_base_positions(segments, read_position_anchor(directory))
     # Segments wholly below the log start offset were about to be deleted when we stopped.
     while len(segments) > 1 and segments[0].next_offset <= persisted_start and segments[0].base_offset < persisted_start:
         segments.pop(0).delete()
@@ -119,9 +123,10 @@ def _scan_directory(directory: Path) -> list[int]:
     return sorted(bases)
 
 
-def _fix_base_positions(segments: list[LogSegment]) -> None:
+def _fix_base_positions(segments: list[LogSegment], anchor: tuple[int, int] | None = None) -> None:
     """A segment whose .batches header was lost takes its Event Hubs base
-    position from its neighbours, so byte offsets never move."""
+    position from its neighbours, or from the partition's position anchor,
+    so byte offsets never move."""
     for i, seg in enumerate(segments):
         if seg.base_position_known:
             continue
@@ -129,12 +134,31 @@ def _fix_base_positions(segments: list[LogSegment]) -> None:
             value = segments[i - 1].base_position + segments[i - 1].size
         else:
             later = next((j for j in range(1, len(segments)) if segments[j].base_position_known), None)
-            if later is None:
-                value = 0
-                logger.warning("%s: no segment knows its byte position; Event Hubs offsets restart at 0", seg.log_path)
-            else:
+            anchored = None
+            if anchor is not None:
+                anchored = next((j for j, s in enumerate(segments) if s.base_offset == anchor[0]), None)
+            if later is not None:
                 value = max(0, segments[later].base_position - sum(s.size for s in segments[:later]))
+            elif anchored is not None:
+                value = max(0, anchor[1] - sum(s.size for s in segments[:anchored]))
+            else:
+                value = 0
+                if seg.base_offset > 0:
+                    logger.warning("%s: no segment knows its byte position; Event Hubs offsets restart at 0",
+                                   seg.log_path)
         seg.set_base_position(value)
+
+
+def read_position_anchor(directory: Path) -> tuple[int, int] | None:
+    try:
+        base, position = (int(v) for v in (directory / POSITION_ANCHOR_FILE).read_text().split())
+    except (FileNotFoundError, ValueError):
+        return None
+    return (base, position) if base >= 0 and position >= 0 else None
+
+
+def write_position_anchor(directory: Path, base_offset: int, position: int) -> None:
+    write_atomic(directory / POSITION_ANCHOR_FILE, f"{base_offset} {position}\n".encode())
 
 
 def read_log_start_offset(directory: Path) -> int:

@@ -127,6 +127,29 @@ def test_deleted_index_files_are_rebuilt(tmp_path, suffix):
         assert got == positions  # and so do enqueued times while .batches lives
 
 
+@pytest.mark.parametrize("crash_before_delete", [False, True])
+def test_byte_positions_survive_losing_every_batches_file_after_deletion(tmp_path,
+                                                                          crash_before_delete):
+    log, infos = build(tmp_path, batches=60)
+    positions = {info.base_offset: log.batch_position(info.base_offset)[0] for info in infos}
+    if crash_before_delete:
+        # The anchor names the segment that becomes first; the crash comes before the deletion.
+        from log.recovery import write_position_anchor
+        first = next(s for s in log.segments if s.base_offset > 30)
+        write_position_anchor(tmp_path, first.base_offset, first.base_position)
+        log.abandon()
+    else:
+        log.delete_records_before(60)
+        assert log.segments[0].base_position > 0
+        log.close()
+    for path in tmp_path.glob("*.batches"):
+        path.unlink()
+    again = reopen(tmp_path)
+    kept = [o for o in positions if o >= again.log_start_offset]
+    assert len(kept) >= 20 and (crash_before_delete or positions[kept[0]] > 0)
+    assert {o: again.batch_position(o)[0] for o in kept} == {o: positions[o] for o in kept}
+
+
 @pytest.mark.parametrize("how", ["odd-size", "decreasing", "past-the-log", "zeros"])
 def test_damaged_index_files_are_detected_and_rebuilt(tmp_path, how):
     log, infos = build(tmp_path)
