@@ -1,9 +1,10 @@
 """SaslAuthenticate (key 36), v0–v2.
 
-Carries the SASL/PLAIN token after a SaslHandshake v1: username
+Carries the SASL token after a SaslHandshake v1 — PLAIN: username
 ``$ConnectionString``, password an Event Hubs connection string (key or SAS
-token), checked by :func:`kafka_wire.eventhubs.auth.login`, which binds the
-connection to the namespace its Endpoint names. A failure is answered with
+token); OAUTHBEARER: a local JWT (:mod:`kafka_wire.eventhubs.oauth`) —
+checked by :func:`kafka_wire.eventhubs.auth.login`, which binds the
+connection to the namespace the Endpoint (or the token's audience) names. A failure is answered with
 SASL_AUTHENTICATION_FAILED and a message saying why, then the connection is
 closed, as Kafka does; a SaslAuthenticate without a handshake before it is
 ILLEGAL_SASL_STATE, also closed. ``session_lifetime_ms`` is 0: Event Hubs
@@ -38,7 +39,8 @@ def sasl_authenticate(request, ctx):
     if not state.attrs.pop("sasl_handshake", False):
         return _refuse(ctx, Errors.IllegalSaslStateError.errno,
                        "SaslAuthenticate must follow a SaslHandshake")
-    problem = login(ctx.services, state, bytes(request.auth_bytes or b""))
+    problem = login(ctx.services, state, bytes(request.auth_bytes or b""),
+                    state.sasl_mechanism or "PLAIN")
     if problem:
         return _refuse(ctx, Errors.SaslAuthenticationFailedError.errno, problem)
     return _Response(version=ctx.version, error_code=0, error_message=None, auth_bytes=b"",

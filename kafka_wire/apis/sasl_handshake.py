@@ -1,12 +1,12 @@
 """SaslHandshake (key 17), v0–v1.
 
-Only PLAIN is offered, as on Event Hubs' Kafka endpoint with connection
-strings (username ``$ConnectionString``); any other mechanism gets
-UNSUPPORTED_SASL_MECHANISM with the list. v1 is followed by SaslAuthenticate
+PLAIN (Event Hubs' connection strings, username ``$ConnectionString``) and
+OAUTHBEARER (Entra ID there, local tokens here: :mod:`kafka_wire.eventhubs.oauth`)
+are offered; any other mechanism gets UNSUPPORTED_SASL_MECHANISM with the list. v1 is followed by SaslAuthenticate
 requests; v0 (clients before KIP-152) by one bare length-prefixed PLAIN token,
 which the server hands to the Event Hubs layer (``services.extra["sasl_raw"]``)
 and answers with an empty bare token, or by closing the connection.
-Allowed before authentication. Not emulated: OAUTHBEARER (Microsoft Entra ID).
+Allowed before authentication.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from kafka_wire import codec
 from kafka_wire.apis.registry import handles
 
 _Response = codec.response_class(codec.ApiKey.SaslHandshake)
-MECHANISMS = ["PLAIN"]
+MECHANISMS = ["PLAIN", "OAUTHBEARER"]
 
 
 @handles(codec.ApiKey.SaslHandshake, 0, 1, pre_auth=True)

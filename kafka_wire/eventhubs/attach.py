@@ -39,7 +39,7 @@ __all__ = ["attach", "raw_sasl"]
 
 def raw_sasl(services, state, token: bytes) -> bytes | None:
     """SaslHandshake v0's bare PLAIN token: b"" (an empty challenge) or None to close."""
-    return None if login(services, state, token) else b""
+    return None if login(services, state, token, state.sasl_mechanism or "PLAIN") else b""
 
 
 def _large_frame(report: CompatibilityReport, default: str) -> Callable:

@@ -153,16 +153,24 @@ def _with_token(model: EventHubsModel, ns: Namespace, cs, now_s: float) -> Princ
                      expires_s=token.se)
 
 
-def login(services, state, auth_bytes: bytes) -> str | None:
-    """SASL/PLAIN on connection ``state``: bind it to the principal's namespace and
-    return None, or return why authentication failed (the caller closes)."""
+def login(services, state, auth_bytes: bytes, mechanism: str = "PLAIN") -> str | None:
+    """SASL ``mechanism`` (PLAIN or OAUTHBEARER) on connection ``state``: bind it
+    to the principal's namespace and return None, or return why authentication
+    failed (the caller closes)."""
+    from kafka_wire.eventhubs import oauth
+
     model = services.extra.get("eventhubs_model")
     if model is None:
         model = EventHubsModel.single(services.default_namespace)
+    now_s = services.clock.now_ms() / 1000.0
     try:
-        principal = authenticate_plain(model, auth_bytes, services.clock.now_ms() / 1000.0)
-    except AuthError as exc:
-        log.warning("authentication of %s failed: %s", state.peer, exc)
+        if mechanism == "OAUTHBEARER":
+            token, _extensions = oauth.parse_client_first(auth_bytes)
+            principal = oauth.authenticate_token(model, token, now_s)
+        else:
+            principal = authenticate_plain(model, auth_bytes, now_s)
+    except (AuthError, oauth.TokenError) as exc:
+        log.warning("%s authentication of %s failed: %s", mechanism, state.peer, exc)
         return str(exc)
     runtime = services.namespaces.get(principal.namespace)
     if runtime is None:
@@ -171,6 +179,6 @@ def login(services, state, auth_bytes: bytes) -> str | None:
     state.max_request_bytes = runtime.request_limit(services.config.max_request_bytes)
     state.principal = principal
     state.authenticated = True
-    state.sasl_mechanism = "PLAIN"
-    log.info("%s authenticated as %s", state.peer, principal)
+    state.sasl_mechanism = mechanism
+    log.info("%s authenticated as %s (%s)", state.peer, principal, mechanism)
     return None

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_wire.config import parse_host_port
+from kafka_wire.eventhubs.oauth import OAuthSettings
 from kafka_wire.eventhubs.model import (
     DEFAULT_CONSUMER_GROUP, EMULATOR_KEY, ROOT_POLICY, CaptureSettings, EventHub, EventHubsModel,
     Namespace, SasPolicy, Tier,
@@ -146,7 +147,27 @@ _HUB_KEYS = {"partitions", "retention_hours", "cleanup_policy", "tombstone_reten
 _NS_KEYS = {"tier", "mode", "throughput_units", "processing_units", "capacity_units",
             "auto_inflate_max", "auth", "policies", "eventhubs", "hosts", "default",
             "default_partitions", "default_retention_hours", "max_message_bytes",
-            "close_large_frames"}
+            "close_large_frames", "oauth"}
+_OAUTH_KEYS = {"allow_unsigned", "hs256_keys", "public_keys", "public_key_files", "issuer",
+               "audiences"}
+
+
+def _oauth(t: dict | None, where: str, base: Path | None) -> OAuthSettings | None:
+    if t is None:
+        return None
+    if not isinstance(t, dict):
+        raise ValueError(f"{where} must be a table")
+    _check_keys(t, _OAUTH_KEYS, where)
+    pems = list(t.get("public_keys", []))
+    for name in t.get("public_key_files", []):
+        path = (base / name) if base is not None else Path(name)
+        try:
+            pems.append(path.read_text())
+        except OSError as exc:
+            raise ValueError(f"{where}: cannot read {path}: {exc.strerror or exc}") from None
+    return OAuthSettings(allow_unsigned=bool(t.get("allow_unsigned", False)),
+                         hs256_keys=list(t.get("hs256_keys", [])), public_keys=pems,
+                         issuer=t.get("issuer"), audiences=list(t.get("audiences", [])))
 
 
 def _hub(name: str, t: dict, where: str) -> EventHub:
@@ -164,7 +185,8 @@ def _hub(name: str, t: dict, where: str) -> EventHub:
     return hub
 
 
-def load_toml(data: dict) -> tuple[EventHubsModel, _Settings]:
+def load_toml(data: dict, base: Path | None = None) -> tuple[EventHubsModel, _Settings]:
+    """``base``: the config file's directory (relative key file paths)."""
     _check_keys(data, {"default_namespace", "server", "tls", "namespaces"}, "config")
     settings = _Settings()
     settings.server = dict(data.get("server") or {})
@@ -199,7 +221,8 @@ def load_toml(data: dict) -> tuple[EventHubsModel, _Settings]:
             hosts=list(t.get("hosts", [])), default_partitions=t.get("default_partitions"),
             default_retention_hours=t.get("default_retention_hours"),
             max_message_bytes=t.get("max_message_bytes"),
-            close_large_frames=bool(t.get("close_large_frames", False)))
+            close_large_frames=bool(t.get("close_large_frames", False)),
+            oauth=_oauth(t.get("oauth"), f"{where}, oauth", base))
         namespaces[name] = ns
         if t.get("default"):
             if default and default != name:
@@ -232,7 +255,7 @@ def load(path: Path) -> tuple[EventHubsModel, _Settings]:
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"{path}: invalid TOML: {exc}") from None
     try:
-        return load_toml(data)
+        return load_toml(data, path.resolve().parent)
     except (ValueError, TypeError) as exc:
         raise ValueError(f"{path}: {exc}") from None
 

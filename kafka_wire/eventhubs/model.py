@@ -16,6 +16,7 @@ import ipaddress
 import re
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 __all__ = [
     "Tier", "TierLimits", "TIER_LIMITS", "SEND", "LISTEN", "MANAGE", "RIGHTS", "SasPolicy",
@@ -302,6 +303,7 @@ class Namespace:
     max_message_bytes: int | None = None   # Dedicated self-serve: 1-20 MiB
     emulator: bool = False                 # came from the official emulator's Config.json
     close_large_frames: bool = False       # mimic the service: drop frames >= KAFKA_FRAME_LIMIT
+    oauth: Any = None                      # eventhubs.oauth.OAuthSettings: trusted local tokens
 
     @property
     def strict(self) -> bool:
@@ -397,6 +399,8 @@ class Namespace:
             if self.tier is not Tier.DEDICATED or not lo <= self.max_message_bytes <= hi:
                 raise ValueError(f"{where}: max_message_bytes is for Dedicated clusters only, "
                                  f"{lo}-{hi}")
+        if self.oauth is not None:
+            self.oauth.validate(f"{where}, oauth")
         if self.close_large_frames and self.tier is Tier.DEDICATED:
             raise ValueError(f"{where}: close_large_frames mimics Standard and Premium; "
                              "Dedicated clusters accept larger publications")

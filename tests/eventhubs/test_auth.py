@@ -146,7 +146,7 @@ def test_other_mechanisms_and_out_of_order_authenticate(broker):
     with RawClient(broker.bootstrap_servers) as c:
         hs = c.request(codec.ApiKey.SaslHandshake, 1, mechanism="SCRAM-SHA-256")
         assert hs.error_code == Errors.UnsupportedSaslMechanismError.errno
-        assert hs.mechanisms == ["PLAIN"]
+        assert hs.mechanisms == ["PLAIN", "OAUTHBEARER"]
     with RawClient(broker.bootstrap_servers) as c:
         resp = c.request(codec.ApiKey.SaslAuthenticate, 1, auth_bytes=b"\x00a\x00b")
         assert resp.error_code == Errors.IllegalSaslStateError.errno
