@@ -76,10 +76,22 @@ class RequestContext:
     # Set by a handler whose request went over a quota: the server puts it in
     # the response's throttle_time_ms and mutes the connection that long.
     throttle_ms: int = 0
+    # The hubs whose traffic drew that throttle (metrics and console detail).
+    throttle_hubs: set | None = None
 
     @property
     def version(self) -> int:
         return self.header.api_version
+
+    def throttled_by(self, hub: str, ms: int) -> None:
+        """Raise the throttle time to ``ms`` (if more), naming ``hub`` as a cause."""
+        if ms <= 0:
+            return
+        if ms > self.throttle_ms:
+            self.throttle_ms = ms
+        if self.throttle_hubs is None:
+            self.throttle_hubs = set()
+        self.throttle_hubs.add(hub)
 
     @property
     def client_id(self) -> str | None:

@@ -181,7 +181,7 @@ def fetch(request, ctx):
     session_id = session.session_id if session is not None else 0
     gate = ctx.services.extra.get("fetch_gate")  # fault injection hook
     egress_delay = ctx.services.extra.get("egress_delay")
-    if egress_delay is not None and egress_delay(ctx) > 0:
+    if egress_delay is not None and egress_delay(ctx, {key[0] for key, *_ in plan}) > 0:
         # Over the egress quota: no records now, come back after the throttle time.
         reads, _total = _read_all(ctx, plan, max_bytes, read_committed, no_data=True)
         return _encode(ctx, version, _select(reads, session, incremental) + unknown_reads, session_id)
@@ -233,7 +233,7 @@ async def _wait(ctx, request, version, plan, max_bytes, read_committed, session,
 def _finish(ctx, version: int, reads: list[_Read], session_id: int):
     account = ctx.services.extra.get("egress_account")
     if account is not None:
-        account(ctx, [r.records for r in reads])
+        account(ctx, reads)
     served = ctx.services.extra.get("on_fetch")  # metrics: outgoing events and bytes
     if served is not None:
         served(ctx, reads)

@@ -80,6 +80,8 @@ class BrokerMetrics:
         self.partitions: dict[tuple[str, str, int], list[int]] = {}
         # (namespace, api) -> [throttled requests, throttle ms]
         self.throttled: dict[tuple[str, str], list[int]] = {}
+        # (namespace, hub) -> [throttled requests that hub's traffic drew, throttle ms]
+        self.throttled_hubs: dict[tuple[str, str], list[int]] = {}
         self.throttle_events: deque[ThrottleEvent] = deque(maxlen=_THROTTLE_EVENTS)
 
     # -- hooks on the Kafka path --------------------------------------------------
@@ -89,8 +91,16 @@ class BrokerMetrics:
             hist = self.latency[header.api_key] = _Histogram()
         hist.observe(seconds)
         if ctx is not None and ctx.throttle_ms > 0:
-            self._throttle(ctx.namespace.name, None, api_name(header.api_key),
-                           header.client_id, ctx.throttle_ms)
+            namespace, ms = ctx.namespace.name, ctx.throttle_ms
+            hubs = sorted(ctx.throttle_hubs or ())
+            for hub in hubs:
+                c = self.throttled_hubs.get((namespace, hub))
+                if c is None:
+                    c = self.throttled_hubs[(namespace, hub)] = [0, 0]
+                c[0] += 1
+                c[1] += ms
+            self._throttle(namespace, ", ".join(hubs) or None, api_name(header.api_key),
+                           header.client_id, ms)
 
     def appender(self, namespace: str, chained: Callable | None = None) -> Callable:
         """A ``TopicManager.on_append`` hook counting incoming events and bytes."""
@@ -148,6 +158,10 @@ class BrokerMetrics:
     # -- reading ----------------------------------------------------------------------
     def partition_counters(self, namespace: str, hub: str, partition: int) -> list[int]:
         return self.partitions.get((namespace, hub, partition)) or [0, 0, 0, 0]
+
+    def hub_throttling(self, namespace: str, hub: str) -> list[int]:
+        """[throttled requests, throttle ms] drawn by ``hub``'s traffic."""
+        return list(self.throttled_hubs.get((namespace, hub)) or [0, 0])
 
     def hub_counters(self, namespace: str, hub: str) -> list[int]:
         total = [0, 0, 0, 0]

@@ -11,6 +11,8 @@ Metric names (all prefixed ``kafkawire_``; labels in braces):
 - ``hub_partitions`` {namespace, hub}
 - ``throttled_requests_total`` / ``throttle_seconds_total`` {namespace, api}: requests
   answered with a throttle time, and the sum of those times
+- ``hub_throttled_requests_total`` / ``hub_throttle_seconds_total`` {namespace, hub}: the
+  same, per hub whose traffic was in the throttled request
 - ``throughput_units`` {namespace}: units in force (after auto-inflate), where metered
 - ``consumer_group_committed_offset`` / ``consumer_group_lag`` {namespace, group, hub,
   partition}: checkpoint (next sequence number to read) and events behind the log end
@@ -112,6 +114,15 @@ def render(views: ConsoleViews) -> str:
     out.family("throttle_seconds_total", "counter", "Sum of the throttle times given.")
     for (ns, api), (_n, ms) in sorted(metrics.throttled.items()):
         out.sample("throttle_seconds_total", ms / 1000.0, namespace=ns, api=api)
+    out.family("hub_throttled_requests_total", "counter",
+               "Throttled requests whose traffic included this hub (a namespace's units are "
+               "shared by its hubs).")
+    for (ns, hub), (n, _ms) in sorted(metrics.throttled_hubs.items()):
+        out.sample("hub_throttled_requests_total", n, namespace=ns, hub=hub)
+    out.family("hub_throttle_seconds_total", "counter",
+               "Sum of the throttle times of those requests.")
+    for (ns, hub), (_n, ms) in sorted(metrics.throttled_hubs.items()):
+        out.sample("hub_throttle_seconds_total", ms / 1000.0, namespace=ns, hub=hub)
     out.family("throughput_units", "gauge", "Throughput units in force (metered namespaces).")
     for ns, rt in services.namespaces.items():
         quota = rt.extra.get("quota")

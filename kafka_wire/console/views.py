@@ -122,8 +122,10 @@ class ConsoleViews:
             if r:
                 for i in range(4):
                     rate[i] += r[i]
+        throttled, throttled_ms = self.metrics.hub_throttling(namespace, view.name)
         return {"name": view.name, "partitions": view.partitions, "size_bytes": size,
-                "events": events, "rates": _rates(rate)}
+                "events": events, "rates": _rates(rate), "throttled_requests": throttled,
+                "throttled_ms": throttled_ms}
 
     def hub(self, namespace: str, hub: str) -> dict | None:
         rt = self._runtime(namespace)

@@ -101,9 +101,7 @@ def produce_check(ctx, view, partition: int, records, transactional_id, timeout_
         now_ms = ctx.clock.now_ms()
         if quota.ingress_wait(info.size, info.events, now_ms) > timeout_ms:
             # Event Hubs holds a throttled ack; past the request timeout it refuses.
-            delay = quota.refuse_ingress(now_ms)
-            if delay > ctx.throttle_ms:
-                ctx.throttle_ms = delay
+            ctx.throttled_by(hub, quota.refuse_ingress(now_ms))
             message = (f"namespace {runtime.name!r} is over its {quota.units} throughput "
                        f"unit(s) for longer than the request timeout ({timeout_ms} ms): "
                        "add units, enable auto-inflate, or send more slowly")
@@ -112,39 +110,41 @@ def produce_check(ctx, view, partition: int, records, transactional_id, timeout_
                 report.record(runtime.name, "throughput-units", hub, message, enforced=True,
                               errno=_POLICY_VIOLATION, client_id=ctx.client_id)
             return _POLICY_VIOLATION, message
-        delay = quota.ingress(info.size, info.events, now_ms)
-        if delay > ctx.throttle_ms:
-            ctx.throttle_ms = delay
+        ctx.throttled_by(hub, quota.ingress(info.size, info.events, now_ms))
     return None
 
 
 # -- Fetch --------------------------------------------------------------------------
-def egress_delay(ctx) -> int:
-    """ms the namespace's egress is in debt: a Fetch now gets no records."""
+def egress_delay(ctx, hubs) -> int:
+    """ms the namespace's egress is in debt: a Fetch of ``hubs`` now gets no records."""
     quota = ctx.namespace.extra.get("quota")
     if quota is None:
         return 0
     delay = quota.egress_delay(ctx.clock.now_ms())
-    if delay > ctx.throttle_ms:
-        ctx.throttle_ms = delay
+    for hub in hubs:
+        ctx.throttled_by(hub, delay)
     return delay
 
 
-def egress_account(ctx, buffers) -> None:
-    """Charge the records a Fetch returns; sets the throttle time when over quota."""
+def egress_account(ctx, reads) -> None:
+    """Charge the records a Fetch returns (``reads``: .topic, .records); sets the
+    throttle time when over quota."""
     quota = ctx.namespace.extra.get("quota")
     if quota is None:
         return
     nbytes = events = 0
-    for buf in buffers:
-        if len(buf):
+    hubs = set()
+    for r in reads:
+        buf = r.records
+        if buf is not None and len(buf):
             nbytes += len(buf)
             events += sum(h.records_count for _p, h in iter_batches(buf))
+            hubs.add(r.topic)
     if not nbytes:
         return
     delay = quota.egress(nbytes, events, ctx.clock.now_ms())
-    if delay > ctx.throttle_ms:
-        ctx.throttle_ms = delay
+    for hub in hubs:
+        ctx.throttled_by(hub, delay)
 
 
 # -- administration ------------------------------------------------------------------

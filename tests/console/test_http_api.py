@@ -180,11 +180,13 @@ def test_http_refuses_methods_other_than_get_and_head(http_broker):
 def test_throttled_requests_are_counted_with_their_delay_and_listed_as_events():
     metrics = BrokerMetrics(wall_ms=lambda: 1_000)
     header = SimpleNamespace(api_key=0, client_id="producer-1")
-    ctx = SimpleNamespace(throttle_ms=250, namespace=SimpleNamespace(name="ns1"))
+    ctx = SimpleNamespace(throttle_ms=250, namespace=SimpleNamespace(name="ns1"),
+                          throttle_hubs={"orders", "audit"})
     metrics.on_request(header, 0.002, ctx)
     metrics.record_throttle("ns1", "orders", 40, api="Fetch")
     assert metrics.throttled == {("ns1", "Produce"): [1, 250], ("ns1", "Fetch"): [1, 40]}
-    assert [e.as_json()["hub"] for e in metrics.throttle_events] == [None, "orders"]
+    assert metrics.throttled_hubs == {("ns1", "audit"): [1, 250], ("ns1", "orders"): [1, 250]}
+    assert [e.as_json()["hub"] for e in metrics.throttle_events] == ["audit, orders", "orders"]
     assert metrics.latency[0].count == 1
 
 
@@ -218,6 +220,13 @@ def test_throttled_produce_shows_in_metrics_and_throttling_events(tmp_path):
         assert value(m, "kafkawire_throttled_requests_total", namespace="tu-ns1", api="Produce") >= 1
         assert value(m, "kafkawire_throttle_seconds_total", namespace="tu-ns1", api="Produce") > 0
         assert value(m, "kafkawire_throughput_units", namespace="tu-ns1") == 1
+        assert value(m, "kafkawire_hub_throttled_requests_total", namespace="tu-ns1",
+                      hub="bulk") == value(m, "kafkawire_throttled_requests_total",
+                                           namespace="tu-ns1", api="Produce")
+        assert value(m, "kafkawire_hub_throttle_seconds_total", namespace="tu-ns1", hub="bulk") > 0
         _, _, body = http_get(b.http_url + "/api/throttling")
         events = json.loads(body)
         assert events and events[0]["namespace"] == "tu-ns1" and events[0]["throttle_ms"] > 0
+        assert events[0]["hub"] == "bulk"
+        _, _, body = http_get(b.http_url + "/api/namespaces/tu-ns1/hubs/bulk")
+        assert json.loads(body)["throttled_requests"] >= 1

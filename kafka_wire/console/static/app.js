@@ -166,6 +166,8 @@ function renderHub(hub, sel) {
     ["Incoming", fmtRate(r.incoming_bytes_per_s, "bytes"), fmtRate(r.incoming_events_per_s, "events")],
     ["Outgoing", fmtRate(r.outgoing_bytes_per_s, "bytes"), fmtRate(r.outgoing_events_per_s, "events")],
     ["Consumer groups", fmtInt(hub.consumer_groups.length), lagging ? `${lagging} lagging` : null, "note lag"],
+    ["Throttled", fmtInt(hub.throttled_requests || 0),
+      hub.throttled_requests ? `${fmtInt(hub.throttled_ms)} ms in all` : null, "note lag"],
   ].map(([k, v, note, cls]) => h("div", { class: "card" }, h("div", { class: "label" }, k),
     h("div", { class: "value" }, v, note ? h("span", { class: cls || "note" }, note) : null))));
   drawChart(hub.throughput);
