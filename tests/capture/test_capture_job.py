@@ -155,3 +155,40 @@ def test_run_in_background_captures_while_the_broker_runs(spark, broker, tmp_pat
         handle.stop()
     assert handle.error is None and not handle.running
     check_capture(out, expected, namespace=NS, hub="live", encoding="avro")
+
+
+def test_bootstrap_over_sasl_ssl_with_a_connection_string(spark, tmp_path):
+    """The Kafka-mode reader as it meets Event Hubs: SASL_SSL, PLAIN, `$ConnectionString`."""
+    from confluent_kafka import Producer
+
+    from kafka_wire.eventhubs import connection_string
+    from kafka_wire.testing import EmulatedBroker
+    from tests.eventhubs.conftest import MULTI_TOML
+
+    root = connection_string.build("contoso.servicebus.windows.net",
+                                   key_name="RootManageSharedAccessKey", key="cm9vdC1rZXktMQ==")
+    with EmulatedBroker(tmp_path / "data", config_file=MULTI_TOML, tls=True) as broker:
+        sasl = {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN",
+                "sasl.username": "$ConnectionString", "sasl.password": root,
+                "ssl.ca.location": str(broker.ca_file)}
+        expected: dict = {}
+        producer = Producer({"bootstrap.servers": broker.tls_bootstrap_servers, "linger.ms": 5,
+                             **sasl})
+        for i in range(300):
+            headers = [("seq", str(i).encode())]
+            producer.produce("payments", key=f"k{i}".encode(), value=f"paid {i}".encode(),
+                             headers=headers, on_delivery=lambda err, msg, h=headers: expected.
+                             __setitem__((msg.partition(), msg.offset()), (msg.key(), msg.value(), h)))
+        assert producer.flush(30) == 0 and len(expected) == 300
+
+        out = tmp_path / "out"
+        assert main(["capture", "--namespace", "contoso", "--master", "local[2]",
+                     "--bootstrap", broker.tls_bootstrap_servers, "--hub", "payments",
+                     "--format", "parquet", "--out", str(out), "--once", "--interval-seconds", "60",
+                     "--kafka-option", "security_protocol=SASL_SSL",
+                     "--kafka-option", "sasl_mechanism=PLAIN",
+                     "--kafka-option", "sasl_plain_username=$ConnectionString",
+                     "--kafka-option", f"sasl_plain_password={root}",
+                     "--kafka-option", f"ssl_cafile={broker.ca_file}"]) == 0
+        check_capture(out, expected, namespace="contoso", hub="payments", encoding="parquet",
+                      positions=log_positions(broker.data_dir, "contoso", "payments", 1))
