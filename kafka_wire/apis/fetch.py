@@ -181,7 +181,7 @@ def fetch(request, ctx):
     session_id = session.session_id if session is not None else 0
     gate = ctx.services.extra.get("fetch_gate")  # fault injection hook
     egress_delay = ctx.services.extra.get("egress_delay")
-    if egress_delay is not None and egress_delay(ctx, {key[0] for key, *_ in plan}) > 0:
+    if egress_delay is not None and egress_delay(ctx, plan) > 0:
         # Over the egress quota: no records now, come back after the throttle time.
         reads, _total = _read_all(ctx, plan, max_bytes, read_committed, no_data=True)
         return _encode(ctx, version, _select(reads, session, incremental) + unknown_reads, session_id)

@@ -115,14 +115,16 @@ def produce_check(ctx, view, partition: int, records, transactional_id, timeout_
 
 
 # -- Fetch --------------------------------------------------------------------------
-def egress_delay(ctx, hubs) -> int:
-    """ms the namespace's egress is in debt: a Fetch of ``hubs`` now gets no records."""
+def egress_delay(ctx, plan) -> int:
+    """ms the namespace's egress is in debt: a Fetch now gets no records.
+    ``plan``: the Fetch's ``((hub, partition), ...)`` entries, to name the hubs."""
     quota = ctx.namespace.extra.get("quota")
     if quota is None:
         return 0
     delay = quota.egress_delay(ctx.clock.now_ms())
-    for hub in hubs:
-        ctx.throttled_by(hub, delay)
+    if delay > 0:
+        for hub in {key[0] for key, *_ in plan}:
+            ctx.throttled_by(hub, delay)
     return delay
 
 

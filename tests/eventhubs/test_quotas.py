@@ -197,3 +197,26 @@ def test_confluent_producer_sees_throttling_at_one_unit():
     assert result["throttles"], "the client should have been told to back off"
     settled = sum(result["curve"][1:]) / 2
     assert 0.75 * MIB <= settled <= 1.25 * MIB
+
+
+def test_egress_throttles_name_the_hubs_they_come_from():
+    from types import SimpleNamespace
+
+    from kafka_wire.context import RequestContext
+    from kafka_wire.eventhubs import hooks
+
+    quota = ThroughputQuota("ns", 1, STD, 0)
+    runtime = SimpleNamespace(name="ns", extra={"quota": quota})
+    services = SimpleNamespace(clock=SimpleNamespace(now_ms=lambda: 0))
+
+    def ctx():
+        return RequestContext(None, SimpleNamespace(namespace=runtime), services)
+
+    served = ctx()
+    hooks.egress_account(served, [SimpleNamespace(topic="a", records=make_batch(3, value_size=MIB)),
+                                  SimpleNamespace(topic="b", records=b"")])
+    assert served.throttle_ms > 0 and served.throttle_hubs == {"a"}, "b returned nothing"
+    refused = ctx()
+    plan = [(("a", 0), 0, MIB, None), (("c", 1), 0, MIB, None)]
+    assert hooks.egress_delay(refused, plan) == refused.throttle_ms > 0
+    assert refused.throttle_hubs == {"a", "c"}
