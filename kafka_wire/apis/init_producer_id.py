@@ -30,7 +30,7 @@ def _response(ctx, error, pid=-1, epoch=-1):
 def init_producer_id(request, ctx):
     txns = ctx.txns
     if request.transactional_id is not None:
-        denied = transactional_error(ctx)
+        denied = transactional_error(ctx, request.transaction_timeout_ms)
         if denied:
             return _response(ctx, denied)
         if txns is None:

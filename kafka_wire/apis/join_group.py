@@ -14,7 +14,7 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
-from kafka_wire.eventhubs.authz import group_error
+from kafka_wire.eventhubs.authz import group_error, session_timeout_error
 
 _Response = codec.response_class(codec.ApiKey.JoinGroup)
 _Member = _Response.JoinGroupResponseMember
@@ -29,7 +29,8 @@ def client_host(peer: str) -> str:
 @handles(codec.ApiKey.JoinGroup, 0, 9)
 async def join_group(request, ctx):
     version = ctx.version
-    denied = group_error(ctx, request.group_id, joining=True)
+    denied = (group_error(ctx, request.group_id, joining=True)
+              or session_timeout_error(ctx, request.session_timeout_ms))
     if denied:
         result, error = None, denied
     elif ctx.groups is None:

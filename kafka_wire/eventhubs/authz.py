@@ -68,16 +68,28 @@ def cluster_error(ctx, right: str = MANAGE) -> int:
     return OK if check(ctx, right) else CLUSTER_DENIED
 
 
-def transactional_error(ctx) -> int:
-    """InitProducerId with a transactional id: Send, and a tier with transactions."""
+def transactional_error(ctx, timeout_ms: int | None = None) -> int:
+    """InitProducerId with a transactional id: Send, a tier with transactions and, in
+    strict mode, a transaction timeout within Event Hubs' 15 minutes."""
     if not check(ctx, SEND):
         return TXN_DENIED
     ns = ctx.namespace.model
     if ns is not None:
         refusal = strict.enforce(ctx, strict.transactions(ns))
+        if not refusal and timeout_ms is not None:
+            refusal = strict.enforce(ctx, strict.transaction_timeout(ns, timeout_ms))
         if refusal:
             return refusal[0]
     return OK
+
+
+def session_timeout_error(ctx, timeout_ms: int) -> int:
+    """INVALID_SESSION_TIMEOUT outside Event Hubs' 6-300 s (strict), else 0."""
+    ns = ctx.namespace.model
+    if ns is None:
+        return OK
+    refusal = strict.enforce(ctx, strict.session_timeout(ns, timeout_ms))
+    return refusal[0] if refusal else OK
 
 
 def group_allowed(ctx, group_id: str | None, *, admin: bool = False) -> bool:

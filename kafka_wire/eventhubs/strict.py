@@ -29,11 +29,14 @@ log = logging.getLogger(__name__)
 
 __all__ = ["Violation", "RecordsInfo", "inspect_records", "enforce", "kafka_endpoint",
            "publication", "hub_creation", "partition_growth", "topic_config", "delete_records",
-           "transactions", "kafka_group", "commit_metadata"]
+           "transactions", "kafka_group", "commit_metadata", "session_timeout",
+           "transaction_timeout"]
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 KAFKA_GROUP_ID_MAX = 256
 COMMIT_METADATA_MAX = 1024
+SESSION_TIMEOUT_MS = (6_000, 300_000)     # the Kafka endpoint's session.timeout.ms range
+TRANSACTION_TIMEOUT_MAX_MS = 15 * 60_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +115,14 @@ def publication(ns: Namespace, info: RecordsInfo) -> Violation | None:
         return Violation("idempotence", Errors.ClusterAuthorizationFailedError.errno,
                          f"idempotent producers are not supported on the {tier} tier")
     return None
+
+
+def transaction_timeout(ns: Namespace, timeout_ms: int) -> Violation | None:
+    if timeout_ms <= TRANSACTION_TIMEOUT_MAX_MS:
+        return None
+    return Violation("transaction-timeout", Errors.InvalidTransactionTimeoutError.errno,
+                     f"transaction.timeout.ms={timeout_ms} exceeds Event Hubs' maximum of "
+                     f"{TRANSACTION_TIMEOUT_MAX_MS} (15 minutes)")
 
 
 def transactions(ns: Namespace) -> Violation | None:
@@ -208,6 +219,14 @@ def kafka_group(ns: Namespace, group_id: str, known_groups: int, is_new: bool) -
                          f"namespace {ns.name!r} already has {known_groups} Kafka consumer "
                          f"groups, the {ns.tier.value} limit is {limit}")
     return None
+
+
+def session_timeout(ns: Namespace, timeout_ms: int) -> Violation | None:
+    lo, hi = SESSION_TIMEOUT_MS
+    if lo <= timeout_ms <= hi:
+        return None
+    return Violation("session-timeout", Errors.InvalidSessionTimeoutError.errno,
+                     f"session.timeout.ms={timeout_ms} is outside Event Hubs' range {lo}-{hi}")
 
 
 def commit_metadata(ns: Namespace, metadata: str | None) -> Violation | None:

@@ -84,6 +84,34 @@ def test_strict_standard_refuses_transactions(broker):
     assert resp.error_code == Errors.TransactionalIdAuthorizationFailedError.errno
 
 
+def test_kafka_endpoint_timeouts_session_and_transaction(broker):
+    JoinProtocol = codec.request_class(codec.ApiKey.JoinGroup).JoinGroupRequestProtocol
+
+    def join(c, session_ms: int):
+        return c.request(codec.ApiKey.JoinGroup, 5, group_id=f"timeouts-{session_ms}",
+                         session_timeout_ms=session_ms, rebalance_timeout_ms=10_000, member_id="",
+                         group_instance_id=None, protocol_type="consumer",
+                         protocols=[JoinProtocol(name="range", metadata=b"")])
+
+    def init(c, timeout_ms: int):
+        return c.request(codec.ApiKey.InitProducerId, 4, transactional_id=f"tx-{timeout_ms}",
+                         transaction_timeout_ms=timeout_ms, producer_id=-1, producer_epoch=-1)
+
+    with RawClient(broker.bootstrap_servers) as c:  # strict Standard
+        assert join(c, 400_000).error_code == Errors.InvalidSessionTimeoutError.errno
+    with RawClient(broker.bootstrap_servers) as c:
+        assert sasl_raw(c, ns_password("strict-prem")).error_code == 0
+        assert init(c, 16 * 60_000).error_code == Errors.InvalidTransactionTimeoutError.errno
+        assert init(c, 15 * 60_000).error_code == 0
+    with RawClient(broker.bootstrap_servers) as c:  # relaxed: allowed (Kafka allows 30 min), reported
+        assert sasl_raw(c, ns_password("relaxed-ns")).error_code == 0
+        assert join(c, 400_000).error_code == Errors.MemberIdRequiredError.errno  # joining goes on
+    entries = report(broker)
+    assert entries[("strict-std", "session-timeout", True)]["count"] == 1
+    assert entries[("strict-prem", "transaction-timeout", True)]["count"] == 1
+    assert entries[("relaxed-ns", "session-timeout", False)]["count"] == 1
+
+
 def test_basic_tier_has_no_kafka_endpoint(broker):
     message = auth_error(broker.bootstrap_servers, ns_password("strict-basic"))
     assert message and "Basic tier, which has no Kafka endpoint" in message
