@@ -11,6 +11,7 @@ Read-only: it looks at the coordinator's state and changes nothing.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable
 
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from coordinator.group_coordinator import GroupCoordinator
 
 __all__ = ["DEFAULT_CONSUMER_GROUP", "PartitionView", "MemberView", "ConsumerGroupView",
-           "consumer_groups"]
+           "consumer_groups", "checkpoint_blobs"]
 
 log = logging.getLogger(__name__)
 
@@ -129,3 +130,42 @@ def consumer_groups(coordinator: "GroupCoordinator", event_hub: str,
 
 def _has_offsets(coordinator: "GroupCoordinator", group_id: str, hub: str) -> bool:
     return any(t == hub for t, _p in coordinator.offsets.get(group_id))
+
+
+def _iso(ms: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}Z"
+
+
+def checkpoint_blobs(coordinator: "GroupCoordinator", namespace_host: str, event_hub: str,
+                     groups: Iterable[ConsumerGroupView],
+                     batch_position: Callable[[str, int, int], int | None]) -> list[dict]:
+    """The Kafka groups' checkpoints and owners of ``event_hub`` as an Azure SDK
+    event processor's blob checkpoint store would hold them (EVENTHUBS.md §9):
+    ``<namespace host>/<hub>/<group>/checkpoint/<partition>`` with metadata
+    ``sequencenumber``/``offset`` of the last event *processed* (a Kafka commit
+    names the next one to read), and ``…/ownership/<partition>`` with
+    ``ownerid``; names lower-cased, each with its last-modified time.
+    ``batch_position(hub, partition, offset)`` is the Event Hubs offset of an
+    event, or None when retention removed it (then the blob has no offset)."""
+    prefix = f"{namespace_host}/{event_hub}".lower()
+    blobs = []
+    for g in groups:
+        if not g.kafka_group:
+            continue
+        group = g.name.lower()
+        committed = {p: om for (t, p), om in coordinator.offsets.get(g.name).items()
+                     if t == event_hub}
+        for p, om in sorted(committed.items()):
+            if om.offset <= 0:
+                continue  # nothing processed yet: an SDK writes no checkpoint
+            metadata = {"sequencenumber": str(om.offset - 1)}
+            position = batch_position(event_hub, p, om.offset - 1)
+            if position is not None:
+                metadata["offset"] = str(position)
+            blobs.append({"name": f"{prefix}/{group}/checkpoint/{p}", "metadata": metadata,
+                          "last_modified": _iso(om.commit_time_ms)})
+        for pv in g.partitions:
+            if pv.owner is not None:
+                blobs.append({"name": f"{prefix}/{group}/ownership/{pv.partition}",
+                              "metadata": {"ownerid": pv.owner}, "last_modified": None})
+    return blobs

@@ -13,6 +13,8 @@ Routes (see :mod:`kafka_wire.console` for the JSON shapes):
 ``/api/namespaces``                                     namespaces with their hubs
 ``/api/namespaces/{ns}/hubs/{hub}``                     partitions, groups, throughput
 ``/api/namespaces/{ns}/hubs/{hub}/consumer-groups``     groups with members and lag
+``/api/namespaces/{ns}/hubs/{hub}/checkpoint-blobs``    Kafka checkpoints and owners as the
+                                                         Azure SDK blob checkpoint store names them
 ``/api/throttling``                                     recent throttled requests
 ``/api/capture-files``                                  recent Capture files
 ``/api/snapshot?namespace=&hub=``                       all of the above in one answer
@@ -172,11 +174,13 @@ class HttpServer:
             ns, hub = segs[1], segs[3]
             if ns not in views.services.namespaces:
                 return _not_found(f"namespace {ns!r} is not served here: see /api/namespaces")
-            if len(segs) == 5 and segs[4] == "consumer-groups":
+            if len(segs) == 5 and segs[4] in ("consumer-groups", "checkpoint-blobs"):
                 rt = views.services.namespaces[ns]
                 view = rt.topics.get(hub)
                 if view is None:
                     return _not_found(f"event hub {hub!r} does not exist in namespace {ns!r}")
+                if segs[4] == "checkpoint-blobs":
+                    return 200, _json(views.checkpoint_blobs(ns, hub)), _JSON
                 return 200, _json(views.groups(ns, hub, view.partitions)), _JSON
             if len(segs) == 4:
                 detail = views.hub(ns, hub)

@@ -14,7 +14,7 @@ import time
 from collections import deque
 from typing import Any
 
-from coordinator.eventhubs_view import consumer_groups
+from coordinator.eventhubs_view import checkpoint_blobs, consumer_groups
 from kafka_wire.console.capture_files import CaptureFiles
 from kafka_wire.console.metrics import BrokerMetrics
 
@@ -157,10 +157,7 @@ class ConsoleViews:
                               if f["hub"] == hub and f["namespace"] in (namespace, "")][:20],
         }
 
-    def groups(self, namespace: str, hub: str, partition_count: int | None = None) -> list[dict]:
-        rt = self._runtime(namespace)
-        if rt is None or rt.groups is None:
-            return []
+    def _group_views(self, rt, hub: str, partition_count: int | None):
         configured: list[str] = []
         if rt.model is not None:
             h = rt.model.hub(hub) if hasattr(rt.model, "hub") else None
@@ -170,9 +167,30 @@ class ConsoleViews:
             plog = rt.topics.log(topic, p)
             return plog.log_end_offset if plog is not None else 0
 
+        return consumer_groups(rt.groups, hub, end, partition_count=partition_count,
+                               configured=configured)
+
+    def checkpoint_blobs(self, namespace: str, hub: str) -> list[dict]:
+        """The hub's Kafka checkpoints and owners as Azure SDK checkpoint-store blobs."""
+        rt = self._runtime(namespace)
+        view = rt.topics.get(hub) if rt is not None else None
+        if view is None or rt.groups is None:
+            return []
+
+        def position(topic: str, p: int, offset: int) -> int | None:
+            plog = rt.topics.log(topic, p)
+            found = plog.batch_position(offset) if plog is not None else None
+            return found[0] if found else None
+
+        return checkpoint_blobs(rt.groups, f"{namespace}.servicebus.windows.net", hub,
+                                self._group_views(rt, hub, view.partitions), position)
+
+    def groups(self, namespace: str, hub: str, partition_count: int | None = None) -> list[dict]:
+        rt = self._runtime(namespace)
+        if rt is None or rt.groups is None:
+            return []
         out = []
-        for g in consumer_groups(rt.groups, hub, end, partition_count=partition_count,
-                                 configured=configured):
+        for g in self._group_views(rt, hub, partition_count):
             lags = [p.lag for p in g.partitions if p.lag is not None]
             out.append({
                 "name": g.name, "kafka_group": g.kafka_group, "state": g.state,

@@ -230,3 +230,37 @@ def test_throttled_produce_shows_in_metrics_and_throttling_events(tmp_path):
         assert events[0]["hub"] == "bulk"
         _, _, body = http_get(b.http_url + "/api/namespaces/tu-ns1/hubs/bulk")
         assert json.loads(body)["throttled_requests"] >= 1
+
+
+def test_checkpoint_blobs_name_the_last_processed_event_and_the_owners(http_broker):
+    from confluent_kafka import Consumer
+
+    b = http_broker
+    b.create_hub("Ckpt", 2)
+    produce(b.bootstrap_servers, "Ckpt", {0: 3})
+    produce(b.bootstrap_servers, "Ckpt", {0: 2, 1: 1})  # p0: a second batch at a later position
+    commit(b.bootstrap_servers, "Ckpt", "Billing", {0: 4, 1: 0})
+    reader = Consumer({"bootstrap.servers": b.bootstrap_servers, "group.id": "Live",
+                       "enable.auto.commit": False, "session.timeout.ms": 6000})
+    try:
+        reader.subscribe(["Ckpt"])
+        deadline = time.monotonic() + 20
+        while len(reader.assignment()) < 2 and time.monotonic() < deadline:
+            reader.poll(0.2)
+        assert len(reader.assignment()) == 2
+        _, _, body = http_get(b.http_url + f"/api/namespaces/{NS}/hubs/Ckpt/checkpoint-blobs")
+        blobs = {x["name"]: x for x in json.loads(body)}
+        _, _, body = http_get(b.http_url + f"/api/namespaces/{NS}/hubs/Ckpt/consumer-groups")
+        groups = {g["name"]: g for g in json.loads(body)}
+    finally:
+        reader.close()
+    prefix = f"{NS.lower()}.servicebus.windows.net/ckpt"
+    checkpoint = blobs.pop(f"{prefix}/billing/checkpoint/0")
+    assert checkpoint["metadata"]["sequencenumber"] == "3", "the last event processed, not the next"
+    # Event 3 sits in the second batch; so does event 4, whose position the commit recorded.
+    assert checkpoint["metadata"]["offset"] == groups["Billing"]["partitions"][0]["offset"] != "0"
+    assert checkpoint["last_modified"].endswith("Z")
+    (member,) = groups["Live"]["members"]
+    assert blobs == {f"{prefix}/live/ownership/{p}": {"name": f"{prefix}/live/ownership/{p}",
+                                                       "metadata": {"ownerid": member["member_id"]},
+                                                       "last_modified": None} for p in (0, 1)}
