@@ -8,10 +8,11 @@ injected clock (session timeout per member; rebalance timeout while a member
 holds partitions it must revoke).
 
 A member may subscribe to topic names, to a regular expression matched
-against the whole name of every topic (KIP-848 ``SubscribedTopicRegex``, RE2J
-in Kafka, Python's ``re`` here: the common syntax is the same), or both; the
-regex is re-resolved on each of the member's heartbeats, so topics created
-later join the subscription.
+against the whole name of every topic (KIP-848 ``SubscribedTopicRegex``), or
+both; the regex is re-resolved on each of the member's heartbeats, so topics
+created later join the subscription. Kafka compiles it with RE2J; here it is
+RE2 (google-re2): the same syntax, and linear time, so no client regex can
+stall the event loop with backtracking.
 
 Not emulated: client-side assignors, rack-aware assignment, online migration
 of a live classic group.
@@ -19,11 +20,12 @@ of a live classic group.
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 from typing import Any, Callable, Iterable
 
 import kafka.errors as Errors
+
+import re2
 
 from coordinator.assignors import ASSIGNORS
 from coordinator.clock import Clock
@@ -41,6 +43,8 @@ log = logging.getLogger(__name__)
 
 NONE = Errors.NoError.errno
 INVALID_REGULAR_EXPRESSION = 128  # not in kafka-python's error table
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a client's bad regex is answered, not logged to stderr by RE2
 TopicMetadata = Callable[[str], "tuple[uuid.UUID, int] | None"]
 
 
@@ -55,7 +59,7 @@ class ConsumerGroupManager:
         self.has_offsets = has_offsets
         self.list_topics = list_topics
         self.groups: dict[str, ConsumerGroup] = {}
-        self._patterns: dict[str, re.Pattern] = {}
+        self._patterns: dict[str, Any] = {}
 
     # -- queries used by the GroupCoordinator --------------------------------------------
 
@@ -157,10 +161,12 @@ class ConsumerGroupManager:
         if subscribed_topic_regex:
             try:
                 self._pattern(subscribed_topic_regex)
-            except re.error as exc:
+            except re2.error as exc:
+                why = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(
+                    exc.args[0], bytes) else str(exc)
                 return HeartbeatResult.error(INVALID_REGULAR_EXPRESSION,
                                              f"SubscribedTopicRegex {subscribed_topic_regex!r} "
-                                             f"is not a valid regular expression: {exc}.")
+                                             f"is not a valid regular expression: {why}.")
 
         group = self.groups.get(group_id)
         if group is None:
@@ -209,12 +215,12 @@ class ConsumerGroupManager:
                                self.config.consumer_group_heartbeat_interval_ms,
                                self._with_ids(group, member.assigned) if send else None)
 
-    def _pattern(self, regex: str) -> re.Pattern:
+    def _pattern(self, regex: str):
         pattern = self._patterns.get(regex)
         if pattern is None:
             if len(self._patterns) > 1024:
                 self._patterns.clear()
-            pattern = self._patterns[regex] = re.compile(regex)
+            pattern = self._patterns[regex] = re2.compile(regex, _RE2_OPTIONS)
         return pattern
 
     def _resolve(self, member: ConsumerGroupMember,

@@ -12,7 +12,8 @@ one in either version. Rules and timers are in
 namespace's event hubs (Java's ``subscribe(SubscriptionPattern)``, librdkafka's
 ``^regex`` subscriptions with ``group.protocol=consumer``); a connection that
 may see only some hubs (an EntityPath-scoped connection string) gets only
-those. An invalid regex gets INVALID_REGULAR_EXPRESSION.
+those. It is compiled with RE2 (Kafka uses RE2J); an invalid regex gets
+INVALID_REGULAR_EXPRESSION.
 
 Not emulated: client-side assignors, rack-aware assignment and the online
 migration of a classic group that still has members (that gets

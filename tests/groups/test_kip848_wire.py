@@ -113,6 +113,18 @@ def test_regex_subscriptions_resolve_against_the_hubs_and_follow_new_ones(broker
         assert (revoked.error_code, revoked.member_epoch) == (0, 3)
 
 
+def test_a_backtracking_regex_cannot_stall_the_coordinator(broker):
+    # With a backtracking engine, (a+)+b against 200 a's would never return; RE2 is linear.
+    broker.create_hub("a" * 200, partitions=1)
+    with RawClient(broker.bootstrap_servers, timeout=5.0) as client:
+        resp = _heartbeat(client, 1, group_id="redos", member_id=str(uuid.uuid4()),
+                          subscribed_topic_names=[], subscribed_topic_regex="(a+)+b")
+        assert resp.error_code == 0 and resp.assignment.topic_partitions == []
+        lookahead = _heartbeat(client, 1, group_id="redos-2", member_id=str(uuid.uuid4()),
+                               subscribed_topic_names=[], subscribed_topic_regex="(?=a)a")
+        assert lookahead.error_code == 128 and "invalid perl operator" in lookahead.error_message
+
+
 def test_describe_reports_members_epochs_and_assignments_and_errors_per_group(broker):
     broker.create_hub("orders", partitions=2)
     with RawClient(broker.bootstrap_servers) as client:
