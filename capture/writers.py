@@ -20,6 +20,8 @@ from pathlib import Path
 import fastavro
 import pyarrow.parquet as pq
 
+from log.recovery import fsync_dir
+
 from .events import EventBatch, arrow_table, avro_records
 from .schema import ARROW_SCHEMA, AVRO_CODEC, AVRO_SCHEMA
 
@@ -104,7 +106,7 @@ class CaptureWriter:
             size = self._tmp.stat().st_size
             os.replace(self._tmp, self.path)
             if self.fsync:
-                _fsync_dir(self.path.parent)
+                fsync_dir(self.path.parent)
         except BaseException:
             self.abort()
             raise
@@ -128,10 +130,3 @@ def remove_leftovers(out_dir: str | os.PathLike) -> int:
                 n += 1
     return n
 
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -72,6 +72,14 @@ class _EntryFile:
         with memoryview(self._map) as view:  # type: ignore[arg-type]
             return list(self.ENTRY.iter_unpack(view[start : start + self.entries * self.ENTRY.size]))
 
+    def _shape_problem(self) -> str | None:
+        """What is wrong with a header-less file's existence or size, if anything."""
+        if self.file_bytes < 0:
+            return "missing"
+        if self.file_bytes % self.ENTRY.size:
+            return f"size {self.file_bytes} is not a multiple of {self.ENTRY.size}"
+        return None
+
     def _sample(self, full: bool) -> list[tuple]:
         """Entries to sanity-check: all of them, or just the first and last."""
         if full:
@@ -213,10 +221,9 @@ class OffsetIndex(_EntryFile):
     ENTRY = struct.Struct(">ii")
 
     def problem(self, log_size: int, max_rel_offset: int, full: bool) -> str | None:
-        if self.file_bytes < 0:
-            return "missing"
-        if self.file_bytes % self.ENTRY.size:
-            return f"size {self.file_bytes} is not a multiple of {self.ENTRY.size}"
+        shape = self._shape_problem()
+        if shape:
+            return shape
         entries = self._sample(full)
         prev = (0, 0)
         for rel, pos in entries:
@@ -241,10 +248,9 @@ class TimeIndex(_EntryFile):
     ENTRY = struct.Struct(">qi")
 
     def problem(self, log_size: int, max_rel_offset: int, full: bool) -> str | None:
-        if self.file_bytes < 0:
-            return "missing"
-        if self.file_bytes % self.ENTRY.size:
-            return f"size {self.file_bytes} is not a multiple of {self.ENTRY.size}"
+        shape = self._shape_problem()
+        if shape:
+            return shape
         entries = self._sample(full)
         if self.entries and self.last_entry() == (0, 0):
             return "ends with an empty entry (not trimmed)"

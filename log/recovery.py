@@ -188,13 +188,8 @@ def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
-    if not durable:
-        return
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    if durable:
+        fsync_dir(path.parent)
 
 
 # -- compaction's segment swap -------------------------------------------------
@@ -237,12 +232,13 @@ def _roll_swap_forward(directory: Path, groups: list[tuple[int, list[int]]]) -> 
             dst = segment_path(directory, new_base, suffix)
             if src.exists():  # else renamed before the crash: every suffix is written, even empty
                 os.replace(src, dst)
-    _fsync_dir(directory)
+    fsync_dir(directory)
     (directory / SWAP_FILE).unlink(missing_ok=True)
-    _fsync_dir(directory)
+    fsync_dir(directory)
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
+    """Make a create, rename or delete in ``directory`` durable."""
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)

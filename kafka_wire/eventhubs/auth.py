@@ -18,7 +18,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from kafka_wire.eventhubs import connection_string, sas
+from kafka_wire.eventhubs import connection_string, oauth, sas
 from kafka_wire.eventhubs.model import LISTEN, MANAGE, SEND, EventHubsModel, Namespace
 
 __all__ = ["Principal", "AuthError", "authenticate_plain", "authenticate", "login", "USERNAME"]
@@ -157,8 +157,6 @@ def login(services, state, auth_bytes: bytes, mechanism: str = "PLAIN") -> str |
     """SASL ``mechanism`` (PLAIN or OAUTHBEARER) on connection ``state``: bind it
     to the principal's namespace and return None, or return why authentication
     failed (the caller closes)."""
-    from kafka_wire.eventhubs import oauth
-
     model = services.extra.get("eventhubs_model")
     if model is None:
         model = EventHubsModel.single(services.default_namespace)

@@ -150,26 +150,26 @@ def egress_account(ctx, reads) -> None:
 
 
 # -- administration ------------------------------------------------------------------
-def create_topic_policy(ctx, name: str, partitions: int, configs: dict):
-    denied = _need(ctx, MANAGE, None, "creating event hubs")
+def _managed(ctx, scope: str | None, hub: str, what: str, rule) -> tuple[int, str] | None:
+    """Manage on ``scope`` (None: the namespace), then the tier ``rule(ns)`` (a
+    Violation or None) where a model is configured; the refusal or None."""
+    denied = _need(ctx, MANAGE, scope, what)
     if denied:
         return denied
     ns = ctx.namespace.model
-    if ns is None:
-        return None
+    return None if ns is None else strict.enforce(ctx, rule(ns), hub)
+
+
+def create_topic_policy(ctx, name: str, partitions: int, configs: dict):
     topics = ctx.topics
-    return strict.enforce(ctx, strict.hub_creation(ns, topics, name, partitions)
-                          or strict.topic_config(ns, name, topics.validate_configs(configs)), name)
+    return _managed(ctx, None, name, "creating event hubs",
+                    lambda ns: strict.hub_creation(ns, topics, name, partitions)
+                    or strict.topic_config(ns, name, topics.validate_configs(configs)))
 
 
 def create_partitions_policy(ctx, name: str, count: int):
-    denied = _need(ctx, MANAGE, name, "adding partitions")
-    if denied:
-        return denied
-    ns = ctx.namespace.model
-    if ns is None:
-        return None
-    return strict.enforce(ctx, strict.partition_growth(ns, ctx.topics, name, count), name)
+    return _managed(ctx, name, name, "adding partitions",
+                    lambda ns: strict.partition_growth(ns, ctx.topics, name, count))
 
 
 def delete_topic_policy(ctx, name: str):
@@ -177,24 +177,13 @@ def delete_topic_policy(ctx, name: str):
 
 
 def alter_topic_config_policy(ctx, name: str, overrides: dict):
-    denied = _need(ctx, MANAGE, name, "changing configs")
-    if denied:
-        return denied
-    ns = ctx.namespace.model
-    if ns is None:
-        return None
-    return strict.enforce(ctx, strict.topic_config(ns, name, ctx.topics.validate_configs(overrides)),
-                          name)
+    return _managed(ctx, name, name, "changing configs",
+                    lambda ns: strict.topic_config(ns, name, ctx.topics.validate_configs(overrides)))
 
 
 def delete_records_policy(ctx, topic: str, partition: int, offset: int):
-    denied = _need(ctx, MANAGE, topic, "deleting records")
-    if denied:
-        return denied
-    ns = ctx.namespace.model
-    if ns is None:
-        return None
-    return strict.enforce(ctx, strict.delete_records(ns, topic), topic)
+    return _managed(ctx, topic, topic, "deleting records",
+                    lambda ns: strict.delete_records(ns, topic))
 
 
 def listen_error(ctx, hub: str) -> int:
