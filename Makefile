@@ -16,15 +16,15 @@ $(PY):
 	$(PIP) install --quiet --upgrade pip
 
 $(STAMP): $(PY) setup.cfg pyproject.toml
-	$(PIP) install --quiet -e .
+	PYTHONWARNINGS="ignore:Editable installation" $(PIP) install --quiet -e .
 	touch $@
 
 $(TEST_STAMP): $(STAMP)
-	$(PIP) install --quiet -e '.[test]'
+	PYTHONWARNINGS="ignore:Editable installation" $(PIP) install --quiet -e '.[test]'
 	touch $@
 
 $(BENCH_STAMP): $(STAMP)
-	$(PIP) install --quiet -e '.[bench]'
+	PYTHONWARNINGS="ignore:Editable installation" $(PIP) install --quiet -e '.[bench]'
 	touch $@
 
 install: $(STAMP)

@@ -24,8 +24,8 @@ from pathlib import Path
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from log.config import LogConfig
-from log.manager import LogManager
+from kafka_wire.log.config import LogConfig
+from kafka_wire.log.manager import LogManager
 
 NAMESPACE = "emulatorNs1"
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -55,7 +55,7 @@ def fill(data_dir: Path, hub: str, events: int, size: int, partitions: int, per_
 
 
 def drain(spark, data_dir: Path, hub: str, out: Path, encoding: str) -> tuple[float, int, int]:
-    from spark.capture_job import CaptureJobSettings, run
+    from kafka_wire.spark.capture_job import CaptureJobSettings, run
 
     settings = CaptureJobSettings(namespace=NAMESPACE, hubs=[hub], out_dir=str(out), encoding=encoding,
                                   data_dir=str(data_dir), once=True, interval_seconds=900)
@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
               flush=True)
 
         t0 = time.perf_counter()
-        from spark.session import get_session
+        from kafka_wire.spark.session import get_session
 
         spark = get_session(args.master, app_name="kafka-wire-bench-capture")
         startup_s = time.perf_counter() - t0

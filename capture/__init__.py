@@ -12,8 +12,8 @@ or the server.
 
 Example: capture one partition directory by hand::
 
-    from log.reader import PartitionReader
-    from capture import DEFAULT_NAME_FORMAT, CaptureWriter, EventBatch, decode_batch, file_name
+    from kafka_wire.log.reader import PartitionReader
+    from kafka_wire.capture import DEFAULT_NAME_FORMAT, CaptureWriter, EventBatch, decode_batch, file_name
 
     reader = PartitionReader("data/emulatorNs1/orders-0")
     events = EventBatch()

@@ -20,7 +20,7 @@ from pathlib import Path
 import fastavro
 import pyarrow.parquet as pq
 
-from log.recovery import fsync_dir
+from kafka_wire.log.recovery import fsync_dir
 
 from .events import EventBatch, arrow_table, avro_records
 from .schema import ARROW_SCHEMA, AVRO_CODEC, AVRO_SCHEMA

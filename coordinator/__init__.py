@@ -9,12 +9,12 @@ wire frames; error codes are ``kafka.errors`` classes' ``errno``.
 - :mod:`coordinator.checkpoints`: where committed offsets are kept.
 - :mod:`coordinator.eventhubs_view`: an event hub's consumer groups, Event Hubs style.
 """
-from coordinator.checkpoints import (
+from kafka_wire.coordinator.checkpoints import (
     Checkpoint, CheckpointStore, EmbeddedCheckpointStore, MemoryCheckpointStore,
 )
-from coordinator.clock import Clock, SystemClock, VirtualClock
-from coordinator.config import GroupCoordinatorConfig
-from coordinator.group_coordinator import GroupCoordinator
+from kafka_wire.coordinator.clock import Clock, SystemClock, VirtualClock
+from kafka_wire.coordinator.config import GroupCoordinatorConfig
+from kafka_wire.coordinator.group_coordinator import GroupCoordinator
 
 __all__ = [
     "Checkpoint", "CheckpointStore", "Clock", "EmbeddedCheckpointStore", "GroupCoordinator",

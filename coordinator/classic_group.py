@@ -22,8 +22,8 @@ from typing import Any, Callable
 
 import kafka.errors as Errors
 
-from coordinator import consumer_protocol
-from coordinator.results import JoinMember, JoinResult, SyncResult
+from kafka_wire.coordinator import consumer_protocol
+from kafka_wire.coordinator.results import JoinMember, JoinResult, SyncResult
 
 __all__ = ["ClassicGroupState", "ClassicGroupMember", "ClassicGroup", "IllegalGroupTransition"]
 

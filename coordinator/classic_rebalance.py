@@ -26,10 +26,10 @@ from typing import Callable
 
 import kafka.errors as Errors
 
-from coordinator.classic_group import ClassicGroup, ClassicGroupMember, ClassicGroupState as S
-from coordinator.clock import Clock
-from coordinator.config import GroupCoordinatorConfig
-from coordinator.results import JoinResult, SyncResult
+from kafka_wire.coordinator.classic_group import ClassicGroup, ClassicGroupMember, ClassicGroupState as S
+from kafka_wire.coordinator.clock import Clock
+from kafka_wire.coordinator.config import GroupCoordinatorConfig
+from kafka_wire.coordinator.results import JoinResult, SyncResult
 
 __all__ = ["ClassicRebalance"]
 

@@ -27,15 +27,15 @@ import kafka.errors as Errors
 
 import re2
 
-from coordinator.assignors import ASSIGNORS
-from coordinator.clock import Clock
-from coordinator.config import GroupCoordinatorConfig
-from coordinator.consumer_group import (
+from kafka_wire.coordinator.assignors import ASSIGNORS
+from kafka_wire.coordinator.clock import Clock
+from kafka_wire.coordinator.config import GroupCoordinatorConfig
+from kafka_wire.coordinator.consumer_group import (
     LEAVE_EPOCH, STABLE, STATIC_LEAVE_EPOCH, UNRELEASED, UNREVOKED, ConsumerGroup,
     ConsumerGroupDescription, ConsumerGroupMember, ConsumerMemberDescription, HeartbeatResult,
     Partitions,
 )
-from coordinator.results import GroupListing
+from kafka_wire.coordinator.results import GroupListing
 
 __all__ = ["ConsumerGroupManager", "TopicMetadata"]
 

@@ -15,11 +15,11 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from coordinator import consumer_protocol
-from coordinator.classic_group import ClassicGroup
+from kafka_wire.coordinator import consumer_protocol
+from kafka_wire.coordinator.classic_group import ClassicGroup
 
 if TYPE_CHECKING:
-    from coordinator.group_coordinator import GroupCoordinator
+    from kafka_wire.coordinator.group_coordinator import GroupCoordinator
 
 __all__ = ["DEFAULT_CONSUMER_GROUP", "PartitionView", "MemberView", "ConsumerGroupView",
            "consumer_groups", "checkpoint_blobs"]

@@ -35,16 +35,16 @@ from typing import Any, Callable, Iterable
 
 import kafka.errors as Errors
 
-from coordinator import consumer_protocol
-from coordinator.checkpoints import CheckpointStore
-from coordinator.classic_group import ClassicGroupState as S
-from coordinator.clock import Clock, SystemClock
-from coordinator.config import GroupCoordinatorConfig
-from coordinator.consumer_group import HeartbeatResult
-from coordinator.consumer_group_manager import ConsumerGroupManager
-from coordinator.group_metadata_manager import GroupMetadataManager
-from coordinator.offset_metadata_manager import OffsetMetadataManager, PositionResolver
-from coordinator.results import (
+from kafka_wire.coordinator import consumer_protocol
+from kafka_wire.coordinator.checkpoints import CheckpointStore
+from kafka_wire.coordinator.classic_group import ClassicGroupState as S
+from kafka_wire.coordinator.clock import Clock, SystemClock
+from kafka_wire.coordinator.config import GroupCoordinatorConfig
+from kafka_wire.coordinator.consumer_group import HeartbeatResult
+from kafka_wire.coordinator.consumer_group_manager import ConsumerGroupManager
+from kafka_wire.coordinator.group_metadata_manager import GroupMetadataManager
+from kafka_wire.coordinator.offset_metadata_manager import OffsetMetadataManager, PositionResolver
+from kafka_wire.coordinator.results import (
     CommitPartitionResult, DeleteGroupResult, GroupDescription, GroupListing, JoinResult,
     LeaveResult, OffsetDeleteResult, OffsetFetchResult, SyncResult,
 )

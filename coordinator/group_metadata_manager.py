@@ -25,9 +25,9 @@ from typing import Callable, Iterable
 
 import kafka.errors as Errors
 
-from coordinator.classic_group import ClassicGroup, ClassicGroupMember, ClassicGroupState as S
-from coordinator.classic_rebalance import ClassicRebalance
-from coordinator.results import (
+from kafka_wire.coordinator.classic_group import ClassicGroup, ClassicGroupMember, ClassicGroupState as S
+from kafka_wire.coordinator.classic_rebalance import ClassicRebalance
+from kafka_wire.coordinator.results import (
     GroupDescription, JoinResult, LeaveMember, LeaveResult, MemberDescription, SyncResult,
 )
 

@@ -15,10 +15,10 @@ from typing import Callable, Iterable
 
 import kafka.errors as Errors
 
-from coordinator.checkpoints import Checkpoint, CheckpointStore
-from coordinator.clock import Clock
-from coordinator.config import GroupCoordinatorConfig
-from coordinator.results import CommitPartitionResult, OffsetFetchPartition
+from kafka_wire.coordinator.checkpoints import Checkpoint, CheckpointStore
+from kafka_wire.coordinator.clock import Clock
+from kafka_wire.coordinator.config import GroupCoordinatorConfig
+from kafka_wire.coordinator.results import CommitPartitionResult, OffsetFetchPartition
 
 __all__ = ["OffsetAndMetadata", "OffsetMetadataManager", "PositionResolver"]
 

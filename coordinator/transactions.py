@@ -27,7 +27,7 @@ import crc32c
 import kafka.errors as Errors
 import msgpack
 
-from coordinator.clock import Clock
+from kafka_wire.coordinator.clock import Clock
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,8 @@ import logging
 import uuid
 from pathlib import Path
 
-from coordinator.clock import SystemClock
-from coordinator.producer_ids import ProducerIdManager
+from kafka_wire.coordinator.clock import SystemClock
+from kafka_wire.coordinator.producer_ids import ProducerIdManager
 from kafka_wire.config import BrokerConfig
 from kafka_wire.faults import Faults
 from kafka_wire.context import ClusterInfo, NamespaceRuntime, Services
@@ -19,9 +19,9 @@ from kafka_wire.eventhubs.attach import attach as attach_eventhubs
 from kafka_wire.eventhubs.model import EventHubsModel
 from kafka_wire.server import KafkaServer
 from kafka_wire.topics import TopicManager
-from log.config import LogConfig
-from log.cleaner import LogCleaner
-from log.manager import LogManager
+from kafka_wire.log.config import LogConfig
+from kafka_wire.log.cleaner import LogCleaner
+from kafka_wire.log.manager import LogManager
 
 log = logging.getLogger(__name__)
 

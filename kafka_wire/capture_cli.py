@@ -45,7 +45,7 @@ def add_parser(sub) -> None:
 
 
 def settings_from_args(args: argparse.Namespace):
-    from spark.capture_job import CaptureJobSettings
+    from kafka_wire.spark.capture_job import CaptureJobSettings
 
     kafka_options = {}
     for item in args.kafka_option:
@@ -71,7 +71,7 @@ def settings_from_args(args: argparse.Namespace):
 
 def run_capture(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
-    from spark.capture_job import run  # Spark only now
+    from kafka_wire.spark.capture_job import run  # Spark only now
 
     def progress(totals) -> None:
         print(f"capture: {totals.events} events, {totals.files} files written "
@@ -89,7 +89,7 @@ def jobs_from_model(model, data_dir) -> list:
     hubs: one per namespace and identical capture settings (destination,
     encoding, windows, name format), reading ``data_dir``. Destinations are
     taken as given (relative to the working directory), as the console does."""
-    from spark.capture_job import CaptureJobSettings
+    from kafka_wire.spark.capture_job import CaptureJobSettings
 
     groups: dict[tuple, list[str]] = {}
     for ns_name, ns in model.namespaces.items():
@@ -112,7 +112,7 @@ def start_capture_jobs(model, data_dir) -> list:
     jobs = jobs_from_model(model, data_dir)
     if not jobs:
         return []
-    from spark.capture_job import run_in_background
+    from kafka_wire.spark.capture_job import run_in_background
 
     handles = []
     for settings in jobs:

@@ -18,8 +18,8 @@ from enum import IntEnum
 import kafka.errors as Errors
 
 from kafka_wire.errors import for_log_error
-from log import errors as log_errors
-from log.config import TOPIC_CONFIGS, LogConfig
+from kafka_wire.log import errors as log_errors
+from kafka_wire.log.config import TOPIC_CONFIGS, LogConfig
 
 log = logging.getLogger(__name__)
 

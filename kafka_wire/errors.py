@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import kafka.errors as Errors
 
-from log import errors as log_errors
+from kafka_wire.log import errors as log_errors
 
 NONE = Errors.NoError.errno
 

@@ -48,7 +48,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, TextIO
 
-from coordinator.eventhubs_view import (
+from kafka_wire.coordinator.eventhubs_view import (
     DEFAULT_CONSUMER_GROUP, ConsumerGroupView, MemberView, PartitionView, consumer_groups,
 )
 
@@ -76,7 +76,7 @@ def _last_batch_hint(batches: Path) -> int:
     The active segment's file is extended sparse ahead of its entries, so
     trailing all-zero entries are capacity, not batches.
     """
-    from log.index import BatchIndex
+    from kafka_wire.log.index import BatchIndex
 
     try:
         data = batches.read_bytes()
@@ -97,7 +97,7 @@ def read_log_end_offset(partition_dir: Path) -> int | None:
     None when the directory does not exist. Stops at the last complete,
     CRC-valid batch (a torn tail counts as not written, as recovery decides).
     """
-    from log.batch import scan_stored_batches
+    from kafka_wire.log.batch import scan_stored_batches
 
     if not partition_dir.is_dir():
         return None
@@ -148,9 +148,9 @@ def _hubs(ns_dir: Path) -> dict[str, int]:
 def offline_report(data_dir: str | Path, namespace: str | None = None,
                    hub: str | None = None) -> list[HubGroups]:
     """The groups of every event hub in a data directory (read-only)."""
-    from coordinator.checkpoints.embedded import EmbeddedCheckpointStore
-    from coordinator.clock import SystemClock
-    from coordinator.group_coordinator import GroupCoordinator
+    from kafka_wire.coordinator.checkpoints.embedded import EmbeddedCheckpointStore
+    from kafka_wire.coordinator.clock import SystemClock
+    from kafka_wire.coordinator.group_coordinator import GroupCoordinator
 
     data_dir = Path(data_dir)
     if not data_dir.is_dir():

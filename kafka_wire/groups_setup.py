@@ -10,9 +10,9 @@ import logging
 from pathlib import Path
 from typing import Callable
 
-from coordinator.checkpoints.embedded import EmbeddedCheckpointStore
-from coordinator.config import GroupCoordinatorConfig
-from coordinator.group_coordinator import GroupCoordinator
+from kafka_wire.coordinator.checkpoints.embedded import EmbeddedCheckpointStore
+from kafka_wire.coordinator.config import GroupCoordinatorConfig
+from kafka_wire.coordinator.group_coordinator import GroupCoordinator
 from kafka_wire.context import NamespaceRuntime, Services
 
 log = logging.getLogger(__name__)

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
-from log.config import LogConfig
-from log.manager import LogManager
-from log.partition_log import PartitionLog
+from kafka_wire.log.config import LogConfig
+from kafka_wire.log.manager import LogManager
+from kafka_wire.log.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ import logging
 from pathlib import Path
 from typing import Callable
 
-from coordinator.transactions import COORDINATOR_EPOCH, TransactionCoordinator, TransactionStore
+from kafka_wire.coordinator.transactions import COORDINATOR_EPOCH, TransactionCoordinator, TransactionStore
 from kafka_wire.context import NamespaceRuntime, Services
 
 log = logging.getLogger(__name__)

@@ -14,8 +14,8 @@ import logging
 from pathlib import Path
 from typing import Iterator, Protocol
 
-from capture.windows import BatchRef
-from log.reader import LogChanged, PartitionReader, StoredBatch
+from kafka_wire.capture.windows import BatchRef
+from kafka_wire.log.reader import LogChanged, PartitionReader, StoredBatch
 
 logger = logging.getLogger(__name__)
 

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from capture.naming import DEFAULT_NAME_FORMAT, check_name_format
-from capture.notifications import EVENTS_FILE
-from capture.windows import DEFAULT_INTERVAL_SECONDS, DEFAULT_SIZE_LIMIT_BYTES
-from capture.writers import normalize_encoding, remove_leftovers
+from kafka_wire.capture.naming import DEFAULT_NAME_FORMAT, check_name_format
+from kafka_wire.capture.notifications import EVENTS_FILE
+from kafka_wire.capture.windows import DEFAULT_INTERVAL_SECONDS, DEFAULT_SIZE_LIMIT_BYTES
+from kafka_wire.capture.writers import normalize_encoding, remove_leftovers
 
 from .session import get_session, register
 from .sink import SINK_NAME

@@ -34,9 +34,9 @@ from kafka.protocol.sasl import (
     SaslAuthenticateRequest, SaslAuthenticateResponse, SaslHandshakeRequest, SaslHandshakeResponse,
 )
 
-from capture.windows import BatchRef
-from log import batch as rb
-from log.reader import StoredBatch
+from kafka_wire.capture.windows import BatchRef
+from kafka_wire.log import batch as rb
+from kafka_wire.log.reader import StoredBatch
 
 logger = logging.getLogger(__name__)
 

@@ -29,10 +29,10 @@ from pathlib import Path
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 
-from capture.events import EventBatch
-from capture.naming import DEFAULT_NAME_FORMAT, check_name_format, file_name
-from capture.notifications import EVENTS_FILE, append_events, capture_file_created
-from capture.writers import CaptureWriter, FileInfo, normalize_encoding
+from kafka_wire.capture.events import EventBatch
+from kafka_wire.capture.naming import DEFAULT_NAME_FORMAT, check_name_format, file_name
+from kafka_wire.capture.notifications import EVENTS_FILE, append_events, capture_file_created
+from kafka_wire.capture.writers import CaptureWriter, FileInfo, normalize_encoding
 
 from .source import lower_keys
 

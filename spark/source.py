@@ -40,8 +40,8 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 
-from capture.events import EventBatch, decode_batch
-from capture.windows import PlannedFile, WindowPolicy, WindowState, plan
+from kafka_wire.capture.events import EventBatch, decode_batch
+from kafka_wire.capture.windows import PlannedFile, WindowPolicy, WindowState, plan
 
 from .backend import open_backend
 

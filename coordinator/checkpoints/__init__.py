@@ -1,6 +1,6 @@
 """Checkpoints: committed offsets as Event Hubs sees them, and where they are kept."""
-from coordinator.checkpoints.embedded import CheckpointStoreError, EmbeddedCheckpointStore
-from coordinator.checkpoints.store import (
+from kafka_wire.coordinator.checkpoints.embedded import CheckpointStoreError, EmbeddedCheckpointStore
+from kafka_wire.coordinator.checkpoints.store import (
     Checkpoint, CheckpointKey, CheckpointStore, MemoryCheckpointStore,
 )
 

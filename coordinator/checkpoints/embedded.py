@@ -40,7 +40,7 @@ from typing import Any, Iterable
 import crc32c
 import msgpack
 
-from coordinator.checkpoints.store import Checkpoint, CheckpointKey, CheckpointStore
+from kafka_wire.coordinator.checkpoints.store import Checkpoint, CheckpointKey, CheckpointStore
 
 __all__ = ["EmbeddedCheckpointStore", "CheckpointStoreError"]
 

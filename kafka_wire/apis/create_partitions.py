@@ -18,7 +18,7 @@ import kafka.errors as Errors
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
 from kafka_wire.errors import for_log_error
-from log import errors as log_errors
+from kafka_wire.log import errors as log_errors
 
 log = logging.getLogger(__name__)
 

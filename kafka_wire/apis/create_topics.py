@@ -24,7 +24,7 @@ from kafka_wire.apis.registry import handles
 from kafka_wire.config_entries import topic_entries, unknown_topic_config
 from kafka_wire.errors import for_log_error
 from kafka_wire.topics import topic_name_error
-from log import errors as log_errors
+from kafka_wire.log import errors as log_errors
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from kafka_wire.apis.registry import handles
 from kafka_wire.eventhubs.authz import LISTEN, topic_error
 from kafka_wire.apis.fetch_encoding import encode_fetch
 from kafka_wire.fetch_sessions import FetchSessionCache, SessionError
-from log import errors as log_errors
+from kafka_wire.log import errors as log_errors
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import kafka.errors as Errors
 
-from coordinator.results import OffsetFetchPartition
+from kafka_wire.coordinator.results import OffsetFetchPartition
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
 from kafka_wire.eventhubs.authz import LISTEN, group_error, topic_error

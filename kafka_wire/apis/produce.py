@@ -16,7 +16,7 @@ from kafka_wire import codec
 from kafka_wire.apis import produce_decoding  # noqa: F401  (registers the fast decoder)
 from kafka_wire.apis.registry import handles
 from kafka_wire.errors import for_log_error
-from log import errors as log_errors
+from kafka_wire.log import errors as log_errors
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ from collections import deque
 from typing import Any, Callable, Iterable
 
 from kafka_wire.codec import ApiKey
-from log.batch import iter_batches
+from kafka_wire.log.batch import iter_batches
 
 log = logging.getLogger(__name__)
 

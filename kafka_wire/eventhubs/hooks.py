@@ -13,7 +13,7 @@ import kafka.errors as Errors
 
 from kafka_wire.eventhubs import authz, strict
 from kafka_wire.eventhubs.model import LISTEN, MANAGE, SEND
-from log.batch import iter_batches
+from kafka_wire.log.batch import iter_batches
 
 log = logging.getLogger(__name__)
 

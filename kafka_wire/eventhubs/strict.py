@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import kafka.errors as Errors
 
 from kafka_wire.eventhubs.model import HOUR_MS, MIN_RETENTION_HOURS, Namespace, hub_name_error
-from log.batch import iter_batches
+from kafka_wire.log.batch import iter_batches
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Callable
 
-from coordinator.clock import VirtualClock
+from kafka_wire.coordinator.clock import VirtualClock
 from kafka_wire.broker import Broker
 from kafka_wire.config import BrokerConfig
 

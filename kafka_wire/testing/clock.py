@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 
-from coordinator.clock import VirtualClock
+from kafka_wire.coordinator.clock import VirtualClock
 
 
 class BrokerClock:

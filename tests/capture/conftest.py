@@ -18,7 +18,7 @@ HUB, PARTITIONS, EVENTS = "orders", 4, 20_000
 def spark():
     # Workers must run this interpreter, or they fail with "Python worker failed to connect back".
     os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from spark.session import get_session
+    from kafka_wire.spark.session import get_session
 
     session = get_session("local[2]", app_name="kafka-wire-capture-tests")
     yield session

@@ -9,8 +9,8 @@ from pathlib import Path
 import fastavro
 import pyarrow.parquet as pq
 
-from capture.schema import AVRO_SCHEMA
-from log.reader import PartitionReader
+from kafka_wire.capture.schema import AVRO_SCHEMA
+from kafka_wire.log.reader import PartitionReader
 
 NAME = re.compile(r"^(?P<ns>[^/]+)/(?P<hub>[^/]+)/(?P<p>\d+)/(?P<Y>\d{4})/(?P<M>\d\d)/(?P<D>\d\d)/(?P<h>\d\d)/"
                   r"(?P<m>\d\d)/(?P<s>\d\d)\.(?P<ext>avro|parquet)$")

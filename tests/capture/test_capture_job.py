@@ -135,7 +135,7 @@ def test_a_job_killed_mid_run_and_started_again_leaves_no_duplicate_and_no_gap(s
 
 
 def test_run_in_background_captures_while_the_broker_runs(spark, broker, tmp_path):
-    from spark.capture_job import CaptureJobSettings, run_in_background
+    from kafka_wire.spark.capture_job import CaptureJobSettings, run_in_background
 
     broker.create_hub("live", 2)
     out = tmp_path / "out"

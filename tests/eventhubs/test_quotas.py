@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from coordinator.clock import VirtualClock
+from kafka_wire.coordinator.clock import VirtualClock
 from kafka_wire import codec
 from kafka_wire.eventhubs.model import TIER_LIMITS, EventHubsModel, Namespace, Tier
 from kafka_wire.eventhubs.quotas import ThroughputQuota, TokenBucket

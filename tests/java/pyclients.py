@@ -9,7 +9,7 @@ import confluent_kafka
 from kafka import KafkaConsumer, TopicPartition
 
 from kafka_wire import codec
-from log import batch as rb
+from kafka_wire.log import batch as rb
 from tests.rawclient import RawClient
 
 CODECS = ("gzip", "snappy", "lz4", "zstd")

@@ -11,7 +11,7 @@ import kafka.errors as Errors
 import pytest
 from kafka import KafkaAdminClient
 
-from coordinator import consumer_protocol
+from kafka_wire.coordinator import consumer_protocol
 from tests.rawclient import RawClient
 
 pytestmark = pytest.mark.slow

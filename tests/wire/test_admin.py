@@ -248,7 +248,7 @@ def test_create_partitions_of_an_unknown_topic_is_unknown_topic_or_partition(adm
 
 
 def test_describe_configs_lists_every_topic_config_with_overrides_marked_dynamic(admin, broker):
-    from log.config import TOPIC_CONFIGS
+    from kafka_wire.log.config import TOPIC_CONFIGS
 
     broker.create_topic("described", 1, {"cleanup.policy": "compact"})
     configs = topic_configs(admin, "described")

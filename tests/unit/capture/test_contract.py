@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from capture import (
+from kafka_wire.capture import (
     ARROW_SCHEMA, AVRO_SCHEMA, DEFAULT_NAME_FORMAT, CaptureWriter, EventBatch, append_events, capture_file_created,
     check_name_format, decode_batch, file_name, format_enqueued_time, remove_leftovers,
 )

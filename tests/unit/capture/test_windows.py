@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from capture.windows import BatchRef, WindowPolicy, WindowState, plan
+from kafka_wire.capture.windows import BatchRef, WindowPolicy, WindowState, plan
 
 S = 1000
 POLICY = WindowPolicy(interval_ms=60 * S, size_limit_bytes=1000)

@@ -6,10 +6,10 @@ from typing import Any
 
 import kafka.errors as Errors
 
-from coordinator.clock import VirtualClock
-from coordinator.config import GroupCoordinatorConfig
-from coordinator.consumer_protocol import encode_assignment, encode_subscription
-from coordinator.group_metadata_manager import GroupMetadataManager
+from kafka_wire.coordinator.clock import VirtualClock
+from kafka_wire.coordinator.config import GroupCoordinatorConfig
+from kafka_wire.coordinator.consumer_protocol import encode_assignment, encode_subscription
+from kafka_wire.coordinator.group_metadata_manager import GroupMetadataManager
 
 NONE = Errors.NoError.errno
 SESSION = 10_000

@@ -7,10 +7,10 @@ import threading
 
 import pytest
 
-from coordinator.checkpoints import (
+from kafka_wire.coordinator.checkpoints import (
     Checkpoint, CheckpointStoreError, EmbeddedCheckpointStore, MemoryCheckpointStore,
 )
-from coordinator.checkpoints.embedded import FILE_NAME
+from kafka_wire.coordinator.checkpoints.embedded import FILE_NAME
 
 
 def cp(partition=0, seq=1, *, group="g", hub="hub", ns="ns", offset=100, **kw):

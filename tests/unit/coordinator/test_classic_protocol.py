@@ -4,7 +4,7 @@ from __future__ import annotations
 import kafka.errors as Errors
 import pytest
 
-from coordinator.classic_group import ClassicGroupState as S
+from kafka_wire.coordinator.classic_group import ClassicGroupState as S
 
 from .helpers import NONE, REBALANCE, SESSION, Harness, assign, sub
 

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from coordinator.classic_group import ClassicGroupState as S
+from kafka_wire.coordinator.classic_group import ClassicGroupState as S
 
 from .helpers import Harness, Pending, sub
 

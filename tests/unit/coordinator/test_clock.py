@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from coordinator.clock import SystemClock, VirtualClock
+from kafka_wire.coordinator.clock import SystemClock, VirtualClock
 
 
 def test_advance_fires_due_timers_in_time_order_with_their_own_now():

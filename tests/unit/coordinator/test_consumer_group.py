@@ -8,10 +8,10 @@ import kafka.errors as Errors
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coordinator.assignors import RangeAssignor, UniformAssignor
-from coordinator.clock import VirtualClock
-from coordinator.config import GroupCoordinatorConfig
-from coordinator.group_coordinator import GroupCoordinator
+from kafka_wire.coordinator.assignors import RangeAssignor, UniformAssignor
+from kafka_wire.coordinator.clock import VirtualClock
+from kafka_wire.coordinator.config import GroupCoordinatorConfig
+from kafka_wire.coordinator.group_coordinator import GroupCoordinator
 
 NONE = Errors.NoError.errno
 T_ID = uuid.UUID(int=1)

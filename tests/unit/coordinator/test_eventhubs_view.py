@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import uuid
 
-from coordinator.clock import VirtualClock
-from coordinator.config import GroupCoordinatorConfig
-from coordinator.eventhubs_view import consumer_groups
-from coordinator.group_coordinator import GroupCoordinator
+from kafka_wire.coordinator.clock import VirtualClock
+from kafka_wire.coordinator.config import GroupCoordinatorConfig
+from kafka_wire.coordinator.eventhubs_view import consumer_groups
+from kafka_wire.coordinator.group_coordinator import GroupCoordinator
 
 from .helpers import SESSION, assign, run, sub
 

@@ -9,9 +9,9 @@ import inspect
 import kafka.errors as Errors
 import pytest
 
-from coordinator.clock import VirtualClock
-from coordinator.config import GroupCoordinatorConfig
-from coordinator.group_coordinator import GroupCoordinator
+from kafka_wire.coordinator.clock import VirtualClock
+from kafka_wire.coordinator.config import GroupCoordinatorConfig
+from kafka_wire.coordinator.group_coordinator import GroupCoordinator
 from kafka_wire import codec
 from kafka_wire.apis import registry
 from kafka_wire.codec import ApiKey, RequestHeader

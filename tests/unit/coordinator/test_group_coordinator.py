@@ -5,10 +5,10 @@ import asyncio
 
 import kafka.errors as Errors
 
-from coordinator.checkpoints import EmbeddedCheckpointStore, MemoryCheckpointStore
-from coordinator.clock import VirtualClock
-from coordinator.config import GroupCoordinatorConfig
-from coordinator.group_coordinator import GroupCoordinator
+from kafka_wire.coordinator.checkpoints import EmbeddedCheckpointStore, MemoryCheckpointStore
+from kafka_wire.coordinator.clock import VirtualClock
+from kafka_wire.coordinator.config import GroupCoordinatorConfig
+from kafka_wire.coordinator.group_coordinator import GroupCoordinator
 
 from .helpers import NONE, SESSION, assign, run, sub
 

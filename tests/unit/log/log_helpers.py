@@ -8,7 +8,7 @@ from crc32c import crc32c
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
-from log import batch as rb
+from kafka_wire.log import batch as rb
 
 GZIP = DefaultRecordBatch.CODEC_GZIP
 SNAPPY = DefaultRecordBatch.CODEC_SNAPPY
@@ -65,7 +65,7 @@ def keyed_batch(
         builder.append(i, timestamp=ts + i, key=key, value=value, headers=list(headers or []))
     data = bytearray(builder.build())
     if compression and not data[22] & 0x07:
-        from log import records as rec
+        from kafka_wire.log import records as rec
 
         body = rec.compress(compression, bytes(data[61:]))
         data = bytearray(data[:61]) + body

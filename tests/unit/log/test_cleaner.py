@@ -15,13 +15,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
 
-from log import batch as rb
-from log import recovery
-from log import records as rec
-from log.cleaner import CHECKPOINT_FILE, LogCleaner
-from log.config import LogConfig
-from log.errors import StorageError
-from log.manager import LogManager
+from kafka_wire.log import batch as rb
+from kafka_wire.log import recovery
+from kafka_wire.log import records as rec
+from kafka_wire.log.cleaner import CHECKPOINT_FILE, LogCleaner
+from kafka_wire.log.config import LogConfig
+from kafka_wire.log.errors import StorageError
+from kafka_wire.log.manager import LogManager
 
 from .log_helpers import GZIP, LZ4, SNAPPY, ZSTD, keyed_batch, make_batch, read_all, records_of
 

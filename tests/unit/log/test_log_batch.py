@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from log import batch as rb
-from log.errors import CorruptRecord, InvalidRecord, UnsupportedMagic
+from kafka_wire.log import batch as rb
+from kafka_wire.log.errors import CorruptRecord, InvalidRecord, UnsupportedMagic
 
 from .log_helpers import GZIP, decoded_records, fix_crc, make_batch, make_legacy_message
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from log.config import LONG_MAX, TOPIC_CONFIG_DEFAULTS, TOPIC_CONFIGS, LogConfig
+from kafka_wire.log.config import LONG_MAX, TOPIC_CONFIG_DEFAULTS, TOPIC_CONFIGS, LogConfig
 
 
 def test_defaults_follow_event_hubs_where_it_differs_from_kafka():

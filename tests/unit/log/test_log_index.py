@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from log.index import BatchIndex, OffsetIndex, TimeIndex
+from kafka_wire.log.index import BatchIndex, OffsetIndex, TimeIndex
 
 
 def test_offset_index_is_preallocated_sparse_and_trimmed(tmp_path):

@@ -7,9 +7,9 @@ import uuid
 
 import pytest
 
-from log.config import LogConfig
-from log.errors import TopicExists, UnknownTopic
-from log.manager import TOPICS_DIR, LogManager
+from kafka_wire.log.config import LogConfig
+from kafka_wire.log.errors import TopicExists, UnknownTopic
+from kafka_wire.log.manager import TOPICS_DIR, LogManager
 
 from .log_helpers import batch_spans, make_batch
 

@@ -11,9 +11,9 @@ import os
 
 import pytest
 
-from log import batch as rb
-from log.config import LogConfig
-from log.partition_log import CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_FILE, PartitionLog
+from kafka_wire.log import batch as rb
+from kafka_wire.log.config import LogConfig
+from kafka_wire.log.partition_log import CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_FILE, PartitionLog
 
 from .log_helpers import batch_spans, make_batch
 
@@ -134,7 +134,7 @@ def test_byte_positions_survive_losing_every_batches_file_after_deletion(tmp_pat
     positions = {info.base_offset: log.batch_position(info.base_offset)[0] for info in infos}
     if crash_before_delete:
         # The anchor names the segment that becomes first; the crash comes before the deletion.
-        from log.recovery import write_position_anchor
+        from kafka_wire.log.recovery import write_position_anchor
         first = next(s for s in log.segments if s.base_offset > 30)
         write_position_anchor(tmp_path, first.base_offset, first.base_position)
         log.abandon()

@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from log import batch as rb
-from log.config import LogConfig
-from log.partition_log import PartitionLog
+from kafka_wire.log import batch as rb
+from kafka_wire.log.config import LogConfig
+from kafka_wire.log.partition_log import PartitionLog
 
 from .log_helpers import make_batch
 

@@ -7,16 +7,16 @@ import os
 
 import pytest
 
-from log import batch as rb
-from log.config import LogConfig
-from log.errors import (
+from kafka_wire.log import batch as rb
+from kafka_wire.log.config import LogConfig
+from kafka_wire.log.errors import (
     CorruptRecord,
     LogClosed,
     OffsetOutOfRange,
     RecordTooLarge,
     StorageError,
 )
-from log.partition_log import PartitionLog
+from kafka_wire.log.partition_log import PartitionLog
 
 from .log_helpers import GZIP, batch_spans, decoded_records, make_batch
 

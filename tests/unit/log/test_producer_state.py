@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from log import batch as rb
-from log.config import LogConfig
-from log.errors import (
+from kafka_wire.log import batch as rb
+from kafka_wire.log.config import LogConfig
+from kafka_wire.log.errors import (
     InvalidProducerEpoch,
     InvalidRecord,
     InvalidTxnState,
@@ -22,9 +22,9 @@ from log.errors import (
     ProducerStateError,
     UnknownProducerId,
 )
-from log.partition_log import PartitionLog
-from log.producer_state import SNAPSHOT_SUFFIX, snapshot_path
-from log.records import control_batch
+from kafka_wire.log.partition_log import PartitionLog
+from kafka_wire.log.producer_state import SNAPSHOT_SUFFIX, snapshot_path
+from kafka_wire.log.records import control_batch
 
 from .log_helpers import make_batch, read_all, records_of
 

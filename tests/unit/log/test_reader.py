@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 
-from log.config import LogConfig
-from log.partition_log import PartitionLog
-from log.reader import PartitionReader
+from kafka_wire.log.config import LogConfig
+from kafka_wire.log.partition_log import PartitionLog
+from kafka_wire.log.reader import PartitionReader
 
 from .log_helpers import make_batch
 

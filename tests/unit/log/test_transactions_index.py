@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from kafka.record.default_records import DefaultRecordBatch
 
-from log import batch as rb
-from log import records as rec
-from log.config import LogConfig
-from log.errors import InvalidProducerEpoch, TransactionCoordinatorFenced
-from log.partition_log import PartitionLog
+from kafka_wire.log import batch as rb
+from kafka_wire.log import records as rec
+from kafka_wire.log.config import LogConfig
+from kafka_wire.log.errors import InvalidProducerEpoch, TransactionCoordinatorFenced
+from kafka_wire.log.partition_log import PartitionLog
 
 from .log_helpers import make_batch, read_all
 
