@@ -62,6 +62,11 @@ class BrokerConfig:
     # Connections without traffic this long are closed (Kafka's
     # connections.max.idle.ms; Event Hubs closes after 240,000). 0: never.
     connections_max_idle_ms: int = 600_000
+    # After a failed SASL authentication the error response is sent and the
+    # connection closed this much later (Kafka's connection.failed.
+    # authentication.delay.ms): clients read the error instead of seeing a
+    # reset, and password guessing slows down. 0: close at once.
+    failed_authentication_delay_ms: int = 100
     # Bytes of complete requests a connection may queue before we stop reading it.
     connection_buffer_bytes: int = 16 * 1024 * 1024
     default_namespace: str = "emulatorNs1"
