@@ -14,6 +14,18 @@ temporary directory (removed on stop unless ``data_dir`` was given), and
 """
 from __future__ import annotations
 
-from kafka_wire.testing.broker import EmulatedBroker
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kafka_wire.testing.broker import EmulatedBroker
 
 __all__ = ["EmulatedBroker"]
+
+
+def __getattr__(name: str):
+    # Lazy: pytest imports this package for the plugin in every run of an
+    # environment with kafka-wire installed; the broker loads only when used.
+    if name == "EmulatedBroker":
+        from kafka_wire.testing.broker import EmulatedBroker
+        return EmulatedBroker
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -146,19 +146,27 @@ class EmulatedBroker:
 
     # -- what tests use ----------------------------------------------------
     @property
+    def _running(self) -> Broker:
+        """The started broker, or a clear error instead of an AttributeError on None."""
+        if self._thread is None or self.broker is None:
+            raise RuntimeError("this EmulatedBroker is not running: use `with EmulatedBroker() as "
+                               "broker:` or call start() first (and not after stop())")
+        return self.broker
+
+    @property
     def bootstrap_servers(self) -> str:
-        return self.broker.bootstrap_servers
+        return self._running.bootstrap_servers
 
     @property
     def port(self) -> int:
-        return self.broker.address[1]
+        return self._running.address[1]
 
     @property
     def http_port(self) -> int:
         """Port of the HTTP listener (``http=True``): /health, /metrics, /api, console."""
-        if self.broker.http_address is None:
+        if self._running.http_address is None:
             raise RuntimeError("this broker has no HTTP listener: start it with http=True")
-        return self.broker.http_address[1]
+        return self._running.http_address[1]
 
     @property
     def http_url(self) -> str:
@@ -168,7 +176,7 @@ class EmulatedBroker:
     @property
     def faults(self):
         """Fault injection (see :mod:`kafka_wire.faults`)."""
-        return self.broker.services.faults
+        return self._running.services.faults
 
     @property
     def clock(self):
@@ -181,12 +189,12 @@ class EmulatedBroker:
     @property
     def tls_bootstrap_servers(self) -> str | None:
         """The SASL_SSL listener's address (``tls=True`` or a config's tls_listen)."""
-        return self.broker.tls_bootstrap_servers
+        return self._running.tls_bootstrap_servers
 
     @property
     def ca_file(self) -> Path | None:
         """The CA certificate SASL_SSL clients should trust."""
-        return self.broker.tls_ca_file
+        return self._running.tls_ca_file
 
     def connection_string(self, namespace: str | None = None, policy: str | None = None,
                           hub: str | None = None) -> str:
@@ -196,7 +204,7 @@ class EmulatedBroker:
         from kafka_wire.eventhubs import connection_string
         from kafka_wire.eventhubs.model import ROOT_POLICY
 
-        model = self.broker.services.extra["eventhubs_model"]
+        model = self._running.services.extra["eventhubs_model"]
         ns = model.namespaces[namespace or model.default_namespace]
         if ns.policies or (hub and ns.hub(hub) and ns.hub(hub).policies):
             rule = ns.policy(policy or ROOT_POLICY, hub=hub) or (
@@ -211,6 +219,7 @@ class EmulatedBroker:
 
     def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run ``fn(*args)`` on the broker's loop and return its result."""
+        self._running  # noqa: B018  raises if not started
         async def wrapper():
             result = fn(*args)
             if asyncio.iscoroutine(result):
@@ -220,6 +229,6 @@ class EmulatedBroker:
 
     def create_hub(self, name: str, partitions: int = 1, configs: dict[str, str] | None = None) -> None:
         """Create a topic (an event hub) directly, without a client."""
-        self.call(lambda: self.broker.services.topics.create(name, partitions, configs or {}))
+        self.call(lambda: self._running.services.topics.create(name, partitions, configs or {}))
 
     create_topic = create_hub
