@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import platform
+import resource
 import shutil
 import signal
 import socket
@@ -264,6 +265,12 @@ def java_producer(bootstrap: str, topic: str, count: int = 200_000, size: int = 
             "verified": int(errors) == 0 and int(max_off) == count - 1}
 
 
+def _children_cpu_s() -> float:
+    """CPU seconds of this process's finished children (the Java client JVM)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def rss_with_partitions(b: "BrokerProc", partitions: int = 1000) -> float:
     admin = AdminClient({"bootstrap.servers": b.bootstrap})
     admin.create_topics([NewTopic("many", partitions, 1)])["many"].result(120)
@@ -298,13 +305,21 @@ def run_once(broker_name: str, scenarios: list[Scenario]) -> dict:
             verified = prod["acked"] == sc.count and prod["offsets_ok"] and cons["read"] == sc.count \
                 and cons["in_order"]
             out[sc.name] = {"produce": prod, "consume": cons, "verified": verified,
-                            "produce_broker_cpu_s": cpu1 - cpu0, "consume_broker_cpu_s": cpu2 - cpu1}
+                            "produce_broker_cpu_s": cpu1 - cpu0, "consume_broker_cpu_s": cpu2 - cpu1,
+                            "produce_broker_cpu_us_per_msg": (cpu1 - cpu0) / sc.count * 1e6,
+                            "consume_broker_cpu_us_per_msg": (cpu2 - cpu1) / sc.count * 1e6}
         create_topic(b.bootstrap, "latency")
         out["e2e"] = e2e_latency(b.bootstrap, "latency", seconds=3 if QUICK else 5)
         create_topic(b.bootstrap, "join", 4)
         out["group_join_s"] = group_join(b.bootstrap, "join")
         create_topic(b.bootstrap, "java")
-        out["java"] = java_producer(b.bootstrap, "java", 20_000 if QUICK else 200_000, 1024)
+        # The broker's and the client JVM's CPU per message, so a reader can tell
+        # the broker's cost from the client's (the msg/s figure is mostly the client's).
+        java_count = 20_000 if QUICK else 200_000
+        cpu0, child0 = b.cpu_seconds(), _children_cpu_s()
+        out["java"] = java_producer(b.bootstrap, "java", java_count, 1024)
+        out["java"]["broker_cpu_us_per_msg"] = (b.cpu_seconds() - cpu0) / java_count * 1e6
+        out["java"]["client_cpu_us_per_msg"] = (_children_cpu_s() - child0) / java_count * 1e6
         out["rss_peak_mb"] = b.rss_mb("VmHWM")
     finally:
         b.stop()
@@ -342,14 +357,21 @@ def main(argv=None) -> int:
             print(f"round {i + 1}/{args.repeat}: {b} ...", flush=True)
             runs[b].append(run_once(b, scen))
 
-    def fig(b, path):
+    def values(b, path):
         vals = []
         for r in runs[b]:
             v = r
             for k in path:
-                v = v[k]
+                v = v.get(k, float("nan")) if isinstance(v, dict) else float("nan")
             vals.append(v)
-        return median(vals)
+        return vals
+
+    def fig(b, path):
+        return median(values(b, path))
+
+    def spread(b, path):  # min-max over the rounds: figures on a shared VM move
+        vals = [v for v in values(b, path) if v == v]
+        return f"{min(vals):,.2f}-{max(vals):,.2f}" if vals else "-"
 
     rows = [
         ("produce 100 B msg/s", ("100B", "produce", "msgs_per_s")),
@@ -361,10 +383,14 @@ def main(argv=None) -> int:
         ("broker CPU s, produce 10 KiB", ("10KiB", "produce_broker_cpu_s")),
         ("broker CPU s, consume 100 B", ("100B", "consume_broker_cpu_s")),
         ("broker CPU s, consume 10 KiB", ("10KiB", "consume_broker_cpu_s")),
+        ("broker CPU us/msg, produce 100 B", ("100B", "produce_broker_cpu_us_per_msg")),
+        ("broker CPU us/msg, consume 100 B", ("100B", "consume_broker_cpu_us_per_msg")),
         ("e2e latency p50 ms (1,000 msg/s)", ("e2e", "p50_ms")),
         ("e2e latency p99 ms (1,000 msg/s)", ("e2e", "p99_ms")),
         ("group join s (1 consumer)", ("group_join_s",)),
         ("Java producer msg/s (1 KiB)", ("java", "msgs_per_s")),
+        ("  broker CPU us/msg (Java)", ("java", "broker_cpu_us_per_msg")),
+        ("  client JVM CPU us/msg (Java)", ("java", "client_cpu_us_per_msg")),
         ("start to ApiVersions s", ("start_to_api_versions_s",)),
         ("RSS idle MB", ("rss_idle_mb",)),
         ("RSS peak MB (whole run)", ("rss_peak_mb",)),
@@ -372,14 +398,16 @@ def main(argv=None) -> int:
         ("  of which anonymous (heap) MB", ("rss_anon_1000_partitions_mb",)),
     ]
     summary = {}
-    header = f"{'figure':34}" + "".join(f"{b:>14}" for b in brokers)
+    header = f"{'figure (median; min-max over rounds)':40}" + "".join(
+        f"{b:>14}{'':>22}" for b in brokers)
     if "tansu" in brokers and "kafka-wire" in brokers:
         header += f"{'kw/tansu':>10}"
     print("\n" + header)
     for label, path in rows:
         vals = {b: fig(b, path) for b in brokers}
         summary[label] = vals
-        line = f"{label:34}" + "".join(f"{vals[b]:>14,.2f}" for b in brokers)
+        summary[label + " (min-max)"] = {b: spread(b, path) for b in brokers}
+        line = f"{label:40}" + "".join(f"{vals[b]:>14,.2f}{spread(b, path):>22}" for b in brokers)
         if "tansu" in vals and "kafka-wire" in vals and vals["tansu"]:
             line += f"{vals['kafka-wire'] / vals['tansu']:>10.2f}"
         print(line)
