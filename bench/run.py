@@ -399,7 +399,7 @@ def main(argv=None) -> int:
     ]
     summary = {}
     header = f"{'figure (median; min-max over rounds)':40}" + "".join(
-        f"{b:>14}{'':>22}" for b in brokers)
+        f"{b:>16}{'':>28}" for b in brokers)
     if "tansu" in brokers and "kafka-wire" in brokers:
         header += f"{'kw/tansu':>10}"
     print("\n" + header)
@@ -407,7 +407,7 @@ def main(argv=None) -> int:
         vals = {b: fig(b, path) for b in brokers}
         summary[label] = vals
         summary[label + " (min-max)"] = {b: spread(b, path) for b in brokers}
-        line = f"{label:40}" + "".join(f"{vals[b]:>14,.2f}{spread(b, path):>22}" for b in brokers)
+        line = f"{label:40}" + "".join(f"{vals[b]:>16,.2f}  {spread(b, path):>26}" for b in brokers)
         if "tansu" in vals and "kafka-wire" in vals and vals["tansu"]:
             line += f"{vals['kafka-wire'] / vals['tansu']:>10.2f}"
         print(line)
