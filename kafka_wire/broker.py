@@ -5,9 +5,13 @@ Used by the CLI (``kafka-wire serve``) and by ``kafka_wire.testing``.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import os
+import socket
 import uuid
 from pathlib import Path
+from typing import Awaitable, Callable
 
 from kafka_wire.coordinator.clock import SystemClock
 from kafka_wire.coordinator.producer_ids import ProducerIdManager
@@ -24,6 +28,57 @@ from kafka_wire.log.cleaner import LogCleaner
 from kafka_wire.log.manager import LogManager
 
 log = logging.getLogger(__name__)
+
+
+class StartupError(Exception):
+    """A problem the person starting the broker can fix (an address in use, a data
+    directory that is a file): the CLI prints it as one line, without a traceback."""
+
+
+def prepare_data_dir(data_dir: Path) -> None:
+    """Create ``data_dir`` if needed and check that the broker can write in it."""
+    where = "--data-dir (or [server] data_dir in the config)"
+    if data_dir.exists() and not data_dir.is_dir():
+        raise StartupError(f"data directory {data_dir} is a file, not a directory: choose "
+                           f"another path with {where}")
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise StartupError(f"cannot create data directory {data_dir}: part of its path is a "
+                           f"file; choose another path with {where}") from None
+    except OSError as exc:
+        raise StartupError(f"cannot create data directory {data_dir}: {exc.strerror}; choose "
+                           f"another path with {where}") from None
+    probe = data_dir / f".write-probe-{os.getpid()}"
+    try:  # a real write: root passes permission checks but not a read-only mount
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise StartupError(f"data directory {data_dir} is not writable ({exc.strerror}): fix its "
+                           f"permissions or choose another path with {where}") from None
+
+
+async def listen(what: str, flag: str, host: str, port: int,
+                 start: Callable[[], Awaitable[tuple[str, int]]]) -> tuple[str, int]:
+    """Open one listener (Kafka, SASL_SSL, HTTP, and any added later), turning the
+    OS's refusal into one line that names the address and the flag to change."""
+    try:
+        return await start()
+    except socket.gaierror:
+        raise StartupError(f"cannot listen for {what} on {host}:{port}: {host!r} is not a known "
+                           f"host name or address; use {flag} HOST:PORT with a local address "
+                           "such as 127.0.0.1") from None
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            why = "the address is already in use; stop the process that holds it or"
+        elif exc.errno == errno.EADDRNOTAVAIL:
+            why = "no network interface here has that address;"
+        elif exc.errno == errno.EACCES:
+            why = "permission denied (ports below 1024 need privileges);"
+        else:
+            why = f"{exc.strerror or exc};"
+        raise StartupError(f"cannot listen for {what} on {host}:{port}: {why} choose another "
+                           f"address with {flag} HOST:PORT") from None
 
 
 def _cluster_id(data_dir: Path, wanted: str | None) -> str:
@@ -90,7 +145,7 @@ class Broker:
     async def start(self) -> tuple[str, int]:
         cfg = self.config
         data_dir = Path(cfg.data_dir)
-        data_dir.mkdir(parents=True, exist_ok=True)
+        prepare_data_dir(data_dir)
         clock = self.clock or SystemClock()
         self.clock = clock
         cluster = ClusterInfo(cfg.node_id, cfg.advertise_host or cfg.listen_host,
@@ -114,7 +169,8 @@ class Broker:
         self.services.extra["server"] = self.server
         if cfg.http_listen_host is not None:
             self._attach_console()
-        host, port = await self.server.start(cfg.listen_host, cfg.listen_port)
+        host, port = await listen("Kafka", "--listen", cfg.listen_host, cfg.listen_port,
+                                  lambda: self.server.start(cfg.listen_host, cfg.listen_port))
         # Port 0 means "pick one": advertise what we actually got.
         cluster.host = cfg.advertise_host or host
         cluster.port = cfg.advertise_port or port
@@ -142,15 +198,13 @@ class Broker:
     async def _start_console(self) -> None:
         cfg = self.config
         try:
-            self.http_address = await self.console.start(cfg.http_listen_host, cfg.http_listen_port)
-        except OSError as exc:
+            self.http_address = await listen(
+                "HTTP", "--http-listen (or --no-http)", cfg.http_listen_host, cfg.http_listen_port,
+                lambda: self.console.start(cfg.http_listen_host, cfg.http_listen_port))
+        except StartupError as exc:
             if not cfg.http_optional:
-                raise OSError(exc.errno, f"cannot listen for HTTP on {cfg.http_listen_host}:"
-                              f"{cfg.http_listen_port}: {exc.strerror}; choose another address "
-                              "with --http-listen or turn it off with --no-http") from exc
-            log.warning("HTTP console/metrics not started: %s:%d is unavailable (%s); use "
-                        "--http-listen HOST:PORT to pick another address", cfg.http_listen_host,
-                        cfg.http_listen_port, exc.strerror)
+                raise
+            log.warning("HTTP console/metrics not started: %s", exc)
             self.console = None
 
     async def _start_tls(self, data_dir: Path, model: EventHubsModel) -> None:
@@ -169,8 +223,15 @@ class Broker:
         cluster = ClusterInfo(base.node_id, cfg.tls_advertise_host or cfg.tls_listen_host,
                               cfg.tls_advertise_port or cfg.tls_listen_port, base.cluster_id, base.rack)
         self.tls_server = KafkaServer(ListenerServices(self.services, cluster))
-        host, port = await self.tls_server.start(cfg.tls_listen_host, cfg.tls_listen_port,
-                                                 ssl=tls.server_context(files))
+        try:
+            context = tls.server_context(files)
+        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+            raise StartupError(f"cannot load the TLS certificate {files.cert} and key {files.key}: "
+                               f"{getattr(exc, 'strerror', None) or exc}; fix --tls-cert/--tls-key "
+                               "(or [tls] cert_file/key_file in the config)") from None
+        host, port = await listen("SASL_SSL", "--tls-listen", cfg.tls_listen_host, cfg.tls_listen_port,
+                                  lambda: self.tls_server.start(cfg.tls_listen_host,
+                                                                cfg.tls_listen_port, ssl=context))
         cluster.host = cfg.tls_advertise_host or host
         cluster.port = cfg.tls_advertise_port or port
         self.tls_address = (cluster.host, cluster.port)
@@ -251,7 +312,11 @@ async def serve_forever(config: BrokerConfig, ready_line: bool = True) -> None:
     import signal
 
     broker = Broker(config)
-    await broker.start()
+    try:
+        await broker.start()
+    except BaseException:
+        await broker.stop()  # what did start (log cleaners, listeners) must not keep us alive
+        raise
     log.info("kafka-wire ready: bootstrap.servers=%s (data dir %s)", broker.bootstrap_servers,
              Path(config.data_dir).resolve())
     if broker.tls_address is not None:

@@ -12,8 +12,34 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+from pathlib import Path
 
 log = logging.getLogger(__name__)
+
+CAPTURE_PACKAGES = ("pyspark", "pyarrow", "fastavro")
+INSTALL_HINT = ("install it with `.venv/bin/pip install -e '.[capture]'` in a kafka-wire clone, "
+                "or `pip install 'kafka-wire[capture]'`")
+
+
+def missing_capture_packages() -> list[str]:
+    """The capture extra's packages that cannot be imported here (the core install
+    has none of them); imported for real, since a broken install also counts."""
+    missing = []
+    for name in CAPTURE_PACKAGES:
+        try:
+            __import__(name)
+        except ImportError:
+            missing.append(name)
+    return missing
+
+
+def capture_unavailable() -> str | None:
+    """One line saying why Capture cannot run here, or None when it can."""
+    missing = missing_capture_packages()
+    if not missing:
+        return None
+    return (f"Capture needs the capture extra, which is not installed (no {', '.join(missing)}): "
+            + INSTALL_HINT)
 
 
 def add_parser(sub) -> None:
@@ -47,12 +73,9 @@ def add_parser(sub) -> None:
 def settings_from_args(args: argparse.Namespace):
     from kafka_wire.spark.capture_job import CaptureJobSettings
 
-    kafka_options = {}
-    for item in args.kafka_option:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise ValueError(f"--kafka-option {item!r} is invalid: use KEY=VALUE")
-        kafka_options[key.strip()] = value
+    from kafka_wire.client_options import parse_kafka_options
+
+    kafka_options = parse_kafka_options(args.kafka_option)
     if args.interval_seconds < 1:
         raise ValueError(f"--interval-seconds {args.interval_seconds} is too small: use 1 or more")
     if args.size_mb <= 0:
@@ -70,6 +93,10 @@ def settings_from_args(args: argparse.Namespace):
 
 
 def run_capture(args: argparse.Namespace) -> int:
+    problem = capture_unavailable()
+    if problem:
+        print(f"kafka-wire capture: {problem}", file=sys.stderr)
+        return 2
     settings = settings_from_args(args)
     from kafka_wire.spark.capture_job import run  # Spark only now
 
@@ -84,13 +111,8 @@ def run_capture(args: argparse.Namespace) -> int:
     return 0
 
 
-def jobs_from_model(model, data_dir) -> list:
-    """The capture jobs ``kafka-wire serve`` runs for a config's capture-enabled
-    hubs: one per namespace and identical capture settings (destination,
-    encoding, windows, name format), reading ``data_dir``. Destinations are
-    taken as given (relative to the working directory), as the console does."""
-    from kafka_wire.spark.capture_job import CaptureJobSettings
-
+def _capture_groups(model) -> dict[tuple, list[str]]:
+    """Capture-enabled hubs grouped by namespace and identical capture settings."""
     groups: dict[tuple, list[str]] = {}
     for ns_name, ns in model.namespaces.items():
         for hub in ns.hubs.values():
@@ -99,6 +121,19 @@ def jobs_from_model(model, data_dir) -> list:
                 key = (ns_name, c.destination, c.encoding.lower(), c.interval_seconds, c.size_limit_bytes,
                        c.skip_empty_archives, c.name_format)
                 groups.setdefault(key, []).append(hub.name)
+    return groups
+
+
+def jobs_from_model(model, data_dir) -> list:
+    """The capture jobs ``kafka-wire serve`` runs for a config's capture-enabled
+    hubs: one per namespace and identical capture settings (destination,
+    encoding, windows, name format), reading ``data_dir``. Destinations are
+    taken as given (relative to the working directory), as the console does."""
+    groups = _capture_groups(model)
+    if not groups:
+        return []
+    from kafka_wire.spark.capture_job import CaptureJobSettings
+
     return [
         CaptureJobSettings(namespace=ns, hubs=hubs, out_dir=dest, encoding=enc, data_dir=str(data_dir),
                            interval_seconds=interval, size_limit_bytes=size, skip_empty=skip, name_format=fmt)
@@ -108,14 +143,25 @@ def jobs_from_model(model, data_dir) -> list:
 
 def start_capture_jobs(model, data_dir) -> list:
     """Start the jobs of ``jobs_from_model`` next to the broker; returns their
-    handles (``handle.stop()`` on shutdown). Imports Spark only if there is one."""
-    jobs = jobs_from_model(model, data_dir)
-    if not jobs:
+    handles (``handle.stop()`` on shutdown). Imports Spark only if a hub enables
+    Capture; without the capture extra, says so in one line and serves anyway."""
+    groups = _capture_groups(model)
+    if not groups:
         return []
+    problem = capture_unavailable()
+    if problem:
+        hubs = ", ".join(f"{key[0]}/{hub}" for key, names in groups.items() for hub in names)
+        log.warning("Capture is off for %s: %s", hubs, problem)
+        return []
+    jobs = jobs_from_model(model, data_dir)
+    spark_log = Path(data_dir).resolve() / "capture-spark.log"
+    log.info("Capture starts a Spark JVM beside the broker (about 370 MB of memory, ~10 s to "
+             "start); Spark's own log goes to %s", spark_log)
     from kafka_wire.spark.capture_job import run_in_background
 
     handles = []
     for settings in jobs:
+        settings.spark_log_file = str(spark_log)
         log.info("capture of %s/%s into %s (%s) runs alongside the broker", settings.namespace,
                  ",".join(settings.hubs), settings.out_dir, settings.encoding)
         handles.append(run_in_background(settings))

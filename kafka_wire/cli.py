@@ -1,13 +1,71 @@
-"""The ``kafka-wire`` command line."""
+"""The kafka-wire command line.
+
+Errors a person can fix are one line on stderr, never a traceback. Exit
+status: 2 for a bad flag, config file or argument (as argparse does), 1 when
+the broker cannot start in this environment (an address in use, a data
+directory it cannot write), 0 otherwise.
+"""
 from __future__ import annotations
 
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from pathlib import Path
 
 from kafka_wire.config import BrokerConfig, parse_host_port
+
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+DESCRIPTION = ("kafka-wire: a local Azure Event Hubs namespace that speaks the Kafka protocol. "
+               "Run `kafka-wire COMMAND --help` for a command's flags.")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line: the usage block of `serve` is a
+    screenful and hides the message."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _int_at_least(minimum: int, unit: str = ""):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is too small: use {minimum:,} or more{unit}")
+        return value
+    return parse
+
+
+def _address(default_port: int):
+    def parse(text: str) -> tuple[str, int]:
+        try:
+            return parse_host_port(text, default_port)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse
+
+
+def _log_level(text: str) -> str:
+    level = text.upper()
+    if level not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a log level: use one of "
+                                         + ", ".join(LOG_LEVELS))
+    return level
+
+
+def _check_files(config: BrokerConfig) -> None:
+    """Certificate files named by flags or the config must exist: say which one does not."""
+    for attr, source in (("tls_cert_file", "--tls-cert / [tls] cert_file"),
+                         ("tls_key_file", "--tls-key / [tls] key_file"),
+                         ("tls_ca_file", "--tls-ca / [tls] ca_file")):
+        path = getattr(config, attr)
+        if path is not None and not Path(path).is_file():
+            raise ValueError(f"{source}: no such file: {path}")
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -20,12 +78,12 @@ def _serve(args: argparse.Namespace) -> int:
     if args.data_dir:
         config.data_dir = Path(args.data_dir)
     if args.listen:
-        config.listen_host, config.listen_port = parse_host_port(args.listen)
+        config.listen_host, config.listen_port = args.listen
     if args.advertise:
         config.advertise_host, config.advertise_port = parse_host_port(args.advertise,
                                                                        config.listen_port)
     if args.tls_listen:
-        config.tls_listen_host, config.tls_listen_port = parse_host_port(args.tls_listen, 9093)
+        config.tls_listen_host, config.tls_listen_port = args.tls_listen
     if args.tls_advertise:
         config.tls_advertise_host, config.tls_advertise_port = parse_host_port(
             args.tls_advertise, config.tls_listen_port)
@@ -38,23 +96,26 @@ def _serve(args: argparse.Namespace) -> int:
         config.tls_ca_file = Path(args.tls_ca)
     if args.node_id is not None:
         config.node_id = args.node_id
-    if args.max_request_bytes:
+    if args.max_request_bytes is not None:
         config.max_request_bytes = args.max_request_bytes
     if args.connections_max_idle_ms is not None:
         config.connections_max_idle_ms = args.connections_max_idle_ms
+    if args.failed_authentication_delay_ms is not None:
+        config.failed_authentication_delay_ms = args.failed_authentication_delay_ms
     if args.no_auto_create:
         config.auto_create_topics = False
-    if args.num_partitions:
+    if args.num_partitions is not None:
         config.num_partitions = args.num_partitions
     if args.no_http:
         config.http_listen_host = None
     elif args.http_listen:
-        config.http_listen_host, config.http_listen_port = parse_host_port(args.http_listen, 5300)
+        config.http_listen_host, config.http_listen_port = args.http_listen
     else:  # the default address: if it is taken, serve Kafka anyway
         config.http_listen_host, config.http_listen_port = "127.0.0.1", 5300
         config.http_optional = True
     if args.capture_dir:
         config.capture_dir = Path(args.capture_dir)
+    _check_files(config)
     handles = []
     if config.eventhubs is not None:
         # Hubs whose config enables Capture get the Spark job alongside the broker.
@@ -80,6 +141,9 @@ def _sas(args: argparse.Namespace) -> int:
     if ns is None:
         raise ValueError(f"namespace {name!r} is not in {args.config} (it has: "
                          f"{', '.join(sorted(model.namespaces))})")
+    if args.hub and ns.hub(args.hub) is None:
+        raise ValueError(f"event hub {args.hub!r} is not in namespace {name!r} of {args.config} "
+                         f"(it has: {', '.join(sorted(ns.hubs)) or 'no event hubs'})")
     policy = ns.policy(args.policy, hub=args.hub)
     if policy is None:
         raise ValueError(f"SAS policy {args.policy!r} is not defined on namespace {name!r}"
@@ -107,7 +171,16 @@ def _report(args: argparse.Namespace) -> int:
 
     from kafka_wire.eventhubs.report import format_report, load
 
-    entries = load(Path(args.data_dir))
+    data_dir = Path(args.data_dir)
+    if not data_dir.is_dir():
+        print(f"kafka-wire report: no data directory at {data_dir.resolve()}: give the broker's "
+              "with --data-dir", file=sys.stderr)
+        return 2
+    if not os.access(data_dir, os.R_OK | os.X_OK):
+        print(f"kafka-wire report: cannot read data directory {data_dir.resolve()}",
+              file=sys.stderr)
+        return 1
+    entries = load(data_dir)
     if args.json:
         print(json.dumps({"entries": entries}, indent=1))
     else:
@@ -138,35 +211,53 @@ def _add_capture_command(sub) -> None:
     add_parser(sub)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="kafka-wire", description=__doc__)
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
-    sub = parser.add_subparsers(dest="command", required=True)
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="kafka-wire", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"kafka-wire {_version()}")
+    parser.add_argument("--log-level", default="INFO", metavar="LEVEL", type=_log_level,
+                        help="DEBUG, INFO (default), WARNING or ERROR")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    serve = sub.add_parser("serve", help="run the broker")
-    serve.add_argument("--config", help="Config.json of the official emulator, or a kafka-wire TOML file")
-    serve.add_argument("--data-dir", help="where partitions live (default ./data)")
-    serve.add_argument("--listen", help="HOST:PORT (default 127.0.0.1:9092)")
-    serve.add_argument("--advertise", help="HOST:PORT put in Metadata (default: the listener)")
-    serve.add_argument("--tls-listen", help="HOST:PORT of a SASL_SSL listener (Event Hubs uses 9093)")
-    serve.add_argument("--tls-advertise", help="HOST:PORT the SASL_SSL listener puts in Metadata")
-    serve.add_argument("--tls-cert", help="PEM server certificate (chain) for --tls-listen "
+    serve = sub.add_parser("serve", help="run the broker", description="Run the broker: Kafka on "
+                           "--listen, the HTTP console on --http-listen, until SIGINT or SIGTERM.")
+    serve.add_argument("--config", metavar="FILE", help="Config.json of the official emulator, or a kafka-wire TOML file")
+    serve.add_argument("--data-dir", metavar="DIR", help="where partitions live (default ./data)")
+    serve.add_argument("--listen", type=_address(9092), metavar="HOST:PORT",
+                       help="Kafka listener (default 127.0.0.1:9092)")
+    serve.add_argument("--advertise", metavar="HOST:PORT",
+                       help="address put in Metadata (default: the listener's)")
+    serve.add_argument("--tls-listen", type=_address(9093), metavar="HOST:PORT",
+                       help="SASL_SSL listener (Event Hubs uses 9093; default: none)")
+    serve.add_argument("--tls-advertise", metavar="HOST:PORT",
+                       help="address the SASL_SSL listener puts in Metadata")
+    serve.add_argument("--tls-cert", metavar="PEM", help="PEM server certificate (chain) for --tls-listen "
                        "(default: generated into DATA_DIR/tls/ with its own CA)")
-    serve.add_argument("--tls-key", help="PEM private key of --tls-cert")
-    serve.add_argument("--tls-ca", help="CA certificate of --tls-cert, printed for clients")
-    serve.add_argument("--node-id", type=int)
-    serve.add_argument("--max-request-bytes", type=int)
-    serve.add_argument("--connections-max-idle-ms", type=int,
+    serve.add_argument("--tls-key", metavar="PEM", help="PEM private key of --tls-cert")
+    serve.add_argument("--tls-ca", metavar="PEM", help="CA certificate of --tls-cert, printed for clients")
+    serve.add_argument("--node-id", metavar="N", type=_int_at_least(0),
+                       help="broker id put in Metadata (default 0)")
+    serve.add_argument("--max-request-bytes", metavar="BYTES", type=_int_at_least(1024, " bytes"),
+                       help="largest request frame accepted; bigger ones close the connection "
+                       "(Kafka's socket.request.max.bytes; default 104857600)")
+    serve.add_argument("--connections-max-idle-ms", metavar="MS", type=_int_at_least(0),
                        help="close connections idle this long (default 600000 as Kafka; Event "
                        "Hubs uses 240000; 0: never)")
-    serve.add_argument("--num-partitions", type=int, help="partitions of auto-created topics")
+    serve.add_argument("--failed-authentication-delay-ms", metavar="MS", type=_int_at_least(0),
+                       help="after a failed SASL authentication, close the connection this much "
+                       "later, so clients read the error (Kafka's "
+                       "connection.failed.authentication.delay.ms; default 100; 0: at once)")
+    serve.add_argument("--num-partitions", metavar="N", type=_int_at_least(1),
+                       help="partitions of auto-created event hubs (default 1)")
     serve.add_argument("--no-auto-create", action="store_true", help="refuse topic auto-creation")
-    serve.add_argument("--http-listen", help="HOST:PORT of the health API, Prometheus /metrics and "
-                       "web console (default 127.0.0.1:5300, the official emulator's health port)")
-    serve.add_argument("--no-http", action="store_true", help="no HTTP listener")
-    serve.add_argument("--capture-dir", help="Capture output directory whose recent files the "
+    http = serve.add_mutually_exclusive_group()
+    http.add_argument("--http-listen", type=_address(5300), metavar="HOST:PORT",
+                      help="health API, Prometheus /metrics and web console (default "
+                      "127.0.0.1:5300, the official emulator's health port)")
+    http.add_argument("--no-http", action="store_true", help="no HTTP listener")
+    serve.add_argument("--capture-dir", metavar="DIR", help="Capture output directory whose recent files the "
                        "console shows (read from its _capture_events.jsonl)")
-    serve.add_argument("--log-level", dest="sub_log_level", help=argparse.SUPPRESS)
+    serve.add_argument("--log-level", dest="sub_log_level", metavar="LEVEL", type=_log_level,
+                       help="DEBUG, INFO (default), WARNING or ERROR")
     serve.set_defaults(func=_serve)
 
     sas_cmd = sub.add_parser("sas", help="print a SAS token and a connection string for a policy")
@@ -186,16 +277,41 @@ def main(argv: list[str] | None = None) -> int:
 
     _add_groups_command(sub)
     _add_capture_command(sub)
+    return parser
 
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
-    level = getattr(args, "sub_log_level", None) or args.log_level
-    logging.basicConfig(level=level.upper(), stream=sys.stderr,
+    try:
+        level = _log_level(getattr(args, "sub_log_level", None) or args.log_level)
+    except argparse.ArgumentTypeError as exc:
+        parser.error(f"argument --log-level: {exc}")
+    logging.basicConfig(level=level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from kafka_wire.broker import StartupError
+
     try:
         return args.func(args)
     except ValueError as exc:
         print(f"kafka-wire: {exc}", file=sys.stderr)
         return 2
+    except StartupError as exc:
+        print(f"kafka-wire: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        # `kafka-wire report --json | head`: the reader left; end quietly, as Unix tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("kafka-wire")
+    except PackageNotFoundError:  # run from a checkout without installing
+        return "(not installed)"
 
 
 if __name__ == "__main__":

@@ -208,16 +208,18 @@ def _views(hub: str, partitions: int, found: dict[str, tuple[str, str, list[Memb
 
 
 def online_report(bootstrap: str, hub: str | None = None,
-                  timeout_s: float = 10.0) -> list[HubGroups]:
-    """The groups of every event hub, asked of a running broker."""
+                  timeout_s: float = 10.0, client_options: dict | None = None) -> list[HubGroups]:
+    """The groups of every event hub, asked of a running broker. ``client_options``:
+    kafka-python settings (credentials, TLS)."""
     from kafka import KafkaAdminClient, TopicPartition
     from kafka.protocol.consumer import OffsetSpec
 
     from kafka_wire.schemas import ConsumerGroupDescribeRequest
 
     timeout_ms = int(timeout_s * 1000)
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kafka-wire-groups",
-                             request_timeout_ms=timeout_ms, bootstrap_timeout_ms=timeout_ms)
+    settings = {"client_id": "kafka-wire-groups", "request_timeout_ms": timeout_ms,
+                "bootstrap_timeout_ms": timeout_ms, **(client_options or {})}
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, **settings)
     try:
         topics = {t["name"]: len(t["partitions"]) for t in admin.describe_topics()
                   if not t.get("is_internal") and not t["name"].startswith("__")
@@ -343,6 +345,13 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--namespace", help="only this namespace (offline)")
     p.add_argument("--hub", help="only this event hub")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
+    p.add_argument("--connection-string", metavar="STRING",
+                   help="authenticate as an Event Hubs client: SASL PLAIN with username "
+                   "$ConnectionString (online; add --kafka-option security_protocol=SASL_SSL "
+                   "--kafka-option ssl_cafile=CA.pem for the TLS listener)")
+    p.add_argument("--kafka-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="kafka-python client setting (online; repeat), e.g. "
+                   "security_protocol=SASL_SSL")
     p.add_argument("--timeout", type=float, default=10.0,
                    help="seconds to wait for the broker (online; default 10)")
     p.add_argument("--log-level", dest="sub_log_level", default="WARNING",
@@ -353,6 +362,8 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out or sys.stdout
+    if not args.bootstrap and (args.connection_string or args.kafka_option):
+        raise ValueError("--connection-string and --kafka-option are for --bootstrap (online) use")
     if args.bootstrap:
         if args.namespace:
             raise ValueError("--namespace applies to offline use; online, the namespace is "
@@ -361,8 +372,12 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         if logging.getLogger().getEffectiveLevel() >= logging.WARNING:
             # kafka-python logs every refused connection; the one line below says it all.
             logging.getLogger("kafka").setLevel(logging.CRITICAL)
+        from kafka_wire.client_options import connection_string_options, parse_kafka_options
+
+        options = connection_string_options(args.connection_string) if args.connection_string else {}
+        options.update(parse_kafka_options(args.kafka_option, typed=True))
         try:
-            report = online_report(args.bootstrap, args.hub, args.timeout)
+            report = online_report(args.bootstrap, args.hub, args.timeout, options)
         except KafkaError as exc:
             print(f"kafka-wire groups: cannot query {args.bootstrap}: {exc!r}", file=sys.stderr)
             return 1

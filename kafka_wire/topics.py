@@ -172,8 +172,7 @@ class TopicManager:
         merged = dict(self.topic_defaults)
         merged.update(configs or {})
         self.logs.create_topic(name, partitions or self.num_partitions, merged)
-        self._refresh_ids()
-        log.info("created topic %s with %d partitions", name, partitions or self.num_partitions)
+        self._refresh_ids()  # the log manager logs the creation, once
         return self.get(name)
 
     def delete(self, name: str) -> None:

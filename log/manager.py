@@ -117,7 +117,7 @@ class LogManager:
                 self._open_partition(info, p)
             self._save(info)
             self._topics[name] = info
-            logger.info("created topic %s with %d partitions", name, partitions)
+            logger.info("created topic %s with %d partitions in %s", name, partitions, self.root)
             return info
 
     def delete_topic(self, name: str) -> None:

@@ -50,6 +50,7 @@ class CaptureJobSettings:
     partition_key: bool = True
     once: bool = False
     master: str | None = None  # None: local[*], or spark-submit's master
+    spark_log_file: str | None = None  # the JVM's own output, when this job starts Spark
     checkpoint_dir: str | None = None  # default: <out_dir>/_capture/<namespace>-<encoding>-<hubs hash>
     trigger_seconds: float = 2.0
     grace_seconds: float = 2.0
@@ -160,7 +161,7 @@ def run(
     """Run the job until it is done (``once``), stopped, or interrupted."""
     t0 = time.monotonic()
     if spark is None:
-        spark = get_session(settings.master)
+        spark = get_session(settings.master, log_file=settings.spark_log_file)
     else:
         register(spark)  # a session made elsewhere (tests, serve) may not know our formats yet
     started = time.monotonic()

@@ -62,10 +62,25 @@ def _get(obj: dict, key: str, where: str, required: bool = True):
     return None
 
 
+def _warn_unknown(obj, known: tuple[str, ...], where: str) -> None:
+    """The emulator ignores keys it does not know, and so do we, but say so: a typo
+    ("PartitonCount") would otherwise pass in silence."""
+    if not isinstance(obj, dict):
+        return
+    wanted = {k.lower() for k in known}
+    unknown = [k for k in obj if k.lower() not in wanted]
+    if unknown:
+        log.warning("Config.json: %s has unknown key(s) %s, ignored (known: %s)", where,
+                    ", ".join(map(repr, unknown)), ", ".join(known))
+
+
 def load_config_json(data: dict) -> EventHubsModel:
+    _warn_unknown(data, ("UserConfig",), "the top level")
     user = _get(data, "UserConfig", "Config.json")
+    _warn_unknown(user, ("NamespaceConfig", "LoggingConfig"), "UserConfig")
     namespaces = _get(user, "NamespaceConfig", "UserConfig")
     logging_cfg = _get(user, "LoggingConfig", "UserConfig")
+    _warn_unknown(logging_cfg, ("Type",), "LoggingConfig")
     logging_type = _get(logging_cfg, "Type", "LoggingConfig")
     if logging_type not in _LOGGING_TYPES:
         raise ValueError(f"LoggingConfig.Type {logging_type!r} is invalid: use "
@@ -74,6 +89,7 @@ def load_config_json(data: dict) -> EventHubsModel:
         raise ValueError("NamespaceConfig must list exactly one namespace (the emulator serves "
                          "one; use a kafka-wire TOML file for several)")
     raw = namespaces[0]
+    _warn_unknown(raw, ("Type", "Name", "Entities"), "NamespaceConfig[0]")
     kind = _get(raw, "Type", "NamespaceConfig[0]", required=False) or "EventHub"
     if kind != "EventHub":
         raise ValueError(f"NamespaceConfig[0].Type {kind!r} is invalid: use EventHub")
@@ -87,6 +103,7 @@ def load_config_json(data: dict) -> EventHubsModel:
     hubs: dict[str, EventHub] = {}
     for i, ent in enumerate(entities):
         where = f"Entities[{i}]"
+        _warn_unknown(ent, ("Name", "PartitionCount", "ConsumerGroups"), where)
         hub_name = _get(ent, "Name", where)
         count = _get(ent, "PartitionCount", where)
         try:
@@ -100,6 +117,7 @@ def load_config_json(data: dict) -> EventHubsModel:
             raise ValueError(f"{where}.ConsumerGroups must list at most 20 groups")
         groups = []
         for j, g in enumerate(groups_raw):
+            _warn_unknown(g, ("Name",), f"{where}.ConsumerGroups[{j}]")
             gname = _get(g, "Name", f"{where}.ConsumerGroups[{j}]")
             if isinstance(gname, str) and gname.lower() == DEFAULT_CONSUMER_GROUP.lower():
                 raise ValueError(f"{where}.ConsumerGroups lists {gname!r}: $Default always "
@@ -118,6 +136,29 @@ def load_config_json(data: dict) -> EventHubsModel:
 
 
 # -- TOML -------------------------------------------------------------------------
+# [server] keys and their TOML types; ints also have a least value.
+_SERVER_KEYS: dict[str, type] = {
+    "listen": str, "advertise": str, "tls_listen": str, "tls_advertise": str, "data_dir": str,
+    "auto_create_topics": bool, "num_partitions": int, "connections_max_idle_ms": int,
+    "failed_authentication_delay_ms": int,
+}
+_SERVER_MINIMUM = {"num_partitions": 1, "connections_max_idle_ms": 0,
+                   "failed_authentication_delay_ms": 0}
+_TOML_TYPE_NAMES = {str: 'a string, e.g. "127.0.0.1:9092"', bool: "true or false",
+                    int: "a whole number"}
+
+
+def _check_types(table: dict, types: dict[str, type], where: str) -> None:
+    for key, value in table.items():
+        wanted = types[key]
+        # bool is an int in Python; TOML keeps them apart, so do we.
+        if not isinstance(value, wanted) or (wanted is int and isinstance(value, bool)):
+            raise ValueError(f"{where} {key} = {value!r}: must be {_TOML_TYPE_NAMES[wanted]}")
+        least = _SERVER_MINIMUM.get(key) if where == "[server]" else None
+        if least is not None and value < least:
+            raise ValueError(f"{where} {key} = {value}: must be {least} or more")
+
+
 def _check_keys(table: dict, allowed: set[str], where: str) -> None:
     unknown = sorted(set(table) - allowed)
     if unknown:
@@ -190,11 +231,11 @@ def load_toml(data: dict, base: Path | None = None) -> tuple[EventHubsModel, _Se
     _check_keys(data, {"default_namespace", "server", "tls", "namespaces"}, "config")
     settings = _Settings()
     settings.server = dict(data.get("server") or {})
-    _check_keys(settings.server, {"listen", "advertise", "tls_listen", "tls_advertise", "data_dir",
-                                  "auto_create_topics", "num_partitions",
-                                  "connections_max_idle_ms"}, "[server]")
+    _check_keys(settings.server, set(_SERVER_KEYS), "[server]")
+    _check_types(settings.server, _SERVER_KEYS, "[server]")
     settings.tls = dict(data.get("tls") or {})
     _check_keys(settings.tls, {"cert_file", "key_file", "ca_file"}, "[tls]")
+    _check_types(settings.tls, dict.fromkeys(("cert_file", "key_file", "ca_file"), str), "[tls]")
     if bool(settings.tls.get("cert_file")) != bool(settings.tls.get("key_file")):
         raise ValueError("[tls]: give both cert_file and key_file, or neither (a certificate is "
                          "then generated)")
@@ -268,6 +309,18 @@ def apply_config_file(config, path: Path) -> None:
     config.default_namespace = model.default_namespace
     config.namespaces = [n for n in model.namespaces if n != model.default_namespace]
     server = settings.server
+    try:
+        _apply_server(config, server)
+    except ValueError as exc:
+        raise ValueError(f"{path}: [server]: {exc}") from None
+    base = Path(path).resolve().parent
+    for key, field in (("cert_file", "tls_cert_file"), ("key_file", "tls_key_file"),
+                       ("ca_file", "tls_ca_file")):
+        if settings.tls.get(key):
+            setattr(config, field, (base / settings.tls[key]).resolve())
+
+
+def _apply_server(config, server: dict) -> None:
     if "listen" in server:
         config.listen_host, config.listen_port = parse_host_port(server["listen"])
     if "advertise" in server:
@@ -286,8 +339,5 @@ def apply_config_file(config, path: Path) -> None:
         config.num_partitions = int(server["num_partitions"])
     if "connections_max_idle_ms" in server:
         config.connections_max_idle_ms = int(server["connections_max_idle_ms"])
-    base = Path(path).resolve().parent
-    for key, field in (("cert_file", "tls_cert_file"), ("key_file", "tls_key_file"),
-                       ("ca_file", "tls_ca_file")):
-        if settings.tls.get(key):
-            setattr(config, field, (base / settings.tls[key]).resolve())
+    if "failed_authentication_delay_ms" in server:
+        config.failed_authentication_delay_ms = int(server["failed_authentication_delay_ms"])

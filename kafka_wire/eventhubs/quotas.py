@@ -112,9 +112,10 @@ class ThroughputQuota:
             self.units += 1
             self._last_inflate = now_ms
             self._rates(now_ms)
-            log.info("namespace %s auto-inflated to %d throughput units", self.namespace, self.units)
-            if self.on_inflate is not None:
+            if self.on_inflate is not None:  # it logs the change (the compatibility report's note)
                 self.on_inflate(self.units)
+            else:
+                log.info("namespace %s auto-inflated to %d throughput units", self.namespace, self.units)
 
     def ingress_wait(self, nbytes: int, events: int, now_ms: int) -> int:
         """ms a publication arriving now would have to wait, without accounting it."""
