@@ -16,6 +16,12 @@ clock. SASL v0: after a SaslHandshake v0 the client's next frame is a bare
 SASL token, answered with a bare (length-prefixed) token; the
 ``services.extra["sasl_raw"]`` hook handles it. After each answered request
 ``services.extra["on_request"](header, seconds, ctx)`` is called (metrics).
+
+A failed authentication is answered, then nothing more is read or handled and
+the connection closes ``failed_authentication_delay_ms`` later (Kafka's
+connection.failed.authentication.delay.ms): every client reads the error
+before the close, and guessing keys gets slower. Warnings about one client
+address (unauthenticated requests, bad frames) are logged once, then counted.
 """
 from __future__ import annotations
 
@@ -34,6 +40,7 @@ from kafka_wire import codec
 from kafka_wire.apis import registry
 from kafka_wire.context import ConnectionState, RequestContext, Services
 from kafka_wire.faults import error_response, stamp_errors
+from kafka_wire.log_lines import RepeatedWarnings, client_address
 from kafka_wire.raw_response import Raw
 
 _PARTITION_APIS = (codec.ApiKey.Produce, codec.ApiKey.Fetch, codec.ApiKey.ListOffsets)
@@ -48,6 +55,16 @@ _LEN = struct.Struct(">i")
 _conn_ids = itertools.count(1)
 _clock = time.perf_counter
 _monotonic = time.monotonic
+_repeats = RepeatedWarnings(log)
+# First bytes of what is not Kafka, seen as an impossible frame length.
+_HTTP_STARTS = (b"GET ", b"POST", b"PUT ", b"HEAD", b"HTTP", b"DELE", b"OPTI", b"PATC", b"PRI ")
+
+
+def _api_name(key: int) -> str:
+    try:
+        return f"{codec.ApiKey(key).name} (api key {key})"
+    except ValueError:
+        return f"api key {key}"
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
@@ -73,6 +90,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._reading = True
         self._closed = False
         self._task: asyncio.Task | None = None
+        self._close_timer: asyncio.TimerHandle | None = None
         self.last_client_id: str | None = None
         self.last_active = _monotonic()  # for connections_max_idle_ms
 
@@ -98,6 +116,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._throttle_timer is not None:
             self._throttle_timer.cancel()
             self._throttle_timer = None
+        if self._close_timer is not None:
+            self._close_timer.cancel()
+            self._close_timer = None
         hook = self.services.extra.get("on_disconnect")
         if hook is not None:
             hook(self.state)
@@ -145,7 +166,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
         while fill - pos >= 4:
             (size,) = _LEN.unpack_from(buf, pos)
             if size < 0 or size > limit:
-                self._abort(self._too_large(size) if size > 0 else f"invalid frame length {size}")
+                other = self._not_kafka(bytes(buf[pos:pos + 4]))
+                if other is not None:
+                    self._abort(other[1], repeat_kind=other[0])
+                else:
+                    self._abort(self._too_large(size) if size > 0 else f"invalid frame length {size}",
+                                repeat_kind="frame")
                 return
             if fill - pos - 4 >= size:
                 # A bytearray: Produce patches record batches in place (no copy).
@@ -167,6 +193,20 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._fill = rest
             if len(buf) > _SCRATCH and rest <= _SCRATCH:
                 del buf[_SCRATCH:]
+
+    def _not_kafka(self, start: bytes) -> tuple[str, str] | None:
+        """(protocol, what to say) when the first bytes are another protocol's."""
+        cfg = self.services.config
+        if start in _HTTP_STARTS:
+            console = (f"; the HTTP console and health API are at http://{cfg.http_listen_host}:"
+                       f"{cfg.http_listen_port}/" if cfg.http_listen_host else "")
+            return "http", f"this looks like HTTP, but this port speaks the Kafka protocol{console}"
+        if start[:1] == b"\x16" and start[1:2] == b"\x03":
+            tls = (f"; the SASL_SSL listener is {cfg.tls_listen_host}:{cfg.tls_listen_port}"
+                   if cfg.tls_listen_host else "")
+            return "tls", ("this looks like a TLS handshake, but this listener is plaintext: use "
+                           f"security.protocol=SASL_PLAINTEXT (or PLAINTEXT) here{tls}")
+        return None
 
     def _too_large(self, size: int) -> str:
         if size <= self.max_request:  # under the broker's limit: the namespace's frame limit
@@ -242,9 +282,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
                         f"from client {header.client_id!r}")
             return
         gate = self.services.extra.get("auth_gate")
-        if gate is not None and not reg.pre_auth and not gate(self.state, header):
-            self._abort(f"api key {header.api_key} before authentication")
-            return
+        if gate is not None and not reg.pre_auth:
+            required = gate(self.state, header)
+            if required is not None:
+                self._abort(f"{_api_name(header.api_key)} before authentication: {required}",
+                            repeat_kind="unauthenticated")
+                return
         try:
             request = codec.decode_request(header, view)
         except codec.CodecError as exc:
@@ -289,8 +332,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.state.attrs.pop("sasl_raw", None)
         hook = self.services.extra.get("sasl_raw")
         reply = hook(self.services, self.state, bytes(frame)) if hook is not None else None
-        if reply is None:
-            self._abort(f"SASL authentication failed (handshake v0) for {self.state.peer}")
+        if reply is None:  # v0 has no error answer: only the (delayed) close
+            self._close_after_write()
             return
         self._write(_LEN.pack(len(reply)) + reply)
 
@@ -343,19 +386,40 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if not self._closed:
             self.transport.writelines(chunks)
 
-    def _abort(self, reason: str | None) -> None:
+    def _abort(self, reason: str | None, repeat_kind: str | None = None) -> None:
+        """Close now. ``repeat_kind``: count repeats of this kind from one client
+        address instead of logging each (a misconfigured client retries fast)."""
         if reason:
-            log.warning("closing connection %s: %s", self.state.peer if self.state else "?", reason)
+            peer = self.state.peer if self.state else "?"
+            message = f"closing connection {peer}: {reason}"
+            if repeat_kind is None:
+                log.warning("%s", message)
+            else:
+                _repeats.warn(repeat_kind, client_address(peer), message)
         self._closed = True
         self._pending.clear()
         if self.transport is not None:
             self.transport.abort()
 
     def _close_after_write(self) -> None:
-        """Close once the buffered response is sent (an authentication failure)."""
+        """After a failed authentication: read and handle nothing more, and close
+        (once the answer is sent) ``failed_authentication_delay_ms`` later."""
         self._closed = True
         self._pending.clear()
-        if self.transport is not None:
+        if self.transport is None:
+            return
+        delay_ms = self.services.config.failed_authentication_delay_ms
+        if delay_ms <= 0:
+            self.transport.close()
+            return
+        self.transport.pause_reading()
+        self._reading = False
+        # Wall time, not the injected clock: the socket and the client are real.
+        self._close_timer = asyncio.get_running_loop().call_later(delay_ms / 1000, self._delayed_close)
+
+    def _delayed_close(self) -> None:
+        self._close_timer = None
+        if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
 
     def idle_for(self, now: float) -> float:

@@ -56,11 +56,16 @@ def _large_frame(report: CompatibilityReport, default: str) -> Callable:
 
 
 def _gate(default: Namespace) -> Callable | None:
+    """None, or ``gate(state, header)``: None where the connection may go on, else what
+    the namespace requires (for the log line of the closed connection)."""
     if not (default.requires_auth or (default.strict and not default.limits.kafka)):
         return None
+    required = (f"namespace {default.name} requires SASL authentication: PLAIN with username "
+                "$ConnectionString and a connection string as password"
+                + (", or OAUTHBEARER with a token" if default.oauth is not None else ""))
 
-    def gate(state, header) -> bool:
-        return state.authenticated
+    def gate(state, header) -> str | None:
+        return None if state.authenticated else required
 
     return gate
 

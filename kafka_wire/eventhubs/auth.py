@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 
 from kafka_wire.eventhubs import connection_string, oauth, sas
+from kafka_wire.log_lines import RepeatedWarnings, client_address, iso_utc
 from kafka_wire.eventhubs.model import LISTEN, MANAGE, SEND, EventHubsModel, Namespace
 
 __all__ = ["Principal", "AuthError", "authenticate_plain", "authenticate", "login", "USERNAME"]
@@ -120,8 +121,8 @@ def _with_token(model: EventHubsModel, ns: Namespace, cs, now_s: float) -> Princ
     except sas.SasError as exc:
         raise AuthError(str(exc)) from None
     if sas.expired(token, now_s):
-        raise AuthError(f"the SAS token expired at {token.se} (now {int(now_s)}): generate a "
-                        "new one")
+        raise AuthError(f"the SAS token expired at {iso_utc(token.se)} (now {iso_utc(now_s)}): "
+                        "generate a new one")
     if model.namespace_for_host(scope.host) != ns.name:
         raise AuthError(f"the SAS token is for {scope.host!r}, not for namespace {ns.name!r} "
                         "named by the Endpoint")
@@ -153,6 +154,10 @@ def _with_token(model: EventHubsModel, ns: Namespace, cs, now_s: float) -> Princ
                      expires_s=token.se)
 
 
+# A client with a wrong key retries many times a second: one line, then a count.
+_failures = RepeatedWarnings(log)
+
+
 def login(services, state, auth_bytes: bytes, mechanism: str = "PLAIN") -> str | None:
     """SASL ``mechanism`` (PLAIN or OAUTHBEARER) on connection ``state``: bind it
     to the principal's namespace and return None, or return why authentication
@@ -168,7 +173,8 @@ def login(services, state, auth_bytes: bytes, mechanism: str = "PLAIN") -> str |
         else:
             principal = authenticate_plain(model, auth_bytes, now_s)
     except (AuthError, oauth.TokenError) as exc:
-        log.warning("%s authentication of %s failed: %s", mechanism, state.peer, exc)
+        _failures.warn("auth-failed", client_address(state.peer),
+                       f"{mechanism} authentication of {state.peer} failed: {exc}")
         return str(exc)
     runtime = services.namespaces.get(principal.namespace)
     if runtime is None:

@@ -34,6 +34,7 @@ import re
 from dataclasses import dataclass, field
 
 from kafka_wire.eventhubs.model import LISTEN, MANAGE, SEND, EventHubsModel, Namespace
+from kafka_wire.log_lines import iso_utc
 
 __all__ = ["OAuthSettings", "TokenError", "parse_client_first", "authenticate_token",
            "ROLE_RIGHTS"]
@@ -228,10 +229,10 @@ def authenticate_token(model: EventHubsModel, token: str, now_s: float):
     if exp is None:
         raise TokenError("the token has no 'exp' (expiry) claim")
     if now_s > exp + SKEW_S:
-        raise TokenError(f"the token expired at {int(exp)} (now {int(now_s)}): get a new one")
+        raise TokenError(f"the token expired at {iso_utc(exp)} (now {iso_utc(now_s)}): get a new one")
     nbf = _number(claims, "nbf")
     if nbf is not None and now_s + SKEW_S < nbf:
-        raise TokenError(f"the token is not valid before {int(nbf)} (now {int(now_s)})")
+        raise TokenError(f"the token is not valid before {iso_utc(nbf)} (now {iso_utc(now_s)})")
     issuer = ns.oauth.issuer if ns.oauth is not None else None
     if issuer is not None and claims.get("iss") != issuer:
         raise TokenError(f"the token's issuer {claims.get('iss')!r} is not {issuer!r}")
