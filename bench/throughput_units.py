@@ -69,7 +69,7 @@ def run(seconds: int, units: int, size: int, partitions: int) -> dict:
             producer.poll(0)
         producer.purge(in_queue=True)
         producer.flush(5)
-        quota = broker.broker.services.namespaces["bench-ns"].extra["quota"]
+        quota = broker.broker.services.namespaces["bench-ns"].quota
         return {"curve": acked[:seconds], "throttles": throttles, "errors": len(errors),
                 "broker_throttled": quota.throttled_requests, "units": quota.units}
 

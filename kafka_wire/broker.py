@@ -19,8 +19,12 @@ from kafka_wire.config import BrokerConfig
 from kafka_wire.faults import Faults
 from kafka_wire.context import ClusterInfo, NamespaceRuntime, Services
 from kafka_wire.eventhubs import tls
-from kafka_wire.eventhubs.attach import attach as attach_eventhubs
+from kafka_wire.eventhubs.attach import configure as configure_eventhubs
+from kafka_wire.eventhubs.auth import Authenticator
 from kafka_wire.eventhubs.model import EventHubsModel
+from kafka_wire.eventhubs.policy import NamespacePolicy
+from kafka_wire.eventhubs.report import CompatibilityReport
+from kafka_wire.fetch_sessions import FetchSessionCache
 from kafka_wire.server import KafkaServer
 from kafka_wire.topics import TopicManager
 from kafka_wire.log.config import LogConfig
@@ -97,22 +101,6 @@ def _cluster_id(data_dir: Path, wanted: str | None) -> str:
     return cid
 
 
-class ListenerServices:
-    """The broker's Services as one more listener sees them: the same collaborators
-    (read through, so later attachments show), its own advertised address, as a
-    Kafka broker advertises per listener."""
-
-    def __init__(self, base: Services, cluster: ClusterInfo) -> None:
-        object.__setattr__(self, "_base", base)
-        object.__setattr__(self, "cluster", cluster)
-
-    def __getattr__(self, name: str):
-        return getattr(self._base, name)
-
-    def __setattr__(self, name: str, value) -> None:
-        setattr(self._base, name, value)
-
-
 class Broker:
     def __init__(self, config: BrokerConfig, clock=None) -> None:
         self.config = config
@@ -154,19 +142,22 @@ class Broker:
         if cfg.eventhubs is not None:  # the model decides which namespaces exist
             cfg.default_namespace = model.default_namespace
             cfg.namespaces = [n for n in model.namespaces if n != model.default_namespace]
-        self.services = Services(cluster=cluster, config=cfg, clock=clock, topics=None,
-                                 default_namespace=cfg.default_namespace)
-        for name in dict.fromkeys([cfg.default_namespace, *cfg.namespaces]):
-            self.services.namespaces[name] = self._open_namespace(data_dir, name)
-        default = self.services.namespaces[cfg.default_namespace]
-        self.services.topics = default.topics
-        self.logs = default.topics.logs
-        self.services.extra["producer_ids"] = ProducerIdManager(data_dir / "producer-ids")
+        report = CompatibilityReport(data_dir, clock)
+        self._closers.append(report.close)
+        namespaces = {name: self._open_namespace(data_dir, name)
+                      for name in dict.fromkeys([cfg.default_namespace, *cfg.namespaces])}
+        self.services = Services(
+            config=cfg, clock=clock, cluster=cluster, namespaces=namespaces,
+            default_namespace=cfg.default_namespace, eventhubs=model, report=report,
+            auth=Authenticator(model, report),
+            producer_ids=ProducerIdManager(data_dir / "producer-ids"),
+            fetch_sessions=FetchSessionCache())
+        self.logs = self.services.default.topics.logs
         self._attach_coordinators(data_dir)
-        self._closers.append(attach_eventhubs(self.services, model, data_dir))
-        self.services.faults = Faults(asyncio.get_running_loop(), self.services)
-        self.server = KafkaServer(self.services)
-        self.services.extra["server"] = self.server
+        configure_eventhubs(self.services)
+        self.server = KafkaServer(self.services, cluster)
+        self.services.faults = Faults(asyncio.get_running_loop(), self.services,
+                                      servers=self._servers)
         if cfg.http_listen_host is not None:
             self._attach_console()
         host, port = await listen("Kafka", "--listen", cfg.listen_host, cfg.listen_port,
@@ -222,7 +213,7 @@ class Broker:
         base = self.services.cluster
         cluster = ClusterInfo(base.node_id, cfg.tls_advertise_host or cfg.tls_listen_host,
                               cfg.tls_advertise_port or cfg.tls_listen_port, base.cluster_id, base.rack)
-        self.tls_server = KafkaServer(ListenerServices(self.services, cluster))
+        self.tls_server = KafkaServer(self.services, cluster)
         try:
             context = tls.server_context(files)
         except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
@@ -245,13 +236,16 @@ class Broker:
         logs = LogManager(data_dir / name, default_log)
         topics = TopicManager(logs, num_partitions=cfg.num_partitions,
                               auto_create=cfg.auto_create_topics, topic_defaults={})
-        ns = NamespaceRuntime(name=name, topics=topics)
+        ns = NamespaceRuntime(name=name, topics=topics, policy=NamespacePolicy())
         if cfg.log_cleaner_interval_ms > 0:
             # Compaction runs on its own thread; it takes a partition's lock only to swap.
-            cleaner = LogCleaner(logs, interval_ms=cfg.log_cleaner_interval_ms, clock=self.clock.now_ms)
-            cleaner.start()
-            ns.extra["cleaner"] = cleaner
+            ns.cleaner = LogCleaner(logs, interval_ms=cfg.log_cleaner_interval_ms, clock=self.clock.now_ms)
+            ns.cleaner.start()
         return ns
+
+    def _servers(self) -> list[KafkaServer]:
+        """The Kafka listeners now running (fault injection drops their connections)."""
+        return [s for s in (self.server, self.tls_server) if s is not None]
 
     def _attach_coordinators(self, data_dir: Path) -> None:
         from kafka_wire.groups_setup import attach_groups
@@ -300,9 +294,8 @@ class Broker:
         self._closers.clear()
         if self.services is not None:
             for ns in self.services.namespaces.values():
-                cleaner = ns.extra.get("cleaner")
-                if cleaner is not None:
-                    cleaner.stop()
+                if ns.cleaner is not None:
+                    ns.cleaner.stop()
                 ns.topics.logs.close()
         self.logs = None
 

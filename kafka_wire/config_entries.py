@@ -166,7 +166,7 @@ def broker_entries(services) -> list[ConfigEntry]:
     other than kafka-wire's default, DEFAULT_CONFIG otherwise.
     """
     cfg = services.config
-    topics = services.topics
+    topics = services.default.topics
     defaults = {f.name: f.default for f in dataclasses.fields(type(cfg))
                 if f.default is not dataclasses.MISSING}
     log_defaults = topics.logs.default_config.to_kafka()
@@ -266,11 +266,9 @@ def apply_topic_overrides(ctx, name: str, overrides: dict[str, str],
         canonical = normalized_overrides(topics, overrides)
     except ValueError as exc:
         return Errors.InvalidConfigurationError.errno, str(exc)
-    policy = ctx.services.extra.get("alter_topic_config_policy")
-    if policy is not None:
-        refusal = policy(ctx, name, dict(canonical))
-        if refusal:
-            return refusal
+    refusal = ctx.policy.alter_topic_config(ctx, name, dict(canonical))
+    if refusal:
+        return refusal
     if validate_only:
         return 0, None
     try:

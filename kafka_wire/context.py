@@ -1,5 +1,6 @@
-"""What a request handler may use: the request's header, its connection, and
-the broker's collaborators by name (log manager, group coordinator, clock)."""
+"""What a request handler may use: the request's header, its connection, the
+listener it came through, and the broker's collaborators as typed fields (the
+namespace's topics, coordinators and Event Hubs policy; the clock; the config)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -7,6 +8,20 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kafka_wire.codec import RequestHeader
+    from kafka_wire.config import BrokerConfig
+    from kafka_wire.coordinator.clock import Clock
+    from kafka_wire.coordinator.group_coordinator import GroupCoordinator
+    from kafka_wire.coordinator.producer_ids import ProducerIdManager
+    from kafka_wire.coordinator.transactions import TransactionCoordinator
+    from kafka_wire.eventhubs.auth import Authenticator, Principal
+    from kafka_wire.eventhubs.model import EventHubsModel, Namespace
+    from kafka_wire.eventhubs.policy import NamespacePolicy
+    from kafka_wire.eventhubs.quotas import ThroughputQuota
+    from kafka_wire.eventhubs.report import CompatibilityReport
+    from kafka_wire.faults import Faults
+    from kafka_wire.fetch_sessions import FetchSessionCache
+    from kafka_wire.log.cleaner import LogCleaner
+    from kafka_wire.topics import TopicManager
 
 
 @dataclass(slots=True)
@@ -26,8 +41,8 @@ class ConnectionState:
     connection_id: int
     authenticated: bool = False
     sasl_mechanism: str | None = None
-    principal: Any = None          # set by the Event Hubs layer after SASL
-    namespace: Any = None          # the Event Hubs namespace this connection is bound to
+    principal: Principal | None = None        # set by the Event Hubs layer after SASL
+    namespace: NamespaceRuntime | None = None  # the namespace this connection is bound to
     attrs: dict[str, Any] = field(default_factory=dict)
     # Largest request frame accepted; a namespace may lower it (Event Hubs'
     # 1,046,528-byte frame limit) when the connection binds to it.
@@ -37,42 +52,71 @@ class ConnectionState:
 @dataclass(slots=True)
 class NamespaceRuntime:
     """One Event Hubs namespace as the broker runs it: its own topics (event
-    hubs, under DATA_DIR/<name>/) and its own consumer groups (Kafka groups are
-    namespace-wide in Event Hubs). ``model`` is the Event Hubs settings object
-    (tier, policies, quotas) when the Event Hubs layer configured one."""
+    hubs, under DATA_DIR/<name>/), its own consumer groups and transactions
+    (namespace-wide in Event Hubs), and its Event Hubs policy (rights, tier
+    rules, quotas): the one door every front end asks.
+
+    ``groups`` and ``txns`` are set while the broker starts, before it serves.
+    ``model`` is the namespace's Event Hubs settings (tier, policies, hubs);
+    ``quota`` its throughput units, where the tier has them; ``frame_limit``
+    Event Hubs' request frame limit where the namespace closes larger frames."""
     name: str
-    topics: Any         # kafka_wire.topics.TopicManager
-    groups: Any = None  # coordinator.group_coordinator.GroupCoordinator
-    txns: Any = None    # coordinator.transactions.TransactionCoordinator
-    model: Any = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    topics: TopicManager
+    policy: NamespacePolicy
+    groups: GroupCoordinator = field(init=False)
+    txns: TransactionCoordinator = field(init=False)
+    model: Namespace | None = None
+    quota: ThroughputQuota | None = None
+    cleaner: LogCleaner | None = None
+    frame_limit: int | None = None
 
     def request_limit(self, configured: int) -> int:
         """The frame limit of a connection bound to this namespace."""
-        frame_limit = self.extra.get("max_frame_bytes")
-        return configured if frame_limit is None else min(configured, frame_limit)
+        return configured if self.frame_limit is None else min(configured, self.frame_limit)
+
+
+class BrokerObserver:
+    """What the broker reports as it works (the console's metrics implement it)."""
+
+    def on_request(self, header: RequestHeader, seconds: float, ctx: RequestContext) -> None:
+        """After each answered request."""
+
+    def on_fetch(self, ctx: RequestContext, reads: list) -> None:
+        """Records a Fetch serves (outgoing events and bytes)."""
 
 
 @dataclass(slots=True)
 class Services:
-    """The broker's collaborators, built once by the server."""
+    """The broker's collaborators, built once by the broker. ``cluster`` is the
+    plaintext listener's identity (node and cluster id, used by admin answers and
+    the console); each listener's own advertised address travels in the
+    request context."""
+    config: BrokerConfig
+    clock: Clock
     cluster: ClusterInfo
-    config: Any        # kafka_wire.config.BrokerConfig
-    clock: Any         # coordinator.clock.Clock
-    topics: Any        # kafka_wire.topics.TopicManager (logs, configs, metadata)
-    groups: Any = None  # coordinator.group_coordinator.GroupCoordinator
-    txns: Any = None    # coordinator.transactions (later)
-    faults: Any = None  # kafka_wire.testing fault hooks (later)
-    extra: dict[str, Any] = field(default_factory=dict)
-    namespaces: dict[str, NamespaceRuntime] = field(default_factory=dict)
-    default_namespace: str = ""
+    namespaces: dict[str, NamespaceRuntime]
+    default_namespace: str
+    eventhubs: EventHubsModel
+    report: CompatibilityReport
+    auth: Authenticator
+    producer_ids: ProducerIdManager
+    fetch_sessions: FetchSessionCache
+    faults: Faults | None = None
+    observer: BrokerObserver | None = None  # None: nothing measures requests
+
+    @property
+    def default(self) -> NamespaceRuntime:
+        """The namespace of connections that did not authenticate to another."""
+        return self.namespaces[self.default_namespace]
 
 
 @dataclass(slots=True)
 class RequestContext:
-    header: "RequestHeader"
+    header: RequestHeader
     connection: ConnectionState
     services: Services
+    # The listener the request came through: Metadata advertises its address.
+    cluster: ClusterInfo
     # Set by a handler whose request went over a quota: the server puts it in
     # the response's throttle_time_ms and mutes the connection that long.
     throttle_ms: int = 0
@@ -102,26 +146,24 @@ class RequestContext:
     @property
     def namespace(self) -> NamespaceRuntime:
         ns = self.connection.namespace
-        if ns is None:
-            ns = self.services.namespaces[self.services.default_namespace]
-        return ns
+        return self.services.default if ns is None else ns
 
     @property
-    def topics(self):
+    def topics(self) -> TopicManager:
         return self.namespace.topics
 
     @property
-    def groups(self):
+    def groups(self) -> GroupCoordinator:
         return self.namespace.groups
 
     @property
-    def txns(self):
+    def txns(self) -> TransactionCoordinator:
         return self.namespace.txns
 
     @property
-    def clock(self):
-        return self.services.clock
+    def policy(self) -> NamespacePolicy:
+        return self.namespace.policy
 
     @property
-    def cluster(self) -> ClusterInfo:
-        return self.services.cluster
+    def clock(self) -> Clock:
+        return self.services.clock

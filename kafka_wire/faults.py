@@ -93,10 +93,12 @@ class _Delay:
 class Faults:
     """Fault hooks of one running broker (see the module docstring)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, services) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, services,
+                 servers: Callable[[], list] = list) -> None:
         self._loop = loop
         self._loop_thread = threading.get_ident()  # built on the broker's loop thread
         self._services = services
+        self._servers = servers  # the Kafka listeners whose connections drop_connections closes
         self._failures: list[_Failure] = []
         self._delays: list[_Delay] = []
         self._unavailable: dict[tuple[str, str, int], float] = {}  # (ns, topic, p) -> until (loop time)
@@ -125,8 +127,7 @@ class Faults:
     def drop_connections(self, client_id: str | None = None) -> int:
         """Close every client connection (or those of one client id) at once."""
         def drop() -> int:
-            server = self._services.extra["server"]
-            victims = [c for c in list(server.connections)
+            victims = [c for server in self._servers() for c in list(server.connections)
                        if client_id is None or c.last_client_id == client_id]
             for conn in victims:
                 conn.close()
@@ -157,13 +158,11 @@ class Faults:
         def pause() -> None:
             if self._fetch_gate is None:
                 self._fetch_gate = asyncio.Event()
-                self._services.extra["fetch_gate"] = self._gate
         self._on_loop(pause)
 
     def resume_fetches(self) -> None:
         def resume() -> None:
             gate, self._fetch_gate = self._fetch_gate, None
-            self._services.extra.pop("fetch_gate", None)
             if gate is not None:
                 gate.set()
         self._on_loop(resume)
@@ -186,6 +185,11 @@ class Faults:
         self.resume_fetches()
 
     # -- hooks the broker calls (event loop thread) ---------------------------------
+    @property
+    def fetch_gate(self):
+        """While fetches are paused: the coroutine Fetch awaits first; else None."""
+        return self._gate if self._fetch_gate is not None else None
+
     async def _gate(self, ctx, request) -> bool:
         """Hold a fetch while paused; True if still paused when max_wait ran out."""
         gate = self._fetch_gate

@@ -69,12 +69,10 @@ def attach_groups(services: Services, data_dir: Path) -> Callable[[], None]:
             position_resolver=_position_resolver(ns), partition_exists=_partition_exists(ns),
             topic_metadata=_topic_metadata(ns), list_topics=ns.topics.names)
         ns.groups.start()
-    services.groups = services.namespaces[services.default_namespace].groups
 
     def close() -> None:
         for ns in services.namespaces.values():
-            if ns.groups is not None:
-                ns.groups.close()
+            ns.groups.close()
         for store in stores:
             store.close()
     return close

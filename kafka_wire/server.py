@@ -13,9 +13,9 @@ Quotas (KIP-219): a handler that sets ``ctx.throttle_ms`` gets that value
 written into its response's ``throttle_time_ms``, and the connection is muted
 for as long (no reading, no further request handled), timed by the injected
 clock. SASL v0: after a SaslHandshake v0 the client's next frame is a bare
-SASL token, answered with a bare (length-prefixed) token; the
-``services.extra["sasl_raw"]`` hook handles it. After each answered request
-``services.extra["on_request"](header, seconds, ctx)`` is called (metrics).
+SASL token, answered with a bare (length-prefixed) token (``services.auth``).
+After each answered request ``services.observer.on_request(header, seconds,
+ctx)`` is called (metrics), when an observer is installed.
 
 A failed authentication is answered, then nothing more is read or handled and
 the connection closes ``failed_authentication_delay_ms`` later (Kafka's
@@ -38,7 +38,7 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis import registry
-from kafka_wire.context import ConnectionState, RequestContext, Services
+from kafka_wire.context import ClusterInfo, ConnectionState, RequestContext, Services
 from kafka_wire.faults import error_response, stamp_errors
 from kafka_wire.log_lines import RepeatedWarnings, client_address
 from kafka_wire.raw_response import Raw
@@ -119,9 +119,6 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self._close_timer is not None:
             self._close_timer.cancel()
             self._close_timer = None
-        hook = self.services.extra.get("on_disconnect")
-        if hook is not None:
-            hook(self.state)
 
     def pause_writing(self) -> None:
         self._write_paused = True
@@ -210,9 +207,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _too_large(self, size: int) -> str:
         if size <= self.max_request:  # under the broker's limit: the namespace's frame limit
-            hook = self.services.extra.get("on_large_frame")
-            if hook is not None:
-                return hook(self.state, size)
+            return self.services.auth.large_frame(self.state, size, self.services.default_namespace)
         return f"request of {size} bytes exceeds max_request_bytes={self.max_request}"
 
     def _enqueue(self, frame: bytes | bytearray) -> None:
@@ -281,22 +276,20 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._abort(f"unsupported api key {header.api_key} v{header.api_version} "
                         f"from client {header.client_id!r}")
             return
-        gate = self.services.extra.get("auth_gate")
-        if gate is not None and not reg.pre_auth:
-            required = gate(self.state, header)
-            if required is not None:
-                self._abort(f"{_api_name(header.api_key)} before authentication: {required}",
-                            repeat_kind="unauthenticated")
-                return
+        required = self.services.auth.requirement
+        if required is not None and not self.state.authenticated and not reg.pre_auth:
+            self._abort(f"{_api_name(header.api_key)} before authentication: {required}",
+                        repeat_kind="unauthenticated")
+            return
         try:
             request = codec.decode_request(header, view)
         except codec.CodecError as exc:
             self._abort(str(exc))
             return
-        ctx = RequestContext(header, self.state, self.services)
+        ctx = RequestContext(header, self.state, self.services, self.server.cluster)
         self.last_client_id = header.client_id
-        metrics = self.services.extra.get("on_request")  # (header, seconds, ctx)
-        started = _clock() if metrics is not None else 0.0
+        observer = self.services.observer
+        started = _clock() if observer is not None else 0.0
         faults = self.services.faults
         stamp, delay = None, 0.0
         if faults is not None and faults.active:
@@ -324,14 +317,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 lambda t, h=header, c=ctx, s=started: self._on_done(t, h, c, s))
             return
         self._respond(result, header, ctx.throttle_ms)
-        if metrics is not None:
-            metrics(header, _clock() - started, ctx)
+        if observer is not None:
+            observer.on_request(header, _clock() - started, ctx)
 
     def _handle_raw_sasl(self, frame) -> None:
         """The bare SASL token that follows a SaslHandshake v0."""
         self.state.attrs.pop("sasl_raw", None)
-        hook = self.services.extra.get("sasl_raw")
-        reply = hook(self.services, self.state, bytes(frame)) if hook is not None else None
+        reply = self.services.auth.raw_sasl(self.services, self.state, bytes(frame))
         if reply is None:  # v0 has no error answer: only the (delayed) close
             self._close_after_write()
             return
@@ -350,9 +342,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._abort(None)
             return
         self._respond(task.result(), header, ctx.throttle_ms)
-        metrics = self.services.extra.get("on_request")
-        if metrics is not None:
-            metrics(header, _clock() - started, ctx)
+        observer = self.services.observer
+        if observer is not None:
+            observer.on_request(header, _clock() - started, ctx)
         self._drain()
 
     def _respond(self, response: Any, header, throttle_ms: int = 0) -> None:
@@ -447,8 +439,9 @@ async def _faulty(result, stamp: int | None, delay: float):
 class KafkaServer:
     """Owns the listening socket and the set of live connections."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, cluster: ClusterInfo) -> None:
         self.services = services
+        self.cluster = cluster  # this listener's identity: Metadata advertises its address
         self.connections: set[KafkaConnection] = set()
         self._server: asyncio.base_events.Server | None = None
         self._sweeper: asyncio.TimerHandle | None = None

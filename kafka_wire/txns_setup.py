@@ -21,13 +21,12 @@ def _marker_writer(services: Services, ns: NamespaceRuntime):
 
 def _offset_committer(ns: NamespaceRuntime):
     def commit(group_id: str, offsets: list) -> None:
-        if ns.groups is not None:
-            ns.groups.offsets.commit(group_id, offsets)
+        ns.groups.offsets.commit(group_id, offsets)
     return commit
 
 
 def attach_transactions(services: Services, data_dir: Path) -> Callable[[], None]:
-    ids = services.extra["producer_ids"]
+    ids = services.producer_ids
     coordinators = []
     for ns in services.namespaces.values():
         def exists(topic: str, partition: int, ns=ns) -> bool:
@@ -39,7 +38,6 @@ def attach_transactions(services: Services, data_dir: Path) -> Callable[[], None
             commit_offsets=_offset_committer(ns), partition_exists=exists)
         ns.txns.start()
         coordinators.append(ns.txns)
-    services.txns = services.namespaces[services.default_namespace].txns
 
     def close() -> None:
         for c in coordinators:

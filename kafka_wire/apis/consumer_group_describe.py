@@ -53,10 +53,6 @@ def consumer_group_describe(request, ctx):
     version = ctx.version
     ops = GROUP_OPERATIONS if request.include_authorized_operations else NOT_REQUESTED
     groups = []
-    if ctx.groups is None:
-        return _Response(version=version, throttle_time_ms=0, groups=[
-            _empty_group(g, Errors.CoordinatorNotAvailableError.errno, None, ops)
-            for g in request.group_ids])
     for group_id in request.group_ids:
         if not group_id:
             groups.append(_empty_group(group_id, Errors.InvalidGroupIdError.errno,

@@ -21,7 +21,6 @@ GROUP_ID_NOT_FOUND, as a broker without the migration path would).
 """
 from __future__ import annotations
 
-import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.join_group import client_host
@@ -43,11 +42,9 @@ def consumer_group_heartbeat(request, ctx):
     denied = group_error(ctx, request.group_id, joining=(request.member_epoch == 0))
     if denied:
         return _error(version, denied, None)
-    if ctx.groups is None:
-        return _error(version, Errors.CoordinatorNotAvailableError.errno, None)
     regex = request.subscribed_topic_regex if version >= 1 else None
-    hook = ctx.services.extra.get("topic_visible")  # Event Hubs authorization filter
-    visible = None if hook is None else (lambda name: hook(ctx, name))
+    policy = ctx.policy  # Event Hubs authorization: the hubs this principal may see
+    visible = lambda name: policy.topic_visible(ctx, name)  # noqa: E731
     owned = None
     if request.topic_partitions is not None:
         owned = [(tp.topic_id, list(tp.partitions)) for tp in request.topic_partitions]

@@ -3,9 +3,9 @@
 Partition counts only grow (INVALID_PARTITIONS otherwise, as in Kafka and
 Event Hubs Premium/Dedicated). New partitions may be given an assignment,
 which must name this broker once per new partition. validate_only checks and
-changes nothing. An Event Hubs policy may refuse through
-``services.extra["create_partitions_policy"]`` (``(ctx, name, count) -> None
-| (errno, message)``, count being the requested new total). Not emulated:
+changes nothing. An Event Hubs policy may refuse
+(``ctx.policy.create_partitions(ctx, name, count) -> None | (errno, message)``,
+count being the requested new total). Not emulated:
 timeout_ms (the change is immediate).
 """
 from __future__ import annotations
@@ -57,7 +57,7 @@ def _check(topic, view, node: int) -> tuple[int, str] | None:
 def create_partitions(request, ctx):
     topics = ctx.topics
     node = ctx.cluster.node_id
-    policy = ctx.services.extra.get("create_partitions_policy")
+    policy = ctx.policy
     duplicated = {n for n, k in Counter(t.name for t in request.topics).items() if k > 1}
     answered: set[str] = set()
     results = []
@@ -75,8 +75,8 @@ def create_partitions(request, ctx):
                                    f"topic {name!r} does not exist"))
             continue
         refusal = _check(topic, view, node)
-        if refusal is None and policy is not None:
-            refusal = policy(ctx, name, topic.count)
+        if refusal is None:
+            refusal = policy.create_partitions(ctx, name, topic.count)
         if refusal:
             results.append(_result(name, *refusal))
             continue

@@ -6,7 +6,6 @@ Unknown groups get GROUP_ID_NOT_FOUND.
 """
 from __future__ import annotations
 
-import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
@@ -19,11 +18,7 @@ _Result = _Response.DeletableGroupResult
 @handles(codec.ApiKey.DeleteGroups, 0, 2)
 def delete_groups(request, ctx):
     denied = {g: group_error(ctx, g, admin=True) for g in request.groups_names}  # Manage
-    if ctx.groups is None:
-        results = [(g, denied[g] or Errors.CoordinatorNotAvailableError.errno)
-                   for g in request.groups_names]
-    else:
-        deleted = iter(ctx.groups.delete_groups([g for g in request.groups_names if not denied[g]]))
-        results = [(g, denied[g]) if denied[g] else next(deleted) for g in request.groups_names]
+    deleted = iter(ctx.groups.delete_groups([g for g in request.groups_names if not denied[g]]))
+    results = [(g, denied[g]) if denied[g] else next(deleted) for g in request.groups_names]
     return _Response(version=ctx.version, throttle_time_ms=0, results=[
         _Result(group_id=g, error_code=e) for g, e in results])

@@ -6,8 +6,8 @@ low_watermark is the new log start offset. An offset below the current log
 start changes nothing; above the high watermark (or negative other than -1)
 is OFFSET_OUT_OF_RANGE; a topic whose cleanup.policy lacks "delete" is
 POLICY_VIOLATION, as in Kafka. Event Hubs itself has no DeleteRecords: its
-layer may refuse through ``services.extra["delete_records_policy"]``
-(``(ctx, topic, partition, offset) -> None | (errno, message)``; the error
+layer may refuse (``ctx.policy.delete_records(ctx, topic, partition, offset)
+-> None | (errno, message)``; the error
 is reported per partition, the response has no message field). Not
 emulated: timeout_ms (deletion is immediate).
 """
@@ -42,11 +42,10 @@ def _delete(ctx, view, index: int, offset: int, policy) -> tuple[int, int]:
     target = plog.high_watermark if offset == HIGH_WATERMARK else offset
     if target < 0 or target > plog.high_watermark:
         return Errors.OffsetOutOfRangeError.errno, -1
-    if policy is not None:
-        refusal = policy(ctx, view.name, index, target)
-        if refusal:
-            log.info("refused DeleteRecords on %s-%d: %s", view.name, index, refusal[1])
-            return refusal[0], -1
+    refusal = policy.delete_records(ctx, view.name, index, target)
+    if refusal:
+        log.info("refused DeleteRecords on %s-%d: %s", view.name, index, refusal[1])
+        return refusal[0], -1
     try:
         low = plog.delete_records_before(target)
     except log_errors.OffsetOutOfRange:
@@ -59,7 +58,7 @@ def _delete(ctx, view, index: int, offset: int, policy) -> tuple[int, int]:
 
 @handles(codec.ApiKey.DeleteRecords, 0, 2)
 def delete_records(request, ctx):
-    policy = ctx.services.extra.get("delete_records_policy")
+    policy = ctx.policy
     topics_out = []
     for t in request.topics:
         view = ctx.topics.get(t.name)

@@ -2,9 +2,8 @@
 
 Deletion is immediate: the topic's partitions are closed and their files
 removed before the answer goes out. v6 may name a topic by id (name null).
-An Event Hubs policy may refuse through
-``services.extra["delete_topic_policy"]`` (``(ctx, name) -> None | (errno,
-message)``). Not emulated: timeout_ms, delete.topic.enable=false.
+An Event Hubs policy may refuse (``ctx.policy.delete_topic(ctx, name) -> None
+| (errno, message)``). Not emulated: timeout_ms, delete.topic.enable=false.
 """
 from __future__ import annotations
 
@@ -59,7 +58,7 @@ def _wanted(request, ctx) -> list[tuple[str | None, uuid.UUID | None, int, str |
 @handles(codec.ApiKey.DeleteTopics, 1, 6)
 def delete_topics(request, ctx):
     topics = ctx.topics
-    policy = ctx.services.extra.get("delete_topic_policy")
+    policy = ctx.policy
     wanted = _wanted(request, ctx)
     counts = Counter(name for name, _id, err, _m in wanted if not err)
     answered: set[str] = set()
@@ -79,16 +78,16 @@ def delete_topics(request, ctx):
             results.append(_result(name, topic_id, Errors.UnknownTopicOrPartitionError.errno,
                                    f"topic {name!r} does not exist"))
             continue
-        if policy is not None:
-            refusal = policy(ctx, name)
-            if refusal:
-                results.append(_result(name, view.topic_id, *refusal))
-                continue
+        refusal = policy.delete_topic(ctx, name)
+        if refusal:
+            results.append(_result(name, view.topic_id, *refusal))
+            continue
         try:
             topics.delete(name)
         except (log_errors.LogError, OSError) as exc:
             log.error("deleting topic %s failed: %s", name, exc)
             results.append(_result(name, view.topic_id, for_log_error(exc), str(exc)))
             continue
+        ctx.services.fetch_sessions.drop_topic(name)  # sessions forget its partitions
         results.append(_result(name, view.topic_id))
     return _Response(version=ctx.version, throttle_time_ms=0, responses=results)

@@ -29,12 +29,6 @@ def describe_groups(request, ctx):
     version = ctx.version
     ops = set(_GROUP_OPS) if version >= 3 and request.include_authorized_operations \
         else _NOT_REQUESTED
-    if ctx.groups is None:
-        described = [(g, Errors.CoordinatorNotAvailableError.errno) for g in request.groups]
-        return _Response(version=version, throttle_time_ms=0, groups=[
-            _Group(error_code=e, error_message=None, group_id=g, group_state="",
-                   protocol_type="", protocol_data="", members=[], authorized_operations=ops)
-            for g, e in described])
     denied = {g: group_error(ctx, g) for g in request.groups}
     described = iter(ctx.groups.describe_groups([g for g in request.groups if not denied[g]]))
     out = []

@@ -11,8 +11,8 @@ Event Hubs: a partition of a hub the connection may not Listen on is
 TOPIC_AUTHORIZATION_FAILED. Egress quotas (throughput units): while the
 namespace's egress is in debt a Fetch is answered at once with no records and
 the throttle time; otherwise the records returned are charged and may set it
-(``services.extra["egress_delay"]`` / ``["egress_account"]``). Records served
-are reported to ``services.extra["on_fetch"](ctx, reads)`` (metrics).
+(``ctx.policy.egress_delay`` / ``egress_account``). Records served are
+reported to ``services.observer.on_fetch(ctx, reads)`` (metrics).
 """
 from __future__ import annotations
 
@@ -48,10 +48,7 @@ class _Read:
 
 
 def _sessions(ctx) -> FetchSessionCache:
-    cache = ctx.services.extra.get("fetch_sessions")
-    if cache is None:
-        cache = ctx.services.extra["fetch_sessions"] = FetchSessionCache()
-    return cache
+    return ctx.services.fetch_sessions
 
 
 def _requested(request, ctx, version):
@@ -179,9 +176,9 @@ def fetch(request, ctx):
     max_bytes = request.max_bytes if request.max_bytes and request.max_bytes > 0 else 2**31 - 1
     unknown_reads = [_Read(None, tid, p, Errors.UnknownTopicIdError.errno) for tid, p in unknown]
     session_id = session.session_id if session is not None else 0
-    gate = ctx.services.extra.get("fetch_gate")  # fault injection hook
-    egress_delay = ctx.services.extra.get("egress_delay")
-    if egress_delay is not None and egress_delay(ctx, plan) > 0:
+    faults = ctx.services.faults
+    gate = faults.fetch_gate if faults is not None else None  # paused fetches (fault injection)
+    if ctx.policy.egress_delay(ctx, plan) > 0:
         # Over the egress quota: no records now, come back after the throttle time.
         reads, _total = _read_all(ctx, plan, max_bytes, read_committed, no_data=True)
         return _encode(ctx, version, _select(reads, session, incremental) + unknown_reads, session_id)
@@ -231,10 +228,8 @@ async def _wait(ctx, request, version, plan, max_bytes, read_committed, session,
 
 
 def _finish(ctx, version: int, reads: list[_Read], session_id: int):
-    account = ctx.services.extra.get("egress_account")
-    if account is not None:
-        account(ctx, reads)
-    served = ctx.services.extra.get("on_fetch")  # metrics: outgoing events and bytes
-    if served is not None:
-        served(ctx, reads)
+    ctx.policy.egress_account(ctx, reads)
+    observer = ctx.services.observer
+    if observer is not None:  # metrics: outgoing events and bytes
+        observer.on_fetch(ctx, reads)
     return _encode(ctx, version, reads, session_id)

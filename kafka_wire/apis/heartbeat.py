@@ -5,7 +5,6 @@ it to rejoin. Static membership (FENCED_INSTANCE_ID) from v3.
 """
 from __future__ import annotations
 
-import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
@@ -17,9 +16,7 @@ _Response = codec.response_class(codec.ApiKey.Heartbeat)
 @handles(codec.ApiKey.Heartbeat, 0, 4)
 def heartbeat(request, ctx):
     error = group_error(ctx, request.group_id)
-    if not error and ctx.groups is None:
-        error = Errors.CoordinatorNotAvailableError.errno
-    elif not error:
+    if not error:
         error = ctx.groups.heartbeat(request.group_id, request.generation_id, request.member_id,
                                      request.group_instance_id if ctx.version >= 3 else None)
     return _Response(version=ctx.version, throttle_time_ms=0, error_code=error)

@@ -6,8 +6,8 @@ SUBTRACT (3) items of a list config (cleanup.policy and the throttled-replica
 lists; APPEND starts from the effective value when there is no override).
 The resulting override set is checked by the log's LogConfig
 (INVALID_CONFIG with its message) and, unless validate_only, stored; the
-same Event Hubs hook as AlterConfigs applies
-(``services.extra["alter_topic_config_policy"]``). Null values for SET,
+same Event Hubs policy as AlterConfigs applies
+(``ctx.policy.alter_topic_config``). Null values for SET,
 APPEND or SUBTRACT and a config named twice are INVALID_REQUEST, as in Kafka.
 BROKER and BROKER_LOGGER resources: kafka-wire has no dynamic broker configs
 or loggers, so only operations that change nothing succeed (empty alters,

@@ -11,7 +11,6 @@ of a strict namespace whose tier has no transactions).
 """
 from __future__ import annotations
 
-import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
@@ -33,8 +32,6 @@ def init_producer_id(request, ctx):
         denied = transactional_error(ctx, request.transaction_timeout_ms)
         if denied:
             return _response(ctx, denied)
-        if txns is None:
-            return _response(ctx, Errors.CoordinatorNotAvailableError.errno)
         pid = request.producer_id if ctx.version >= 3 else -1
         epoch = request.producer_epoch if ctx.version >= 3 else -1
         error, pid, epoch = txns.init_producer_id(request.transactional_id, request.transaction_timeout_ms,
@@ -44,7 +41,7 @@ def init_producer_id(request, ctx):
     denied = cluster_error(ctx, SEND)
     if denied:
         return _response(ctx, denied)
-    ids = ctx.services.extra["producer_ids"]
+    ids = ctx.services.producer_ids
     pid = request.producer_id if ctx.version >= 3 else -1
     epoch = request.producer_epoch if ctx.version >= 3 else -1
     if pid is not None and pid >= 0 and epoch is not None and 0 <= epoch < _MAX_EPOCH - 1:

@@ -10,7 +10,6 @@ does (``/`` + address).
 """
 from __future__ import annotations
 
-import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
@@ -33,9 +32,6 @@ async def join_group(request, ctx):
               or session_timeout_error(ctx, request.session_timeout_ms))
     if denied:
         result, error = None, denied
-    elif ctx.groups is None:
-        result = None
-        error = Errors.CoordinatorNotAvailableError.errno
     else:
         result = await ctx.groups.join_group(
             request.group_id, request.member_id,

@@ -29,8 +29,6 @@ def leave_group(request, ctx):
     denied = group_error(ctx, request.group_id)
     if denied:
         error, members = denied, []
-    elif ctx.groups is None:
-        error, members = Errors.CoordinatorNotAvailableError.errno, []
     else:
         error, members = ctx.groups.leave_group(request.group_id, leaving)
     if version < 3:

@@ -60,14 +60,14 @@ def metadata(request, ctx):
     version = ctx.version
     topics = ctx.topics
     node = ctx.cluster.node_id
-    visible = ctx.services.extra.get("topic_visible")  # Event Hubs authorization filter
+    policy = ctx.policy  # Event Hubs: which hubs the principal may see, auto-creation
     ops = set(_ALL_TOPIC_OPS) if request.include_topic_authorized_operations else _NOT_REQUESTED
     allow_auto = topics.auto_create and (version < 4 or request.allow_auto_topic_creation)
 
     entries = []
     if request.topics is None or (version == 0 and not request.topics):
         for view in topics.all():
-            if visible is None or visible(ctx, view.name):
+            if policy.topic_visible(ctx, view.name):
                 entries.append(_topic_entry(ctx, view, node, ops))
     else:
         for wanted in request.topics:
@@ -79,7 +79,7 @@ def metadata(request, ctx):
                 if name is None:
                     entries.append(_error_entry(None, Errors.UnknownTopicIdError.errno, wanted.topic_id))
                     continue
-            if visible is not None and not visible(ctx, name):
+            if not policy.topic_visible(ctx, name):
                 entries.append(_error_entry(name, Errors.TopicAuthorizationFailedError.errno))
                 continue
             view = topics.get(name)
@@ -90,9 +90,8 @@ def metadata(request, ctx):
                 if not allow_auto:
                     entries.append(_error_entry(name, Errors.UnknownTopicOrPartitionError.errno))
                     continue
-                creator = ctx.services.extra.get("auto_create")
                 try:
-                    view = creator(ctx, name) if creator else topics.create(name)
+                    view = policy.auto_create(ctx, name)
                 except Exception as exc:  # a policy refusal: report, don't fail the request
                     log.info("auto-creation of %s refused: %s", name, exc)
                     code = getattr(exc, "errno", Errors.UnknownTopicOrPartitionError.errno)

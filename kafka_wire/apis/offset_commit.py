@@ -9,7 +9,6 @@ the broker's retention, counted from when the group emptied.
 """
 from __future__ import annotations
 
-import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
@@ -35,9 +34,7 @@ def offset_commit(request, ctx):
                 offsets.append((t.name, p.partition_index, p.committed_offset,
                                 p.committed_leader_epoch if version >= 6 else -1,
                                 p.committed_metadata))
-    if ctx.groups is None:
-        results = [(t, p, Errors.CoordinatorNotAvailableError.errno) for t, p, *_ in offsets]
-    elif offsets or not denied:
+    if offsets or not denied:
         results = ctx.groups.commit_offsets(
             request.group_id, request.generation_id_or_member_epoch, request.member_id,
             request.group_instance_id if version >= 7 else None, offsets)

@@ -7,7 +7,6 @@ protocol type gets NON_EMPTY_GROUP, an unknown group GROUP_ID_NOT_FOUND.
 """
 from __future__ import annotations
 
-import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
@@ -24,8 +23,6 @@ def offset_delete(request, ctx):
     denied = group_error(ctx, request.group_id, admin=True)  # Event Hubs: Manage
     if denied:
         error, results = denied, []
-    elif ctx.groups is None:
-        error, results = Errors.CoordinatorNotAvailableError.errno, []
     else:
         error, results = ctx.groups.delete_offsets(request.group_id, partitions)
     by_topic: dict[str, list] = {}

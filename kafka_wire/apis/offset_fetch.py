@@ -41,8 +41,6 @@ def _fetch(ctx, group_id, topics, require_stable, member_id=None, member_epoch=N
                             for p in t.partition_indexes]
             else:
                 partitions += [(t.name, p) for p in t.partition_indexes]
-    if ctx.groups is None:
-        return Errors.CoordinatorNotAvailableError.errno, []
     error, fetched = ctx.groups.fetch_offsets(group_id, partitions, require_stable,
                                               member_id=member_id, member_epoch=member_epoch)
     if error != NONE:

@@ -37,7 +37,7 @@ def produce(request, ctx):
     version = ctx.version
     topics = ctx.topics
     acks = request.acks
-    check = ctx.services.extra.get("produce_check")  # Event Hubs policy / quota hook
+    policy = ctx.policy  # Event Hubs rights, tier rules, quota
     faults = ctx.services.faults
     now_ms = ctx.clock.now_ms()
     bad_acks = acks not in (0, 1, -1)
@@ -66,13 +66,12 @@ def produce(request, ctx):
                 if injected:
                     parts.append(_part(idx, injected))
                     continue
-            if check is not None:
-                refusal = check(ctx, view, idx, pdata.records, request.transactional_id,
-                                request.timeout_ms)
-                if refusal:
-                    code, message = refusal
-                    parts.append(_part(idx, code, message=message))
-                    continue
+            refusal = policy.produce(ctx, view, idx, pdata.records, request.transactional_id,
+                                     request.timeout_ms)
+            if refusal:
+                code, message = refusal
+                parts.append(_part(idx, code, message=message))
+                continue
             try:
                 info = topics.append(view.name, idx, pdata.records, now_ms)
             except log_errors.LogError as exc:

@@ -3,7 +3,7 @@
 Carries the SASL token after a SaslHandshake v1 — PLAIN: username
 ``$ConnectionString``, password an Event Hubs connection string (key or SAS
 token); OAUTHBEARER: a local JWT (:mod:`kafka_wire.eventhubs.oauth`) —
-checked by :func:`kafka_wire.eventhubs.auth.login`, which binds the
+checked by the broker's authenticator (``services.auth.login``), which binds the
 connection to the namespace the Endpoint (or the token's audience) names. A failure is answered with
 SASL_AUTHENTICATION_FAILED and a message saying why, then the connection is
 closed, as Kafka does; a SaslAuthenticate without a handshake before it is
@@ -18,7 +18,6 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
-from kafka_wire.eventhubs.auth import login
 from kafka_wire.server import Raw
 
 _Response = codec.response_class(codec.ApiKey.SaslAuthenticate)
@@ -39,8 +38,8 @@ def sasl_authenticate(request, ctx):
     if not state.attrs.pop("sasl_handshake", False):
         return _refuse(ctx, Errors.IllegalSaslStateError.errno,
                        "SaslAuthenticate must follow a SaslHandshake")
-    problem = login(ctx.services, state, bytes(request.auth_bytes or b""),
-                    state.sasl_mechanism or "PLAIN")
+    problem = ctx.services.auth.login(ctx.services, state, bytes(request.auth_bytes or b""),
+                                      state.sasl_mechanism or "PLAIN")
     if problem:
         return _refuse(ctx, Errors.SaslAuthenticationFailedError.errno, problem)
     return _Response(version=ctx.version, error_code=0, error_message=None, auth_bytes=b"",

@@ -4,7 +4,7 @@ PLAIN (Event Hubs' connection strings, username ``$ConnectionString``) and
 OAUTHBEARER (Entra ID there, local tokens here: :mod:`kafka_wire.eventhubs.oauth`)
 are offered; any other mechanism gets UNSUPPORTED_SASL_MECHANISM with the list. v1 is followed by SaslAuthenticate
 requests; v0 (clients before KIP-152) by one bare length-prefixed PLAIN token,
-which the server hands to the Event Hubs layer (``services.extra["sasl_raw"]``)
+which the server hands to the Event Hubs layer (``services.auth.raw_sasl``)
 and answers with an empty bare token, or by closing the connection.
 Allowed before authentication.
 """

@@ -7,7 +7,6 @@ if they differ) and returned from v5.
 """
 from __future__ import annotations
 
-import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
@@ -20,8 +19,6 @@ _Response = codec.response_class(codec.ApiKey.SyncGroup)
 async def sync_group(request, ctx):
     version = ctx.version
     error = group_error(ctx, request.group_id)
-    if not error and ctx.groups is None:
-        error = Errors.CoordinatorNotAvailableError.errno
     if error:
         return _Response(version=version, throttle_time_ms=0, error_code=error,
                          protocol_type=None, protocol_name=None, assignment=b"")

@@ -35,8 +35,7 @@ def capture_directories(services, configured: Path | None) -> list[Path]:
     """Where capture output (and its _capture_events.jsonl) lives: the configured
     directory, then each capture-enabled hub's destination."""
     dirs = [Path(configured)] if configured else []
-    model = services.extra.get("eventhubs_model")
-    for ns in getattr(model, "namespaces", {}).values():
+    for ns in services.eventhubs.namespaces.values():
         for hub in ns.hubs.values():
             if hub.capture.enabled:
                 dirs.append(Path(hub.capture.destination))
@@ -68,9 +67,7 @@ def attach(services, *, ready: Callable[[], bool], connections: Callable[[], dic
            capture_dir: Path | None = None) -> Console:
     """Install the metric hooks on ``services`` and build the console (not started)."""
     metrics = BrokerMetrics()
-    services.extra["metrics"] = metrics
-    services.extra["on_request"] = metrics.on_request
-    services.extra["on_fetch"] = metrics.on_fetch
+    services.observer = metrics
     for name, rt in services.namespaces.items():
         rt.topics.on_append = metrics.appender(name, rt.topics.on_append)
     capture = CaptureFiles(capture_directories(services, capture_dir))

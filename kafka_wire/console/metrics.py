@@ -7,13 +7,11 @@ that walks the broker (partitions, groups, capture files) happens only when
 Hooks and where they are installed (by :func:`kafka_wire.console.attach`):
 
 =====================================  =========================================
-``services.extra["on_request"]``       server, after each response is written:
-                                       ``(header, seconds, ctx)``
+``services.observer`` (this object)    server, after each response is written:
+                                       ``on_request(header, seconds, ctx)``;
+                                       Fetch, records served: ``on_fetch(ctx,
+                                       reads)`` (outgoing events and bytes)
 ``TopicManager.on_append`` (chained)   every append: incoming events and bytes
-``services.extra["on_fetch"]``         Fetch, records served: outgoing events
-                                       and bytes ``(ctx, reads)``
-``services.extra["metrics"]``          this object; the Event Hubs layer may call
-                                       :meth:`BrokerMetrics.record_throttle`
 =====================================  =========================================
 """
 from __future__ import annotations
@@ -25,6 +23,7 @@ from collections import deque
 from typing import Any, Callable, Iterable
 
 from kafka_wire.codec import ApiKey
+from kafka_wire.context import BrokerObserver
 from kafka_wire.log.batch import iter_batches
 
 log = logging.getLogger(__name__)
@@ -69,7 +68,7 @@ class ThrottleEvent(tuple):
                 "throttle_ms": ms}
 
 
-class BrokerMetrics:
+class BrokerMetrics(BrokerObserver):
     """Counters of one broker. All methods run on the broker's event loop."""
 
     def __init__(self, wall_ms: Callable[[], int] | None = None) -> None:

@@ -125,7 +125,7 @@ def render(views: ConsoleViews) -> str:
         out.sample("hub_throttle_seconds_total", ms / 1000.0, namespace=ns, hub=hub)
     out.family("throughput_units", "gauge", "Throughput units in force (metered namespaces).")
     for ns, rt in services.namespaces.items():
-        quota = rt.extra.get("quota")
+        quota = rt.quota
         if quota is not None:
             out.sample("throughput_units", quota.units, namespace=ns)
 

@@ -94,7 +94,7 @@ class ConsoleViews:
         out = []
         for name, rt in self.services.namespaces.items():
             model = rt.model
-            quota = rt.extra.get("quota")
+            quota = rt.quota
             hubs = [self._hub_summary(name, rt, view) for view in rt.topics.all()
                     if not view.internal]
             out.append({
@@ -174,7 +174,7 @@ class ConsoleViews:
         """The hub's Kafka checkpoints and owners as Azure SDK checkpoint-store blobs."""
         rt = self._runtime(namespace)
         view = rt.topics.get(hub) if rt is not None else None
-        if view is None or rt.groups is None:
+        if view is None:
             return []
 
         def position(topic: str, p: int, offset: int) -> int | None:
@@ -187,7 +187,7 @@ class ConsoleViews:
 
     def groups(self, namespace: str, hub: str, partition_count: int | None = None) -> list[dict]:
         rt = self._runtime(namespace)
-        if rt is None or rt.groups is None:
+        if rt is None:
             return []
         out = []
         for g in self._group_views(rt, hub, partition_count):

@@ -20,9 +20,11 @@ from dataclasses import dataclass
 
 from kafka_wire.eventhubs import connection_string, oauth, sas
 from kafka_wire.log_lines import RepeatedWarnings, client_address, iso_utc
-from kafka_wire.eventhubs.model import LISTEN, MANAGE, SEND, EventHubsModel, Namespace
+from kafka_wire.eventhubs.model import (KAFKA_FRAME_LIMIT, LISTEN, MANAGE, SEND, EventHubsModel,
+                                        Namespace)
+from kafka_wire.eventhubs.report import CompatibilityReport
 
-__all__ = ["Principal", "AuthError", "authenticate_plain", "authenticate", "login", "USERNAME"]
+__all__ = ["Principal", "AuthError", "authenticate_plain", "authenticate", "Authenticator", "USERNAME"]
 
 log = logging.getLogger(__name__)
 
@@ -158,31 +160,59 @@ def _with_token(model: EventHubsModel, ns: Namespace, cs, now_s: float) -> Princ
 _failures = RepeatedWarnings(log)
 
 
-def login(services, state, auth_bytes: bytes, mechanism: str = "PLAIN") -> str | None:
-    """SASL ``mechanism`` (PLAIN or OAUTHBEARER) on connection ``state``: bind it
-    to the principal's namespace and return None, or return why authentication
-    failed (the caller closes)."""
-    model = services.extra.get("eventhubs_model")
-    if model is None:
-        model = EventHubsModel.single(services.default_namespace)
-    now_s = services.clock.now_ms() / 1000.0
-    try:
-        if mechanism == "OAUTHBEARER":
-            token, _extensions = oauth.parse_client_first(auth_bytes)
-            principal = oauth.authenticate_token(model, token, now_s)
-        else:
-            principal = authenticate_plain(model, auth_bytes, now_s)
-    except (AuthError, oauth.TokenError) as exc:
-        _failures.warn("auth-failed", client_address(state.peer),
-                       f"{mechanism} authentication of {state.peer} failed: {exc}")
-        return str(exc)
-    runtime = services.namespaces.get(principal.namespace)
-    if runtime is None:
-        return f"namespace {principal.namespace!r} is not running on this server"
-    state.namespace = runtime
-    state.max_request_bytes = runtime.request_limit(services.config.max_request_bytes)
-    state.principal = principal
-    state.authenticated = True
-    state.sasl_mechanism = mechanism
-    log.info("%s authenticated as %s (%s)", state.peer, principal, mechanism)
-    return None
+class Authenticator:
+    """SASL for every listener: which namespace a connection string or token names,
+    and whether the key, signature or token holds. ``requirement`` is what the
+    default namespace demands of a connection before any request but ApiVersions
+    and SASL (None: nothing; the connection may stay anonymous)."""
+
+    def __init__(self, model: EventHubsModel, report: CompatibilityReport) -> None:
+        self.model = model
+        self.report = report
+        default = model.namespaces[model.default_namespace]
+        self.requirement: str | None = None
+        if default.requires_auth or (default.strict and not default.limits.kafka):
+            self.requirement = (
+                f"namespace {default.name} requires SASL authentication: PLAIN with username "
+                "$ConnectionString and a connection string as password"
+                + (", or OAUTHBEARER with a token" if default.oauth is not None else ""))
+
+    def login(self, services, state, auth_bytes: bytes, mechanism: str = "PLAIN") -> str | None:
+        """SASL ``mechanism`` (PLAIN or OAUTHBEARER) on connection ``state``: bind it
+        to the principal's namespace and return None, or return why authentication
+        failed (the caller closes)."""
+        now_s = services.clock.now_ms() / 1000.0
+        try:
+            if mechanism == "OAUTHBEARER":
+                token, _extensions = oauth.parse_client_first(auth_bytes)
+                principal = oauth.authenticate_token(self.model, token, now_s)
+            else:
+                principal = authenticate_plain(self.model, auth_bytes, now_s)
+        except (AuthError, oauth.TokenError) as exc:
+            _failures.warn("auth-failed", client_address(state.peer),
+                           f"{mechanism} authentication of {state.peer} failed: {exc}")
+            return str(exc)
+        runtime = services.namespaces.get(principal.namespace)
+        if runtime is None:
+            return f"namespace {principal.namespace!r} is not running on this server"
+        state.namespace = runtime
+        state.max_request_bytes = runtime.request_limit(services.config.max_request_bytes)
+        state.principal = principal
+        state.authenticated = True
+        state.sasl_mechanism = mechanism
+        log.info("%s authenticated as %s (%s)", state.peer, principal, mechanism)
+        return None
+
+    def raw_sasl(self, services, state, token: bytes) -> bytes | None:
+        """SaslHandshake v0's bare PLAIN token: b"" (an empty challenge) or None to close."""
+        failed = self.login(services, state, token, state.sasl_mechanism or "PLAIN")
+        return None if failed else b""
+
+    def large_frame(self, state, size: int, default_namespace: str) -> str:
+        """Record a frame over Event Hubs' limit; the log line for closing its connection."""
+        ns = state.namespace.name if state.namespace is not None else default_namespace
+        message = (f"a request frame of {size} bytes: Event Hubs closes the connection on frames "
+                   f"of {KAFKA_FRAME_LIMIT:,} bytes or more; lower max.request.size / "
+                   "message.max.bytes below 1 MB")
+        self.report.record(ns, "frame-size", None, message, enforced=True)
+        return message

@@ -112,11 +112,8 @@ def group_error(ctx, group_id: str | None, *, admin: bool = False, joining: bool
     if ns is None or group_id is None:
         return OK
     known, is_new = 0, False
-    if joining and ctx.groups is not None:
-        try:
-            ids = ctx.groups.group_ids()
-        except Exception:  # a coordinator without the listing: skip the count
-            ids = ()
+    if joining:
+        ids = ctx.groups.group_ids()
         known, is_new = len(ids), group_id not in ids
     refusal = strict.enforce(ctx, strict.kafka_group(ns, group_id, known, is_new))
     return refusal[0] if refusal else OK

@@ -78,10 +78,8 @@ def enforce(ctx, violation: Violation | None, hub: str | None = None) -> tuple[i
     runtime = ctx.namespace
     ns = runtime.model
     strict = ns is not None and ns.strict
-    report = ctx.services.extra.get("eventhubs_report")
-    if report is not None:
-        report.record(runtime.name, violation.rule, hub, violation.message, enforced=strict,
-                      errno=violation.errno, client_id=ctx.client_id)
+    ctx.services.report.record(runtime.name, violation.rule, hub, violation.message,
+                               enforced=strict, errno=violation.errno, client_id=ctx.client_id)
     return (violation.errno, violation.message) if strict else None
 
 

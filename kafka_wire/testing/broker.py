@@ -204,7 +204,7 @@ class EmulatedBroker:
         from kafka_wire.eventhubs import connection_string
         from kafka_wire.eventhubs.model import ROOT_POLICY
 
-        model = self._running.services.extra["eventhubs_model"]
+        model = self._running.services.eventhubs
         ns = model.namespaces[namespace or model.default_namespace]
         if ns.policies or (hub and ns.hub(hub) and ns.hub(hub).policies):
             rule = ns.policy(policy or ROOT_POLICY, hub=hub) or (
@@ -229,6 +229,6 @@ class EmulatedBroker:
 
     def create_hub(self, name: str, partitions: int = 1, configs: dict[str, str] | None = None) -> None:
         """Create a topic (an event hub) directly, without a client."""
-        self.call(lambda: self._running.services.topics.create(name, partitions, configs or {}))
+        self.call(lambda: self._running.services.default.topics.create(name, partitions, configs or {}))
 
     create_topic = create_hub

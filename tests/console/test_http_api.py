@@ -48,7 +48,7 @@ def value(samples, name, **labels) -> float:
 def test_http_is_off_by_default_for_test_brokers(tmp_path):
     with EmulatedBroker(tmp_path / "data") as b:
         assert b.broker.http_address is None
-        assert "on_request" not in b.broker.services.extra
+        assert b.broker.services.observer is None
         with pytest.raises(RuntimeError, match="http=True"):
             _ = b.http_url
 

@@ -47,7 +47,7 @@ def _produce_frame(client: RawClient, payload_size: int) -> bytes:
 
 
 def _report(broker) -> dict:
-    broker.call(lambda: broker.broker.services.extra["eventhubs_report"].flush())
+    broker.call(lambda: broker.broker.services.report.flush())
     return {(e["namespace"], e["rule"]): e for e in load(broker.data_dir)}
 
 

@@ -150,7 +150,7 @@ def test_produce_throttled_past_its_request_timeout_gets_policy_violation(clocke
         kept = _produce(c, batch, timeout_ms=1000)
         assert kept.responses[0].partition_responses[0].base_offset == 1
         assert 0 < kept.throttle_time_ms <= 1000
-    entries = broker.broker.services.extra["eventhubs_report"].entries
+    entries = broker.broker.services.report.entries
     assert [e["count"] for k, e in entries.items() if k[1] == "throughput-units"] == [1]
 
 
@@ -203,20 +203,21 @@ def test_egress_throttles_name_the_hubs_they_come_from():
     from types import SimpleNamespace
 
     from kafka_wire.context import RequestContext
-    from kafka_wire.eventhubs import hooks
+    from kafka_wire.eventhubs.policy import NamespacePolicy
 
     quota = ThroughputQuota("ns", 1, STD, 0)
-    runtime = SimpleNamespace(name="ns", extra={"quota": quota})
+    policy = NamespacePolicy()
+    runtime = SimpleNamespace(name="ns", quota=quota, policy=policy)
     services = SimpleNamespace(clock=SimpleNamespace(now_ms=lambda: 0))
 
     def ctx():
-        return RequestContext(None, SimpleNamespace(namespace=runtime), services)
+        return RequestContext(None, SimpleNamespace(namespace=runtime), services, None)
 
     served = ctx()
-    hooks.egress_account(served, [SimpleNamespace(topic="a", records=make_batch(3, value_size=MIB)),
+    policy.egress_account(served, [SimpleNamespace(topic="a", records=make_batch(3, value_size=MIB)),
                                   SimpleNamespace(topic="b", records=b"")])
     assert served.throttle_ms > 0 and served.throttle_hubs == {"a"}, "b returned nothing"
     refused = ctx()
     plan = [(("a", 0), 0, MIB, None), (("c", 1), 0, MIB, None)]
-    assert hooks.egress_delay(refused, plan) == refused.throttle_ms > 0
+    assert policy.egress_delay(refused, plan) == refused.throttle_ms > 0
     assert refused.throttle_hubs == {"a", "c"}

@@ -42,7 +42,7 @@ def admin_error(future) -> int:
 
 
 def report(broker) -> dict:
-    broker.call(lambda: broker.broker.services.extra["eventhubs_report"].flush())
+    broker.call(lambda: broker.broker.services.report.flush())
     return {(e["namespace"], e["rule"], e["enforced"]): e for e in load(broker.data_dir)}
 
 

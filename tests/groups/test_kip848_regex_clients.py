@@ -37,7 +37,7 @@ def test_librdkafka_regex_subscription_is_resolved_by_the_coordinator(broker):
         consumer.subscribe(["^rxc-.*"])
         got = _read_until(consumer, {"rxc-1:first", "rxc-2:first"}, 30)
         assert got == {"rxc-1:first", "rxc-2:first"}, "only the matching hubs"
-        group = broker.call(lambda: broker.broker.services.groups.describe_consumer_groups(
+        group = broker.call(lambda: broker.broker.services.default.groups.describe_consumer_groups(
             ["rx-readers"]))[0]
         (member,) = group.members
         assert member.subscribed_topic_regex == "(^rxc-.*)"  # as librdkafka joins its regexes

@@ -29,7 +29,7 @@ def _key(i: int) -> str:
 
 def _cleaner(broker):
     services = broker.broker.services
-    return services.namespaces[broker.broker.config.default_namespace].extra["cleaner"]
+    return services.namespaces[broker.broker.config.default_namespace].cleaner
 
 
 def test_compaction_recompresses_java_batches_every_client_still_reads(java, broker):

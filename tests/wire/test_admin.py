@@ -56,7 +56,7 @@ def topic_configs(admin, name: str) -> dict:
 
 
 def partitions_of(broker, name: str) -> int | None:
-    view = broker.call(lambda: broker.broker.services.topics.get(name))
+    view = broker.call(lambda: broker.broker.services.default.topics.get(name))
     return None if view is None else view.partitions
 
 
@@ -68,7 +68,8 @@ def produce(broker, topic: str, count: int, partition: int = 0) -> None:
 
 
 def set_hook(broker, name: str, hook) -> None:
-    broker.call(lambda: broker.broker.services.extra.__setitem__(name, hook))
+    """Replace one decision of the default namespace's policy (``create_topic``, ...)."""
+    broker.call(lambda: setattr(broker.broker.services.default.policy, name, hook))
 
 
 # -- CreateTopics -----------------------------------------------------------------
@@ -148,7 +149,7 @@ def test_create_topic_policy_hook_can_refuse_with_its_own_error(admin, broker):
             return Errors.PolicyViolationError.errno, "a Standard event hub has at most 32 partitions"
         return None
 
-    set_hook(broker, "create_topic_policy", policy)
+    set_hook(broker, "create_topic", policy)
     exc = create(admin, NewTopic("big", 40, 1))["big"]
     assert error_code(exc) == KafkaError.POLICY_VIOLATION
     assert "32 partitions" in exc.args[0].str()
@@ -166,7 +167,7 @@ def test_create_topics_v7_answer_carries_partitions_configs_and_the_topic_id(kp_
     assert configs["retention.ms"]["config_source"] == "DYNAMIC_TOPIC_CONFIG"
     assert configs["segment.bytes"]["config_source"] == "DEFAULT_CONFIG"
     assert not any(c["is_sensitive"] for c in configs.values())
-    view = broker.call(lambda: broker.broker.services.topics.get("described"))
+    view = broker.call(lambda: broker.broker.services.default.topics.get("described"))
     assert uuid.UUID(str(topic["topic_id"])) == view.topic_id
 
 
@@ -183,7 +184,7 @@ def test_delete_topics_removes_the_topic_and_reports_unknown_ones(admin, broker)
 
 def test_delete_topics_v6_deletes_a_topic_named_by_its_id(kp_admin, broker):
     broker.create_topic("by-id")
-    topic_id = broker.call(lambda: broker.broker.services.topics.get("by-id")).topic_id
+    topic_id = broker.call(lambda: broker.broker.services.default.topics.get("by-id")).topic_id
     result = kp_admin.delete_topics([topic_id])
     [answer] = result["topics"]
     assert answer["error_code"] == 0 and answer["name"] == "by-id"
@@ -230,7 +231,7 @@ def test_create_partitions_validate_only_changes_nothing(admin, broker):
 
 def test_create_partitions_policy_hook_can_refuse(admin, broker):
     broker.create_topic("capped", 1)
-    set_hook(broker, "create_partitions_policy", lambda ctx, name, count: (
+    set_hook(broker, "create_partitions", lambda ctx, name, count: (
         (Errors.InvalidPartitionsError.errno, "tier allows 2") if count > 2 else None))
     [f] = admin.create_partitions([NewPartitions("capped", 4)], request_timeout=WAIT).values()
     assert error_code(f.exception(WAIT)) == KafkaError.INVALID_PARTITIONS
@@ -377,7 +378,7 @@ def test_incremental_alter_configs_validate_only_changes_nothing(admin, broker):
 
 def test_alter_topic_config_policy_hook_sees_the_new_override_set(admin, broker):
     broker.create_topic("hooked", 1)
-    set_hook(broker, "alter_topic_config_policy", lambda ctx, name, overrides: (
+    set_hook(broker, "alter_topic_config", lambda ctx, name, overrides: (
         (Errors.PolicyViolationError.errno, "retention above 7 days")
         if int(overrides.get("retention.ms", "0")) > 7 * 86_400_000 else None))
     resource = ConfigResource("topic", "hooked", incremental_configs=[
@@ -472,7 +473,7 @@ def test_delete_records_on_a_compacted_topic_is_a_policy_violation(admin, broker
 def test_delete_records_policy_hook_can_refuse(admin, broker):
     broker.create_topic("guarded", 1)
     produce(broker, "guarded", 2)
-    set_hook(broker, "delete_records_policy", lambda ctx, topic, partition, offset: (
+    set_hook(broker, "delete_records", lambda ctx, topic, partition, offset: (
         Errors.PolicyViolationError.errno, "Event Hubs has no DeleteRecords"))
     assert error_code(delete_records(admin, "guarded", 0, 1).exception(WAIT)) == KafkaError.POLICY_VIOLATION
     assert earliest(admin, "guarded") == 0

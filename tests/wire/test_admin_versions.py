@@ -105,7 +105,7 @@ def test_create_topics_every_version_creates_and_answers_in_its_shape(broker, ve
         assert result.num_partitions == 2 and result.replication_factor == 1
         assert {c.name: c.value for c in result.configs}["retention.ms"] == "1000"
     if version >= 7:
-        view = broker.call(lambda: broker.broker.services.topics.get(f"made-v{version}"))
+        view = broker.call(lambda: broker.broker.services.default.topics.get(f"made-v{version}"))
         assert result.topic_id == view.topic_id
 
 
@@ -119,12 +119,12 @@ def test_delete_topics_every_version_deletes_by_name(broker, version):
         request = DeleteTopicsRequest(topic_names=["gone"], timeout_ms=1000)
     [result] = call(broker, request, version).responses
     assert (result.name, result.error_code) == ("gone", 0)
-    assert broker.call(lambda: broker.broker.services.topics.get("gone")) is None
+    assert broker.call(lambda: broker.broker.services.default.topics.get("gone")) is None
 
 
 def test_delete_topics_v6_refuses_a_topic_named_both_by_name_and_id(broker):
     broker.create_topic("both")
-    topic_id = broker.call(lambda: broker.broker.services.topics.get("both")).topic_id
+    topic_id = broker.call(lambda: broker.broker.services.default.topics.get("both")).topic_id
     state = DeleteTopicsRequest.DeleteTopicState(name="both", topic_id=topic_id)
     request = DeleteTopicsRequest(topics=[state], timeout_ms=1000)
     [result] = call(broker, request, 6).responses
@@ -233,7 +233,7 @@ def test_alter_configs_every_version_replaces_the_overrides(broker, version):
         R.AlterableConfig(name="segment.ms", value="1000")])], validate_only=False)
     [result] = call(broker, request, version).responses
     assert result.error_code == 0
-    view = broker.call(lambda: broker.broker.services.topics.get("alt"))
+    view = broker.call(lambda: broker.broker.services.default.topics.get("alt"))
     assert view.configs == {"segment.ms": "1000"}
 
 
@@ -245,7 +245,7 @@ def test_incremental_alter_configs_every_version_sets_one_config(broker, version
         R.AlterableConfig(name="segment.ms", config_operation=0, value="1000")])], validate_only=False)
     [result] = call(broker, request, version).responses
     assert result.error_code == 0
-    view = broker.call(lambda: broker.broker.services.topics.get("incr"))
+    view = broker.call(lambda: broker.broker.services.default.topics.get("incr"))
     assert view.configs == {"retention.ms": "5", "segment.ms": "1000"}
 
 
@@ -269,7 +269,7 @@ def test_describe_log_dirs_every_version_reports_one_dir_with_partition_sizes(br
     assert log_dir.error_code == 0
     assert log_dir.log_dir.endswith(broker.config.default_namespace)
     [topic] = [t for t in log_dir.topics if t.name == "sized"]
-    sizes = broker.call(lambda: [broker.broker.services.topics.log("sized", p).size_bytes for p in (0, 1)])
+    sizes = broker.call(lambda: [broker.broker.services.default.topics.log("sized", p).size_bytes for p in (0, 1)])
     assert sorted((p.partition_index, p.partition_size, p.offset_lag) for p in topic.partitions) == [
         (0, sizes[0], 0), (1, sizes[1], 0)]
     assert sizes[0] > 0
@@ -294,7 +294,7 @@ def test_create_partitions_every_version_grows_the_topic(broker, version):
                                       validate_only=False)
     [result] = call(broker, request, version).results
     assert (result.name, result.error_code) == ("grow", 0)
-    assert broker.call(lambda: broker.broker.services.topics.get("grow")).partitions == 3
+    assert broker.call(lambda: broker.broker.services.default.topics.get("grow")).partitions == 3
 
 
 @pytest.mark.parametrize("version", versions(DescribeClusterRequest))

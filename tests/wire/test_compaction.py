@@ -38,7 +38,7 @@ def test_compaction_keeps_latest_value_per_key_with_original_offsets(broker):
     before = _read_all(broker.bootstrap_servers, "table")
     assert len(before) == 300
 
-    cleaner = broker.broker.services.namespaces[broker.broker.config.default_namespace].extra["cleaner"]
+    cleaner = broker.broker.services.default.cleaner
     result = broker.call(lambda: cleaner.clean_now("table", 0))
     assert result is not None
 

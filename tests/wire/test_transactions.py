@@ -125,7 +125,7 @@ def test_transaction_timeout_aborts_on_the_virtual_clock():
         p.produce("slowtx", b"never", partition=0)
         p.flush(10)
         b.clock.advance(seconds=61)
-        tx = b.call(lambda: b.broker.services.txns.describe("tx-timeout"))
+        tx = b.call(lambda: b.broker.services.default.txns.describe("tx-timeout"))
         assert tx.state == "CompleteAbort" and tx.producer_epoch == 1
         assert _read(b.bootstrap_servers, "slowtx", "read_committed", timeout=1.5) == []
         c = Consumer({"bootstrap.servers": b.bootstrap_servers, "group.id": "x",
@@ -144,10 +144,10 @@ def test_transactions_survive_a_broker_restart(broker_factory):
     p.commit_transaction(15)
     b.stop()
     b2 = broker_factory()
-    tx = b2.call(lambda: b2.broker.services.txns.describe("tx-restart"))
+    tx = b2.call(lambda: b2.broker.services.default.txns.describe("tx-restart"))
     assert tx is not None and tx.state == "CompleteCommit"
     p2 = _txn_producer(b2.bootstrap_servers, "tx-restart")  # epoch bumps past the old one
-    tx = b2.call(lambda: b2.broker.services.txns.describe("tx-restart"))
+    tx = b2.call(lambda: b2.broker.services.default.txns.describe("tx-restart"))
     assert tx.producer_epoch == 1
     p2.begin_transaction()
     p2.produce("durable-tx", b"two", partition=0)

@@ -15,8 +15,8 @@ from kafka_wire.coordinator.group_coordinator import GroupCoordinator
 from kafka_wire import codec
 from kafka_wire.apis import registry
 from kafka_wire.codec import ApiKey, RequestHeader
-from kafka_wire import context as wire_context
-from kafka_wire.context import ClusterInfo, ConnectionState, RequestContext, Services
+from kafka_wire.context import ClusterInfo, ConnectionState, NamespaceRuntime, RequestContext, Services
+from kafka_wire.eventhubs.policy import NamespacePolicy
 
 from .helpers import assign, sub
 
@@ -27,15 +27,16 @@ registry.load_all()
 class Client:
     """Sends requests of chosen versions to the handlers, like the server would."""
 
-    def __init__(self, coordinator: GroupCoordinator | None) -> None:
+    def __init__(self, coordinator: GroupCoordinator) -> None:
         self.coordinator = coordinator
-        self.services = Services(cluster=ClusterInfo(7, "broker.local", 9093, "cid"),
-                                 config=None, clock=coordinator.clock if coordinator else None,
-                                 topics=None, groups=coordinator)
-        runtime = getattr(wire_context, "NamespaceRuntime", None)
-        if runtime is not None:  # groups live per Event Hubs namespace
-            self.services.namespaces["ns"] = runtime(name="ns", topics=None, groups=coordinator)
-            self.services.default_namespace = "ns"
+        self.cluster = ClusterInfo(7, "broker.local", 9093, "cid")
+        runtime = NamespaceRuntime(name="ns", topics=None, policy=NamespacePolicy())
+        runtime.groups = coordinator  # groups live per Event Hubs namespace
+        # Only what group handlers use is real: the namespace, its coordinator, the clock.
+        self.services = Services(config=None, clock=coordinator.clock, cluster=self.cluster,
+                                 namespaces={"ns": runtime}, default_namespace="ns",
+                                 eventhubs=None, report=None, auth=None, producer_ids=None,
+                                 fetch_sessions=None)
 
     async def send(self, api_key: int, version: int, **fields):
         cls = codec.request_class(api_key)
@@ -43,7 +44,7 @@ class Client:
                              version=version)
         ctx = RequestContext(RequestHeader(api_key, version, 1, "app", 0),
                              ConnectionState(peer="10.1.2.3:50000", connection_id=1),
-                             self.services)
+                             self.services, self.cluster)
         response = registry.lookup(api_key).handler(request, ctx)
         if inspect.isawaitable(response):
             response = await response
@@ -236,17 +237,4 @@ def test_list_groups_filters_and_offset_delete():
         assert [p.partition for p in c.coordinator.fetch_offsets("idle", None).partitions] == [1]
         missing = await c.send(ApiKey.OffsetDelete, 0, group_id="nope", topics=[])
         assert missing.error_code == Errors.GroupIdNotFoundError.errno
-    asyncio.run(body())
-
-
-def test_handlers_without_a_coordinator_say_it_is_not_available():
-    async def body():
-        c = Client(None)
-        r = await c.send(ApiKey.Heartbeat, 4, group_id="g", generation_id=1, member_id="m",
-                         group_instance_id=None)
-        assert r.error_code == Errors.CoordinatorNotAvailableError.errno
-        j = await c.send(ApiKey.JoinGroup, 9, group_id="g", session_timeout_ms=10_000,
-                         rebalance_timeout_ms=1, member_id="", group_instance_id=None,
-                         protocol_type="consumer", protocols=[], reason=None)
-        assert j.error_code == Errors.CoordinatorNotAvailableError.errno
     asyncio.run(body())
