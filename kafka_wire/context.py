@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from kafka_wire.topics import TopicManager
 
 
+# The rights a principal may hold (Event Hubs' SAS rights), in every protocol.
+SEND, LISTEN, MANAGE = "Send", "Listen", "Manage"
+
+
 @dataclass(slots=True)
 class ClusterInfo:
     """The single broker we present: node id, advertised address, cluster id."""

@@ -22,7 +22,7 @@ from kafka_wire.apis.registry import handles
 from kafka_wire.config_entries import (
     ResourceType, alter_each_resource, apply_topic_overrides, broker_change_refusal, broker_name_error,
 )
-from kafka_wire.eventhubs.authz import cluster_error
+from kafka_wire.apis.authorization import cluster_error
 
 _Response = codec.response_class(codec.ApiKey.AlterConfigs)
 _Result = _Response.AlterConfigsResourceResponse

@@ -25,7 +25,7 @@ from __future__ import annotations
 from kafka_wire import codec
 from kafka_wire.apis.join_group import client_host
 from kafka_wire.apis.registry import handles
-from kafka_wire.eventhubs.authz import group_error
+from kafka_wire.apis.authorization import group_error
 
 _Response = codec.response_class(68)
 _Assignment = _Response.Assignment

@@ -18,7 +18,7 @@ import kafka.errors as Errors
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
 from kafka_wire.config_entries import ConfigEntry, ResourceType, broker_entries, topic_entries
-from kafka_wire.eventhubs.authz import visible
+from kafka_wire.apis.authorization import visible
 
 _Response = codec.response_class(codec.ApiKey.DescribeConfigs)
 _Result = _Response.DescribeConfigsResult

@@ -13,7 +13,7 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
-from kafka_wire.eventhubs.authz import group_error
+from kafka_wire.apis.authorization import group_error
 
 _Response = codec.response_class(codec.ApiKey.DescribeGroups)
 _Group = _Response.DescribedGroup

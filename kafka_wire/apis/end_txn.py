@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
-from kafka_wire.eventhubs.authz import transactional_error
+from kafka_wire.apis.authorization import transactional_error
 
 _Response = codec.response_class(codec.ApiKey.EndTxn)
 

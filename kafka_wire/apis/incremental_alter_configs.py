@@ -29,7 +29,7 @@ from kafka_wire.config_entries import (
     LIST_CONFIGS, ResourceType, alter_each_resource, apply_topic_overrides, broker_change_refusal, broker_name_error,
     unknown_topic_config,
 )
-from kafka_wire.eventhubs.authz import cluster_error
+from kafka_wire.apis.authorization import cluster_error
 
 _Response = codec.response_class(codec.ApiKey.IncrementalAlterConfigs)
 _Result = _Response.AlterConfigsResourceResponse

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
-from kafka_wire.eventhubs.authz import SEND, cluster_error, transactional_error
+from kafka_wire.apis.authorization import SEND, cluster_error, transactional_error
 
 _Response = codec.response_class(codec.ApiKey.InitProducerId)
 _MAX_EPOCH = 32767

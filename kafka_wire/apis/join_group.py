@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
-from kafka_wire.eventhubs.authz import group_error, session_timeout_error
+from kafka_wire.apis.authorization import group_error, session_timeout_error
 
 _Response = codec.response_class(codec.ApiKey.JoinGroup)
 _Member = _Response.JoinGroupResponseMember

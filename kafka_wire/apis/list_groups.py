@@ -12,7 +12,7 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
-from kafka_wire.eventhubs.authz import group_allowed
+from kafka_wire.apis.authorization import group_allowed
 
 _Response = codec.response_class(codec.ApiKey.ListGroups)
 _Group = _Response.ListedGroup

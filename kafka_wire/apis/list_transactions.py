@@ -6,7 +6,7 @@ import re
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
-from kafka_wire.eventhubs.authz import SEND, check
+from kafka_wire.apis.authorization import SEND, check
 
 _Response = codec.response_class(codec.ApiKey.ListTransactions)
 _State = _Response.TransactionState

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
-from kafka_wire.eventhubs.authz import LISTEN, commit_metadata_error, group_error, topic_error
+from kafka_wire.apis.authorization import LISTEN, commit_metadata_error, group_error, topic_error
 
 _Response = codec.response_class(codec.ApiKey.OffsetCommit)
 _Topic = _Response.OffsetCommitResponseTopic

@@ -14,7 +14,7 @@ import kafka.errors as Errors
 from kafka_wire.coordinator.results import OffsetFetchPartition
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
-from kafka_wire.eventhubs.authz import LISTEN, group_error, topic_error
+from kafka_wire.apis.authorization import LISTEN, group_error, topic_error
 
 _Response = codec.response_class(codec.ApiKey.OffsetFetch)
 # v1–v7 and v8+ use different nested structs.

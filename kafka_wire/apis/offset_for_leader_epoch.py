@@ -16,7 +16,7 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
-from kafka_wire.eventhubs.authz import LISTEN, topic_error
+from kafka_wire.apis.authorization import LISTEN, topic_error
 
 _Response = codec.response_class(codec.ApiKey.OffsetForLeaderEpoch)
 _TopicResult = _Response.OffsetForLeaderTopicResult

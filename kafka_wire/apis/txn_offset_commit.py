@@ -11,7 +11,7 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
-from kafka_wire.eventhubs.authz import LISTEN, group_error, topic_error, transactional_error
+from kafka_wire.apis.authorization import LISTEN, group_error, topic_error, transactional_error
 
 _Response = codec.response_class(codec.ApiKey.TxnOffsetCommit)
 _Topic = _Response.TxnOffsetCommitResponseTopic

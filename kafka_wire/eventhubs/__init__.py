@@ -5,7 +5,6 @@
 - ``connection_string``, ``sas``: connection strings and SAS tokens.
 - ``auth``: the broker's :class:`auth.Authenticator` (``services.auth``): SASL PLAIN
   ``$ConnectionString`` and OAUTHBEARER → a :class:`auth.Principal` in a namespace.
-- ``authz``: SAS rights (Send, Listen, Manage) mapped onto Kafka APIs.
 - ``strict``, ``report``: tier rules and the compatibility report.
 - ``quotas``: throughput units (token buckets on the injected clock).
 - ``tls``: the SASL_SSL listener's certificates.

@@ -36,7 +36,7 @@ SERVICEBUS_SUFFIXES = (".servicebus.windows.net", ".servicebus.chinacloudapi.cn"
 # connection string says sb://localhost; Docker setups use these too).
 LOCAL_HOSTS = frozenset({"localhost", "host.docker.internal", "0.0.0.0"})
 
-SEND, LISTEN, MANAGE = "Send", "Listen", "Manage"
+from kafka_wire.context import LISTEN, MANAGE, SEND  # noqa: E402  one definition for every front end
 RIGHTS = (SEND, LISTEN, MANAGE)
 
 

@@ -1,7 +1,7 @@
 """NamespacePolicy: what a namespace allows, asked by the API modules as
 ``ctx.policy`` (one instance per namespace; an open namespace allows all).
 
-Each method combines authorization (:mod:`authz`), the tier rules (:mod:`strict`,
+Each method combines the rights (``allows``, ``sees``), the tier rules (:mod:`strict`,
 recorded in the compatibility report, refused only in strict namespaces) and
 the throughput-unit quota (:mod:`quotas`) for one kind of request, and answers
 None (allowed) or ``(kafka error code, message)``.
@@ -12,7 +12,7 @@ import logging
 
 import kafka.errors as Errors
 
-from kafka_wire.eventhubs import authz, strict
+from kafka_wire.eventhubs import strict
 from kafka_wire.eventhubs.model import MANAGE, SEND
 from kafka_wire.log.batch import iter_batches
 
@@ -30,8 +30,12 @@ class Refusal(Exception):
         self.errno = errno
 
 
+def _same(a: str, b: str) -> bool:
+    return a == b or a.lower() == b.lower()
+
+
 def _need(ctx, right: str, hub: str | None, what: str) -> tuple[int, str] | None:
-    if authz.check(ctx, right, hub):
+    if ctx.policy.allows(ctx.connection.principal, right, hub):
         return None
     p = ctx.connection.principal
     scope = f"event hub {hub!r}" if hub else f"namespace {ctx.namespace.name!r}"
@@ -64,15 +68,68 @@ def _managed(ctx, scope: str | None, hub: str, what: str, rule) -> tuple[int, st
 
 
 class NamespacePolicy:
-    """The Event Hubs rules of one namespace, for the Kafka API modules."""
+    """The Event Hubs rules of one namespace. ``allows`` and ``sees`` take only a
+    principal, a right and a hub, so any front end can ask them; the rest take
+    the Kafka request context and answer ``(kafka error code, message)``."""
+
+    # -- rights (protocol-neutral) ---------------------------------------------------
+    def allows(self, principal, right: str, hub: str | None = None) -> bool:
+        """May ``principal`` exercise ``right`` on ``hub`` (None: the namespace)? A
+        connection that did not authenticate (where the namespace allows that) may
+        do everything; a hub-scoped principal only its hub, and never namespace-wide
+        administration."""
+        if principal is None:
+            return True
+        if right not in principal.rights:
+            return False
+        if principal.hub is not None:
+            if hub is None:
+                return right != MANAGE
+            return _same(hub, principal.hub)
+        return True
+
+    def sees(self, principal, hub: str) -> bool:
+        """Does ``hub`` exist for ``principal`` (listed, described)?"""
+        return principal is None or principal.hub is None or _same(hub, principal.hub)
+
+    # -- tier rules outside the data path ------------------------------------------
+    def transactions(self, ctx, timeout_ms: int | None) -> tuple[int, str] | None:
+        """A transactional producer: the tier must have transactions and, in strict
+        mode, the transaction timeout must be within Event Hubs' 15 minutes."""
+        ns = ctx.namespace.model
+        if ns is None:
+            return None
+        refusal = strict.enforce(ctx, strict.transactions(ns))
+        if not refusal and timeout_ms is not None:
+            refusal = strict.enforce(ctx, strict.transaction_timeout(ns, timeout_ms))
+        return refusal
+
+    def session_timeout(self, ctx, timeout_ms: int) -> tuple[int, str] | None:
+        ns = ctx.namespace.model
+        return None if ns is None else strict.enforce(ctx, strict.session_timeout(ns, timeout_ms))
+
+    def kafka_group(self, ctx, group_id: str, joining: bool) -> tuple[int, str] | None:
+        """group.id length and, when ``joining`` creates a group, the namespace's count."""
+        ns = ctx.namespace.model
+        if ns is None:
+            return None
+        known, is_new = 0, False
+        if joining:
+            ids = ctx.groups.group_ids()
+            known, is_new = len(ids), group_id not in ids
+        return strict.enforce(ctx, strict.kafka_group(ns, group_id, known, is_new))
+
+    def commit_metadata(self, ctx, metadata: str) -> tuple[int, str] | None:
+        ns = ctx.namespace.model
+        return None if ns is None else strict.enforce(ctx, strict.commit_metadata(ns, metadata))
 
     # -- Metadata -------------------------------------------------------------------
     def topic_visible(self, ctx, name: str) -> bool:
-        return authz.visible(ctx, name)
+        return self.sees(ctx.connection.principal, name)
 
     def auto_create(self, ctx, name: str):
         """Metadata with allow_auto_topic_creation: create the hub (Manage, quotas)."""
-        if not authz.check(ctx, MANAGE, name):
+        if not self.allows(ctx.connection.principal, MANAGE, name):
             raise Refusal(Errors.UnknownTopicOrPartitionError.errno,
                           f"event hub {name!r} does not exist and {ctx.connection.principal} may not "
                           "create it (Manage right needed)")

@@ -1,4 +1,6 @@
-"""Authorization: SAS policy rights mapped onto Kafka APIs (EVENTHUBS.md §4).
+"""Authorization for the Kafka API modules: the namespace policy's answers
+(``ctx.policy``, protocol-neutral: a principal, a right, a hub) mapped onto
+Kafka error codes. The rights (Event Hubs' SAS rights):
 
 - **Send**: Produce, InitProducerId.
 - **Listen**: Fetch, ListOffsets, OffsetForLeaderEpoch, consumer-group and
@@ -15,14 +17,14 @@ id. A connection that did not authenticate (allowed where the namespace does
 not require it) has no principal and may do everything.
 
 Every function takes the request context and answers fast when there is no
-principal; the API modules call them directly.
+principal. Another front end (AMQP, HTTP) asks the same policy methods and
+maps the answers to its own errors.
 """
 from __future__ import annotations
 
 import kafka.errors as Errors
 
-from kafka_wire.eventhubs import strict
-from kafka_wire.eventhubs.model import LISTEN, MANAGE, SEND
+from kafka_wire.context import LISTEN, MANAGE, SEND
 
 __all__ = ["SEND", "LISTEN", "MANAGE", "check", "visible", "topic_error", "cluster_error",
            "transactional_error", "group_allowed", "group_error", "commit_metadata_error"]
@@ -34,28 +36,14 @@ CLUSTER_DENIED = Errors.ClusterAuthorizationFailedError.errno
 TXN_DENIED = Errors.TransactionalIdAuthorizationFailedError.errno
 
 
-def _same(a: str, b: str) -> bool:
-    return a == b or a.lower() == b.lower()
-
-
 def check(ctx, right: str, hub: str | None = None) -> bool:
     """May this connection exercise ``right`` on ``hub`` (None: the namespace)?"""
-    p = ctx.connection.principal
-    if p is None:
-        return True
-    if right not in p.rights:
-        return False
-    if p.hub is not None:
-        if hub is None:
-            return right != MANAGE  # namespace-wide administration needs a namespace policy
-        return _same(hub, p.hub)
-    return True
+    return ctx.policy.allows(ctx.connection.principal, right, hub)
 
 
 def visible(ctx, hub: str) -> bool:
     """Metadata shows ``hub`` to this connection (any right on it)."""
-    p = ctx.connection.principal
-    return p is None or p.hub is None or _same(hub, p.hub)
+    return ctx.policy.sees(ctx.connection.principal, hub)
 
 
 def topic_error(ctx, right: str, hub: str) -> int:
@@ -73,22 +61,13 @@ def transactional_error(ctx, timeout_ms: int | None = None) -> int:
     strict mode, a transaction timeout within Event Hubs' 15 minutes."""
     if not check(ctx, SEND):
         return TXN_DENIED
-    ns = ctx.namespace.model
-    if ns is not None:
-        refusal = strict.enforce(ctx, strict.transactions(ns))
-        if not refusal and timeout_ms is not None:
-            refusal = strict.enforce(ctx, strict.transaction_timeout(ns, timeout_ms))
-        if refusal:
-            return refusal[0]
-    return OK
+    refusal = ctx.policy.transactions(ctx, timeout_ms)
+    return refusal[0] if refusal else OK
 
 
 def session_timeout_error(ctx, timeout_ms: int) -> int:
     """INVALID_SESSION_TIMEOUT outside Event Hubs' 6-300 s (strict), else 0."""
-    ns = ctx.namespace.model
-    if ns is None:
-        return OK
-    refusal = strict.enforce(ctx, strict.session_timeout(ns, timeout_ms))
+    refusal = ctx.policy.session_timeout(ctx, timeout_ms)
     return refusal[0] if refusal else OK
 
 
@@ -108,21 +87,15 @@ def group_error(ctx, group_id: str | None, *, admin: bool = False, joining: bool
     ``joining`` creates a new group, POLICY_VIOLATION past 1,000 Kafka groups."""
     if not group_allowed(ctx, group_id, admin=admin):
         return GROUP_DENIED
-    ns = ctx.namespace.model
-    if ns is None or group_id is None:
+    if group_id is None:
         return OK
-    known, is_new = 0, False
-    if joining:
-        ids = ctx.groups.group_ids()
-        known, is_new = len(ids), group_id not in ids
-    refusal = strict.enforce(ctx, strict.kafka_group(ns, group_id, known, is_new))
+    refusal = ctx.policy.kafka_group(ctx, group_id, joining)
     return refusal[0] if refusal else OK
 
 
 def commit_metadata_error(ctx, metadata: str | None) -> int:
     """OFFSET_METADATA_TOO_LARGE past Event Hubs' 1,024 bytes (strict), else 0."""
-    ns = ctx.namespace.model
-    if ns is None or not metadata:
+    if not metadata:
         return OK
-    refusal = strict.enforce(ctx, strict.commit_metadata(ns, metadata))
+    refusal = ctx.policy.commit_metadata(ctx, metadata)
     return refusal[0] if refusal else OK
