@@ -193,10 +193,11 @@ class TopicManager:
         self.logs.alter_topic_config(name, overrides, replace=True)
 
     # -- data path ----------------------------------------------------------
-    def append(self, topic: str, partition: int, records, now_ms: int):
+    def append(self, topic: str, partition: int, records, now_ms: int, headers=None):
+        """``headers``: the batch headers from validating ``records``, when done already."""
         plog = self.logs.get_log(topic, partition)
         # Records are views of the request frame, which nothing else reads: patch in place.
-        info = plog.append(records, now_ms=now_ms, in_place=True)
+        info = plog.append(records, now_ms=now_ms, in_place=True, headers=headers)
         key = (topic, partition)
         if key in self._waiters:
             self._wake(key)

@@ -122,6 +122,33 @@ def iter_batches(buf) -> Iterator[tuple[int, BatchHeader]]:
         pos += size
 
 
+class BatchSummary(NamedTuple):
+    """What a produced records blob holds, from its batch headers only."""
+    size: int
+    events: int
+    codecs: frozenset
+    transactional: bool
+    idempotent: bool
+
+
+def summarize(headers: list[BatchHeader], size: int) -> BatchSummary:
+    """The summary of a blob of ``size`` bytes whose validation returned ``headers``."""
+    codecs = set()
+    events = 0
+    transactional = idempotent = False
+    for h in headers:
+        events += h.records_count
+        codecs.add(h.compression)
+        transactional = transactional or h.is_transactional
+        idempotent = idempotent or h.producer_id >= 0
+    return BatchSummary(size, events, frozenset(codecs), transactional, idempotent)
+
+
+def count_records(buf) -> int:
+    """Records in a run of stored batches, from their headers."""
+    return sum(header.records_count for _pos, header in iter_batches(buf))
+
+
 def batch_crc(buf, pos: int, size: int) -> int:
     with memoryview(buf) as view:
         return crc32c(view[pos + ATTRIBUTES_OFFSET : pos + size])

@@ -141,15 +141,17 @@ class PartitionLog:
     # -- append -----------------------------------------------------------------
 
     def append(self, records, *, now_ms: int, base_offset: int | None = None,
-               in_place: bool = False) -> AppendInfo:
+               in_place: bool = False, headers: list[BatchHeader] | None = None) -> AppendInfo:
         """Validate, assign offsets and write a Produce request's records blob.
 
         All batches are validated before anything is written; on any error the
         log is unchanged. OSError becomes StorageError after the partial write is
         undone. ``base_offset`` (default: the log end offset) may leave a gap
-        but never go backwards.
+        but never go backwards. ``headers``: what ``validate_records`` already
+        returned for ``records`` (the caller validated them: not walked twice).
         """
-        headers = rb.validate_records(records)
+        if headers is None:
+            headers = rb.validate_records(records)
         limit = self.config.max_message_bytes
         for header in headers:
             if header.size > limit:

@@ -28,6 +28,7 @@ from kafka_wire.apis.authorization import LISTEN, topic_error
 from kafka_wire.apis.fetch_encoding import encode_fetch
 from kafka_wire.fetch_sessions import FetchSessionCache, SessionError
 from kafka_wire.log import errors as log_errors
+from kafka_wire.log.batch import count_records
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ class _Read:
     log_start: int = -1
     records: object = _EMPTY
     aborted: list | None = None
+    events: int = 0  # records in ``records``, counted once for the quota and the metrics
 
 
 def _sessions(ctx) -> FetchSessionCache:
@@ -228,8 +230,12 @@ async def _wait(ctx, request, version, plan, max_bytes, read_committed, session,
 
 
 def _finish(ctx, version: int, reads: list[_Read], session_id: int):
-    ctx.policy.egress_account(ctx, reads)
     observer = ctx.services.observer
+    if observer is not None or ctx.namespace.quota is not None:
+        for r in reads:  # one walk of the batch headers serves both
+            if len(r.records):
+                r.events = count_records(r.records)
+    ctx.policy.egress_account(ctx, reads)
     if observer is not None:  # metrics: outgoing events and bytes
         observer.on_fetch(ctx, reads)
     return _encode(ctx, version, reads, session_id)

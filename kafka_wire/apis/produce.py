@@ -17,6 +17,7 @@ from kafka_wire.apis import produce_decoding  # noqa: F401  (registers the fast 
 from kafka_wire.apis.registry import handles
 from kafka_wire.errors import for_log_error
 from kafka_wire.log import errors as log_errors
+from kafka_wire.log.batch import summarize, validate_records
 
 log = logging.getLogger(__name__)
 
@@ -66,14 +67,22 @@ def produce(request, ctx):
                 if injected:
                     parts.append(_part(idx, injected))
                     continue
-            refusal = policy.produce(ctx, view, idx, pdata.records, request.transactional_id,
-                                     request.timeout_ms)
+            records = pdata.records
+            try:  # the one walk of the batch headers: policy, quota and append share it
+                headers, invalid = validate_records(records), None
+            except log_errors.LogError as exc:
+                headers, invalid = None, exc
+            refusal = policy.produce(ctx, view, idx, records,
+                                     None if invalid else summarize(headers, len(records)),
+                                     request.transactional_id, request.timeout_ms)
             if refusal:
                 code, message = refusal
                 parts.append(_part(idx, code, message=message))
                 continue
             try:
-                info = topics.append(view.name, idx, pdata.records, now_ms)
+                if invalid is not None:
+                    raise invalid
+                info = topics.append(view.name, idx, records, now_ms, headers)
             except log_errors.LogError as exc:
                 code = for_log_error(exc)
                 if code == Errors.KafkaStorageError.errno:

@@ -24,7 +24,6 @@ from typing import Any, Callable, Iterable
 
 from kafka_wire.codec import ApiKey
 from kafka_wire.context import BrokerObserver
-from kafka_wire.log.batch import iter_batches
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +118,8 @@ class BrokerMetrics(BrokerObserver):
         return on_append
 
     def on_fetch(self, ctx, reads: Iterable) -> None:
-        """Records a Fetch returns (objects with .topic, .partition, .records)."""
+        """Records a Fetch returns (objects with .topic, .partition, .records and
+        .events, the records counted once by Fetch)."""
         namespace = None
         parts = self.partitions
         for r in reads:
@@ -132,7 +132,7 @@ class BrokerMetrics(BrokerObserver):
             c = parts.get(key)
             if c is None:
                 c = parts[key] = [0, 0, 0, 0]
-            c[2] += sum(h.records_count for _pos, h in iter_batches(records))
+            c[2] += r.events
             c[3] += len(records)
 
     def record_throttle(self, namespace: str, hub: str | None, ms: int, *,

@@ -144,7 +144,11 @@ class NamespacePolicy:
         return topics.create(name, partitions)
 
     # -- Produce ------------------------------------------------------------------------
-    def produce(self, ctx, view, partition: int, records, transactional_id, timeout_ms: int):
+    def produce(self, ctx, view, partition: int, records, info, transactional_id,
+                timeout_ms: int):
+        """``info``: the publication's facts (from the batch headers
+        validated once; a kafka_wire.log.batch.BatchSummary), or None when the records are invalid: then only the rights
+        and the endpoint are checked, and the invalid records are refused after."""
         hub = view.name
         denied = _need(ctx, SEND, hub, "producing")
         if denied:
@@ -156,7 +160,8 @@ class NamespacePolicy:
         refusal = strict.enforce(ctx, strict.kafka_endpoint(ns), hub)
         if refusal:
             return refusal
-        info = strict.inspect_records(records)
+        if info is None:
+            return None
         refusal = strict.enforce(ctx, strict.publication(ns, info), hub)
         if refusal:
             return refusal
@@ -203,10 +208,10 @@ class NamespacePolicy:
         nbytes = events = 0
         hubs = set()
         for r in reads:
-            buf = r.records
-            if buf is not None and len(buf):
-                nbytes += len(buf)
-                events += sum(h.records_count for _p, h in iter_batches(buf))
+            size = len(r.records)
+            if size:
+                nbytes += size
+                events += r.events
                 hubs.add(r.topic)
         if not nbytes:
             return

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 import kafka.errors as Errors
 
 from kafka_wire.eventhubs.model import HOUR_MS, MIN_RETENTION_HOURS, Namespace, hub_name_error
-from kafka_wire.log.batch import iter_batches
+from kafka_wire.log.batch import BatchSummary
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Violation", "RecordsInfo", "inspect_records", "enforce", "kafka_endpoint",
+__all__ = ["Violation", "enforce", "kafka_endpoint",
            "publication", "hub_creation", "partition_growth", "topic_config", "delete_records",
            "transactions", "kafka_group", "commit_metadata", "session_timeout",
            "transaction_timeout"]
@@ -44,31 +44,6 @@ class Violation:
     rule: str
     errno: int
     message: str
-
-
-@dataclass(frozen=True, slots=True)
-class RecordsInfo:
-    """Facts of a Produce partition's records, read from batch headers only."""
-    size: int
-    events: int
-    codecs: frozenset
-    transactional: bool
-    idempotent: bool
-
-
-def inspect_records(records) -> RecordsInfo:
-    size = len(records)
-    events = 0
-    codecs = set()
-    transactional = idempotent = False
-    for _pos, h in iter_batches(records):
-        events += h.records_count
-        codecs.add(h.compression)
-        if h.is_transactional:
-            transactional = True
-        if h.producer_id >= 0:
-            idempotent = True
-    return RecordsInfo(size, events, frozenset(codecs), transactional, idempotent)
 
 
 def enforce(ctx, violation: Violation | None, hub: str | None = None) -> tuple[int, str] | None:
@@ -92,7 +67,7 @@ def kafka_endpoint(ns: Namespace) -> Violation | None:
     return None
 
 
-def publication(ns: Namespace, info: RecordsInfo) -> Violation | None:
+def publication(ns: Namespace, info: BatchSummary) -> Violation | None:
     limit = ns.max_publication_bytes()
     tier = ns.tier.value
     if info.size > limit:

@@ -214,8 +214,8 @@ def test_egress_throttles_name_the_hubs_they_come_from():
         return RequestContext(None, SimpleNamespace(namespace=runtime), services, None)
 
     served = ctx()
-    policy.egress_account(served, [SimpleNamespace(topic="a", records=make_batch(3, value_size=MIB)),
-                                  SimpleNamespace(topic="b", records=b"")])
+    policy.egress_account(served, [SimpleNamespace(topic="a", records=make_batch(3, value_size=MIB), events=3),
+                                  SimpleNamespace(topic="b", records=b"", events=0)])
     assert served.throttle_ms > 0 and served.throttle_hubs == {"a"}, "b returned nothing"
     refused = ctx()
     plan = [(("a", 0), 0, MIB, None), (("c", 1), 0, MIB, None)]
