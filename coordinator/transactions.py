@@ -17,17 +17,15 @@ of an id wins; rewritten compactly at start).
 from __future__ import annotations
 
 import logging
-import os
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-import crc32c
 import kafka.errors as Errors
-import msgpack
 
 from kafka_wire.coordinator.clock import Clock
+from kafka_wire.coordinator.record_log import frame, scan
+from kafka_wire.log.recovery import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -35,7 +33,6 @@ NONE = Errors.NoError.errno
 MAX_EPOCH = 32767
 EMPTY, ONGOING, PREPARE_COMMIT, PREPARE_ABORT, COMPLETE_COMMIT, COMPLETE_ABORT, DEAD = (
     "Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead")
-_HEAD = struct.Struct(">II")
 MAX_TIMEOUT_MS = 15 * 60 * 1000  # Kafka's transaction.max.timeout.ms (Event Hubs: 15 min too)
 COORDINATOR_EPOCH = 0
 
@@ -75,9 +72,21 @@ class TxnState:
 
 
 class TxnError(Exception):
-    def __init__(self, errno: int, message: str = "") -> None:
-        super().__init__(message or str(errno))
-        self.errno = errno
+    def __init__(self, error_code: int, message: str = "") -> None:
+        super().__init__(message or str(error_code))
+        self.error_code = error_code  # a Kafka error code
+
+
+def _txn_row(row):
+    """A transaction-log record: a state row, or ["del", transactional id]."""
+    if not isinstance(row, list) or not row:
+        raise ValueError("record is not a list")
+    if row[0] != "del":
+        try:
+            TxnState.from_row(row)
+        except Exception as exc:  # a row of another shape: the log ends here, as at a torn write
+            raise ValueError(f"unreadable record ({exc})") from None
+    return row
 
 
 class TransactionStore:
@@ -92,49 +101,29 @@ class TransactionStore:
         states: dict[str, TxnState] = {}
         if self.path.exists():
             data = self.path.read_bytes()
-            pos = 0
-            while pos + _HEAD.size <= len(data):
-                size, crc = _HEAD.unpack_from(data, pos)
-                payload = data[pos + _HEAD.size:pos + _HEAD.size + size]
-                if len(payload) != size or crc32c.crc32c(payload) != crc:
-                    log.warning("transaction log %s: dropped a torn tail of %d bytes", self.path,
-                                len(data) - pos)
-                    break
-                try:
-                    row = msgpack.unpackb(payload, raw=False, strict_map_key=False)
-                    if row[0] == "del":
-                        states.pop(row[1], None)
-                    else:
-                        st = TxnState.from_row(row)
-                        states[st.transactional_id] = st
-                except Exception as exc:  # a record we cannot read ends the log, like a torn write
-                    log.warning("transaction log %s: unreadable record (%s); dropping the rest", self.path, exc)
-                    break
-                pos += _HEAD.size + size
+            result, rows = scan(data, 0, _txn_row)
+            for row in rows:
+                if row[0] == "del":
+                    states.pop(row[1], None)
+                else:
+                    st = TxnState.from_row(row)
+                    states[st.transactional_id] = st
+            if result.problem is not None:
+                log.warning("transaction log %s: dropped %d bytes at the tail (%s)", self.path,
+                            len(data) - result.end, result.problem)
         self._rewrite(states)
         return states
 
     def _rewrite(self, states: dict[str, TxnState]) -> None:
-        tmp = self.path.with_suffix(".tmp")
-        with open(tmp, "wb") as fh:
-            for st in states.values():
-                fh.write(self._frame(st.to_row()))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.path)
+        write_atomic(self.path, b"".join(frame(st.to_row()) for st in states.values()))
         self._fh = open(self.path, "ab")
 
-    @staticmethod
-    def _frame(row: list) -> bytes:
-        payload = msgpack.packb(row, use_bin_type=True)
-        return _HEAD.pack(len(payload), crc32c.crc32c(payload)) + payload
-
     def put(self, st: TxnState) -> None:
-        self._fh.write(self._frame(st.to_row()))
+        self._fh.write(frame(st.to_row()))
         self._fh.flush()
 
     def delete(self, transactional_id: str) -> None:
-        self._fh.write(self._frame(["del", transactional_id]))
+        self._fh.write(frame(["del", transactional_id]))
         self._fh.flush()
 
     def close(self) -> None:
@@ -244,7 +233,7 @@ class TransactionCoordinator:
         try:
             st = self._current(transactional_id, producer_id, producer_epoch)
         except TxnError as exc:
-            return {tp: exc.errno for tp in partitions}
+            return {tp: exc.error_code for tp in partitions}
         unknown = [tp for tp in partitions if not self.partition_exists(*tp)]
         if unknown:
             # Kafka refuses the whole request: the bad ones get the error, the rest OPERATION_NOT_ATTEMPTED.
@@ -263,7 +252,7 @@ class TransactionCoordinator:
         try:
             st = self._current(transactional_id, producer_id, producer_epoch)
         except TxnError as exc:
-            return exc.errno
+            return exc.error_code
         self._open(st)
         st.groups.add(group_id)
         self._save(st)
@@ -274,7 +263,7 @@ class TransactionCoordinator:
         try:
             st = self._current(transactional_id, producer_id, producer_epoch)
         except TxnError as exc:
-            return exc.errno
+            return exc.error_code
         if st.state != ONGOING or group_id not in st.groups:
             return Errors.InvalidTxnStateError.errno if st.state != ONGOING else \
                 Errors.InvalidTxnStateError.errno

@@ -11,7 +11,7 @@ NONE = Errors.NoError.errno
 def for_log_error(exc: Exception) -> int:
     """The Kafka error code a client expects for a log-layer failure."""
     if isinstance(exc, log_errors.ProducerStateError):
-        return exc.errno  # sequence / epoch / transaction errors carry their Kafka code
+        return exc.error_code  # sequence / epoch / transaction errors carry their Kafka code
     if isinstance(exc, log_errors.CorruptRecord):
         return Errors.CorruptRecordError.errno
     if isinstance(exc, log_errors.UnsupportedMagic):

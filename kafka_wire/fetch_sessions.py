@@ -35,9 +35,9 @@ class FetchSession:
 
 
 class SessionError(Exception):
-    def __init__(self, errno: int) -> None:
-        super().__init__(errno)
-        self.errno = errno
+    def __init__(self, error_code: int) -> None:
+        super().__init__(error_code)
+        self.error_code = error_code  # a Kafka error code
 
 
 class FetchSessionCache:

@@ -43,7 +43,6 @@ import bisect
 import dataclasses
 import logging
 import mmap
-import os
 import threading
 from pathlib import Path
 from typing import Callable, NamedTuple
@@ -368,7 +367,7 @@ class _Cleaning:
             cleaned.close()
         # Every suffix is written, an empty .txnindex included: the swap relies on it.
         entries = [e for src in group for e in src.info.segment.txn_index.entries]
-        _write_synced(segment_path(directory, first.base_offset, SUFFIXES[-1] + CLEANED_SUFFIX),
+        write_atomic(segment_path(directory, first.base_offset, SUFFIXES[-1] + CLEANED_SUFFIX),
                       b"".join(TXN_ENTRY.pack(0, *e) for e in entries))
         return changed
 
@@ -433,16 +432,6 @@ def _group_by_size(sources: list[_SourceSegment], max_bytes: int) -> list[list[_
         groups.append([src])
     return groups
 
-
-def _write_synced(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _delete_cleaned(directory: Path, base_offset: int) -> None:

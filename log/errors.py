@@ -2,7 +2,7 @@
 
 The server maps these to Kafka error codes at its edge. The exception is the
 producer-state family (idempotence and transactions): each maps to exactly one
-Kafka error, so it carries that code in ``errno`` (taken from ``kafka.errors``
+Kafka error, so it carries that code in ``error_code`` (taken from ``kafka.errors``
 by name, so no bare numbers). Messages say what went wrong and, where a user
 can act, what to do.
 """
@@ -68,18 +68,18 @@ class TopicExists(LogError):
 class ProducerStateError(LogError):
     """A batch refused by the producer-state checks (idempotence, transactions).
 
-    ``errno`` is the Kafka error code the Produce (or WriteTxnMarkers)
+    ``error_code`` is the Kafka error code the Produce (or WriteTxnMarkers)
     response carries; the log is unchanged when one is raised.
     """
 
-    errno: int = _kafka.UnknownError.errno
+    error_code: int = _kafka.UnknownError.errno
 
 
 class OutOfOrderSequence(ProducerStateError):
     """The batch's first sequence does not follow the producer's last one
     (Kafka OUT_OF_ORDER_SEQUENCE_NUMBER); the client retries the earlier batch."""
 
-    errno = _kafka.OutOfOrderSequenceNumberError.errno
+    error_code = _kafka.OutOfOrderSequenceNumberError.errno
 
 
 class InvalidProducerEpoch(ProducerStateError):
@@ -88,7 +88,7 @@ class InvalidProducerEpoch(ProducerStateError):
     PRODUCER_FENCED for transactional producers too): a newer instance of this
     producer exists."""
 
-    errno = _kafka.InvalidProducerEpochError.errno
+    error_code = _kafka.InvalidProducerEpochError.errno
 
 
 class UnknownProducerId(ProducerStateError):
@@ -96,18 +96,18 @@ class UnknownProducerId(ProducerStateError):
     and the batch does not start a sequence (Kafka UNKNOWN_PRODUCER_ID): the
     client resets its sequence numbers."""
 
-    errno = _kafka.UnknownProducerIdError.errno
+    error_code = _kafka.UnknownProducerIdError.errno
 
 
 class InvalidTxnState(ProducerStateError):
     """A non-transactional batch from a producer with an open transaction
     (Kafka INVALID_TXN_STATE)."""
 
-    errno = _kafka.InvalidTxnStateError.errno
+    error_code = _kafka.InvalidTxnStateError.errno
 
 
 class TransactionCoordinatorFenced(ProducerStateError):
     """A transaction marker from a coordinator epoch older than the last one
     seen for this producer (Kafka TRANSACTION_COORDINATOR_FENCED)."""
 
-    errno = _kafka.TransactionCoordinatorFencedError.errno
+    error_code = _kafka.TransactionCoordinatorFencedError.errno

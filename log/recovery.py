@@ -21,6 +21,7 @@ new ones.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -238,9 +239,17 @@ def _roll_swap_forward(directory: Path, groups: list[tuple[int, list[int]]]) -> 
 
 
 def fsync_dir(directory: Path) -> None:
-    """Make a create, rename or delete in ``directory`` durable."""
-    fd = os.open(directory, os.O_RDONLY)
+    """Make a create, rename or delete in ``directory`` durable. Platforms and
+    file systems that cannot fsync a directory (Windows, some network mounts)
+    are skipped; a real I/O error is raised."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except (PermissionError, IsADirectoryError):  # no directory handles here (Windows)
+        return
     try:
         os.fsync(fd)
+    except OSError as exc:
+        if exc.errno not in (errno.EINVAL, errno.EBADF, errno.ENOTSUP):
+            raise
     finally:
         os.close(fd)

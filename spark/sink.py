@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from kafka_wire.capture.events import EventBatch
 from kafka_wire.capture.naming import DEFAULT_NAME_FORMAT, check_name_format, file_name
 from kafka_wire.capture.notifications import EVENTS_FILE, append_events, capture_file_created
 from kafka_wire.capture.writers import CaptureWriter, FileInfo, normalize_encoding
+from kafka_wire.log.recovery import write_atomic
 
 from .source import lower_keys
 
@@ -120,9 +120,9 @@ class CaptureStreamWriter(DataSourceStreamArrowWriter):
             infos = [f for m in messages if m is not None for f in m.files]
             infos.sort(key=lambda x: (x[1], x[2].partition, x[2].name))
             records = [capture_file_created(info, ns, hub, now) for ns, hub, info in infos]
-            _write_atomic(entry, json.dumps({"batch": batchId, "records": records}).encode())
+            write_atomic(entry, json.dumps({"batch": batchId, "records": records}).encode())
         append_events(Path(self.out_dir) / EVENTS_FILE, records)
-        _write_atomic(done_marker, b"")
+        write_atomic(done_marker, b"")
         events = sum(r["data"]["eventCount"] for r in records)
         logger.info("micro-batch %d: %d events in %d capture files", batchId, events, len(records))
         for old in journal.glob("*.json"):
@@ -145,13 +145,3 @@ def _events(cols: dict, i: int, j: int) -> EventBatch:
     headers = [[(h["key"], h["value"]) for h in hs] if hs else [] for hs in cols["headers"][i:j]]
     return EventBatch(seqs, cols["offset"][i:j], cols["enqueued_time_ms"][i:j], cols["key"][i:j], headers,
                       cols["body"][i:j])
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-

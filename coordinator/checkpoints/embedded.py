@@ -32,15 +32,13 @@ from __future__ import annotations
 
 import logging
 import os
-import struct
 import threading
 from pathlib import Path
 from typing import Any, Iterable
 
-import crc32c
-import msgpack
-
 from kafka_wire.coordinator.checkpoints.store import Checkpoint, CheckpointKey, CheckpointStore
+from kafka_wire.coordinator.record_log import frame, scan
+from kafka_wire.log.recovery import fsync_dir
 
 __all__ = ["EmbeddedCheckpointStore", "CheckpointStoreError"]
 
@@ -49,9 +47,6 @@ log = logging.getLogger(__name__)
 MAGIC = b"KWCKPT\x00\x01"
 FILE_NAME = "checkpoints.log"
 _TMP_SUFFIX = ".compacting"
-_HEAD = struct.Struct(">II")
-# Metadata is capped at a few KiB by the coordinator; anything bigger is garbage.
-_MAX_RECORD = 1 << 20
 _PUT, _DELETE, _DELETE_GROUP = 1, 2, 3
 
 
@@ -59,9 +54,7 @@ class CheckpointStoreError(RuntimeError):
     """The store cannot be opened or written (not a torn tail, which is repaired)."""
 
 
-def _frame(fields: list[Any]) -> bytes:
-    payload = msgpack.packb(fields, use_bin_type=True)
-    return _HEAD.pack(len(payload), crc32c.crc32c(payload)) + payload
+_frame = frame
 
 
 def _encode_put(c: Checkpoint) -> bytes:
@@ -73,12 +66,8 @@ def _optional(value: Any, kind: type) -> bool:
     return value is None or isinstance(value, kind)
 
 
-def _decode(payload: bytes) -> list[Any]:
-    """Decode and validate one payload; ValueError if it is not a record we wrote."""
-    try:
-        fields = msgpack.unpackb(payload, raw=False, use_list=True)
-    except Exception as exc:  # msgpack raises several types on garbage
-        raise ValueError(f"undecodable record ({exc})") from None
+def _decode(fields: Any) -> list[Any]:
+    """Validate one decoded record; ValueError if it is not a record we wrote."""
     if not isinstance(fields, list) or not fields:
         raise ValueError("record is not a list")
     kind = fields[0]
@@ -141,7 +130,7 @@ class EmbeddedCheckpointStore(CheckpointStore):
                 f.write(MAGIC)
                 f.flush()
                 os.fsync(f.fileno())
-            _fsync_dir(self.directory)
+            fsync_dir(self.directory)
             self._size = len(MAGIC)
             return
         data = self.path.read_bytes()
@@ -149,31 +138,11 @@ class EmbeddedCheckpointStore(CheckpointStore):
             raise CheckpointStoreError(
                 f"{self.path} is not a kafka-wire checkpoint log (bad header); "
                 "move it away or point the broker at another data directory")
-        pos = len(MAGIC)
-        reason = None
-        while pos < len(data):
-            if pos + _HEAD.size > len(data):
-                reason = "truncated record header"
-                break
-            length, crc = _HEAD.unpack_from(data, pos)
-            if length > _MAX_RECORD:
-                reason = f"impossible record length {length}"
-                break
-            end = pos + _HEAD.size + length
-            if end > len(data):
-                reason = f"record of {length} bytes cut short"
-                break
-            payload = data[pos + _HEAD.size:end]
-            if crc32c.crc32c(payload) != crc:
-                reason = "CRC-32C mismatch"
-                break
-            try:
-                self._apply(_decode(payload))
-            except ValueError as exc:
-                reason = str(exc)
-                break
+        result, records = scan(data, len(MAGIC), _decode)
+        for fields in records:
+            self._apply(fields)
             self._records += 1
-            pos = end
+        pos, reason = result.end, result.problem
         if reason is not None:
             log.warning("checkpoint log %s: dropped %d bytes from byte %d on (%s); "
                         "kept %d records — a torn write from an earlier crash",
@@ -194,19 +163,11 @@ class EmbeddedCheckpointStore(CheckpointStore):
         if data[:len(MAGIC)] != MAGIC:
             raise CheckpointStoreError(f"{self.path} is not a kafka-wire checkpoint log "
                                        "(bad header)")
-        pos = len(MAGIC)
-        while pos + _HEAD.size <= len(data):
-            length, crc = _HEAD.unpack_from(data, pos)
-            end = pos + _HEAD.size + length
-            payload = data[pos + _HEAD.size:end]
-            if length > _MAX_RECORD or end > len(data) or crc32c.crc32c(payload) != crc:
-                break
-            try:
-                self._apply(_decode(payload))
-            except ValueError:
-                break
+        result, records = scan(data, len(MAGIC), _decode)
+        for fields in records:
+            self._apply(fields)
             self._records += 1
-            pos = end
+        pos = result.end
         if pos < len(data):
             log.info("checkpoint log %s: %d bytes at the tail not read (a write in progress, "
                      "or a torn write the broker repairs when it starts)",
@@ -355,7 +316,7 @@ class EmbeddedCheckpointStore(CheckpointStore):
                 os.fsync(out.fileno())
                 new_size = out.tell()
                 os.replace(tmp, self.path)
-                _fsync_dir(self.directory)
+                fsync_dir(self.directory)
                 os.close(self._fd)
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
                 before = self._size
@@ -364,17 +325,3 @@ class EmbeddedCheckpointStore(CheckpointStore):
         self.compactions += 1
         log.info("checkpoint log %s compacted: %d -> %d bytes, %d live records",
                  self.path, before, new_size, len(snapshot))
-
-
-def _fsync_dir(directory: Path) -> None:
-    # Makes a create or rename durable; not possible on every platform.
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

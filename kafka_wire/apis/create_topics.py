@@ -35,9 +35,9 @@ _NO_ID = uuid.UUID(int=0)
 
 
 class _Refused(Exception):
-    def __init__(self, errno: int, message: str | None) -> None:
+    def __init__(self, error_code: int, message: str | None) -> None:
         super().__init__(message)
-        self.errno = errno
+        self.error_code = error_code
         self.message = message
 
 
@@ -127,7 +127,7 @@ def _create_one(topic, ctx, validate_only: bool):
         if refusal:
             raise _Refused(*refusal)
     except _Refused as refused:
-        return _error(name, refused.errno, refused.message)
+        return _error(name, refused.error_code, refused.message)
     if validate_only:
         return _success(name, _NO_ID, partitions, configs, ctx)
     try:

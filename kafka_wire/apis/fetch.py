@@ -168,7 +168,7 @@ def fetch(request, ctx):
                 request.session_id, request.session_epoch,
                 [(k, off, mb) for k, off, mb, _e in wanted], forgotten)
         except SessionError as exc:
-            return _encode(ctx, version, [], 0, exc.errno)
+            return _encode(ctx, version, [], 0, exc.error_code)
     epochs = {k: e for k, _o, _m, e in wanted}
     if session is not None:
         plan = [(k, c.fetch_offset, c.max_bytes, epochs.get(k)) for k, c in session.partitions.items()]

@@ -43,9 +43,9 @@ class OpType(IntEnum):
 
 
 class _Refused(Exception):
-    def __init__(self, errno: int, message: str) -> None:
+    def __init__(self, error_code: int, message: str) -> None:
         super().__init__(message)
-        self.errno = errno
+        self.error_code = error_code
 
 
 def _items(value: str | None) -> list[str]:
@@ -116,7 +116,7 @@ def _alter_one(resource, ctx, validate_only: bool) -> tuple[int, str | None]:
             overrides = _topic_overrides(resource, ctx)
             return apply_topic_overrides(ctx, resource.resource_name, overrides, validate_only)
     except _Refused as refused:
-        return refused.errno, str(refused)
+        return refused.error_code, str(refused)
     if kind in (ResourceType.BROKER, ResourceType.BROKER_LOGGER):
         if cluster_error(ctx):
             return cluster_error(ctx), "changing broker configs needs a namespace Manage policy"

@@ -14,6 +14,8 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
+from kafka_wire.errors import for_log_error
+from kafka_wire.log import errors as log_errors
 from kafka_wire.topics import LEADER_EPOCH, topic_name_error
 
 log = logging.getLogger(__name__)
@@ -90,11 +92,18 @@ def metadata(request, ctx):
                 if not allow_auto:
                     entries.append(_error_entry(name, Errors.UnknownTopicOrPartitionError.errno))
                     continue
+                refused = policy.auto_create(ctx, name)
+                if refused:  # report it, don't fail the request
+                    log.info("auto-creation of %s refused: %s", name, refused[1])
+                    entries.append(_error_entry(name, refused[0]))
+                    continue
                 try:
-                    view = policy.auto_create(ctx, name)
-                except Exception as exc:  # a policy refusal: report, don't fail the request
-                    log.info("auto-creation of %s refused: %s", name, exc)
-                    code = getattr(exc, "errno", Errors.UnknownTopicOrPartitionError.errno)
+                    view = topics.create(name)
+                except (log_errors.LogError, OSError, ValueError) as exc:
+                    # An OS errno (ENOSPC is 28) is not a Kafka error code: map it by kind.
+                    log.warning("auto-creation of %s failed: %s", name, exc)
+                    code = (Errors.InvalidTopicError.errno if isinstance(exc, ValueError)
+                            else for_log_error(exc))
                     entries.append(_error_entry(name, code))
                     continue
             entries.append(_topic_entry(ctx, view, node, ops))

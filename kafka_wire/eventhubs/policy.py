@@ -22,14 +22,6 @@ _DENIED = Errors.TopicAuthorizationFailedError.errno
 _POLICY_VIOLATION = Errors.PolicyViolationError.errno
 
 
-class Refusal(Exception):
-    """Raised where a hook must raise (auto-creation): carries the Kafka errno."""
-
-    def __init__(self, errno: int, message: str) -> None:
-        super().__init__(message)
-        self.errno = errno
-
-
 def _same(a: str, b: str) -> bool:
     return a == b or a.lower() == b.lower()
 
@@ -127,21 +119,19 @@ class NamespacePolicy:
     def topic_visible(self, ctx, name: str) -> bool:
         return self.sees(ctx.connection.principal, name)
 
-    def auto_create(self, ctx, name: str):
-        """Metadata with allow_auto_topic_creation: create the hub (Manage, quotas)."""
+    def auto_create(self, ctx, name: str) -> tuple[int, str] | None:
+        """May Metadata's allow_auto_topic_creation create hub ``name`` (Manage right,
+        the tier's hub and partition quotas)? None, or the refusal."""
         if not self.allows(ctx.connection.principal, MANAGE, name):
-            raise Refusal(Errors.UnknownTopicOrPartitionError.errno,
-                          f"event hub {name!r} does not exist and {ctx.connection.principal} may not "
-                          "create it (Manage right needed)")
+            return (Errors.UnknownTopicOrPartitionError.errno,
+                    f"event hub {name!r} does not exist and {ctx.connection.principal} may not "
+                    "create it (Manage right needed)")
         topics = ctx.topics
         ns = ctx.namespace.model
-        partitions = topics.num_partitions
-        if ns is not None:
-            refusal = strict.enforce(ctx, strict.hub_creation(ns, topics, name, partitions)
-                                     or strict.topic_config(ns, name, topics.validate_configs({})), name)
-            if refusal:
-                raise Refusal(*refusal)
-        return topics.create(name, partitions)
+        if ns is None:
+            return None
+        return strict.enforce(ctx, strict.hub_creation(ns, topics, name, topics.num_partitions)
+                              or strict.topic_config(ns, name, topics.validate_configs({})), name)
 
     # -- Produce ------------------------------------------------------------------------
     def produce(self, ctx, view, partition: int, records, info, transactional_id,
@@ -180,7 +170,7 @@ class NamespacePolicy:
                            f"unit(s) for longer than the request timeout ({timeout_ms} ms): "
                            "add units, enable auto-inflate, or send more slowly")
                 ctx.services.report.record(runtime.name, "throughput-units", hub, message,
-                                           enforced=True, errno=_POLICY_VIOLATION,
+                                           enforced=True, error_code=_POLICY_VIOLATION,
                                            client_id=ctx.client_id)
                 return _POLICY_VIOLATION, message
             ctx.throttled_by(hub, quota.ingress(info.size, info.events, now_ms))

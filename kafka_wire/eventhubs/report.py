@@ -47,7 +47,7 @@ class CompatibilityReport:
         return (e["namespace"], e["rule"], e.get("event_hub"), bool(e.get("enforced")))
 
     def record(self, namespace: str, rule: str, hub: str | None, message: str, *,
-               enforced: bool, errno: int | None = None, client_id: str | None = None,
+               enforced: bool, error_code: int | None = None, client_id: str | None = None,
                kind: str = "violation") -> None:
         now = self.clock.now_ms()
         key = (namespace, rule, hub, enforced)
@@ -58,7 +58,7 @@ class CompatibilityReport:
                 return
             entry = self.entries[key] = {
                 "namespace": namespace, "rule": rule, "event_hub": hub, "enforced": enforced,
-                "kind": kind, "count": 0, "first": _iso(now), "error_code": errno}
+                "kind": kind, "count": 0, "first": _iso(now), "error_code": error_code}
         entry["count"] += 1
         entry["last"] = _iso(now)
         entry["message"] = message

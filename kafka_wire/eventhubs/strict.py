@@ -42,20 +42,21 @@ TRANSACTION_TIMEOUT_MAX_MS = 15 * 60_000
 @dataclass(frozen=True, slots=True)
 class Violation:
     rule: str
-    errno: int
+    error_code: int  # the Kafka error a client would get from Event Hubs
     message: str
 
 
 def enforce(ctx, violation: Violation | None, hub: str | None = None) -> tuple[int, str] | None:
-    """Record ``violation`` (if any); the (errno, message) refusal in strict mode, else None."""
+    """Record ``violation`` (if any); the (error code, message) refusal in strict mode, else None."""
     if violation is None:
         return None
     runtime = ctx.namespace
     ns = runtime.model
     strict = ns is not None and ns.strict
     ctx.services.report.record(runtime.name, violation.rule, hub, violation.message,
-                               enforced=strict, errno=violation.errno, client_id=ctx.client_id)
-    return (violation.errno, violation.message) if strict else None
+                               enforced=strict, error_code=violation.error_code,
+                               client_id=ctx.client_id)
+    return (violation.error_code, violation.message) if strict else None
 
 
 # -- data path ---------------------------------------------------------------

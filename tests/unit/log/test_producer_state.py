@@ -43,10 +43,10 @@ def open_log(path, config=CONFIG, now=0) -> PartitionLog:
 
 
 def test_errors_carry_their_kafka_codes():
-    assert OutOfOrderSequence.errno == Errors.OutOfOrderSequenceNumberError.errno == 45
-    assert InvalidProducerEpoch.errno == Errors.InvalidProducerEpochError.errno
-    assert UnknownProducerId.errno == Errors.UnknownProducerIdError.errno
-    assert InvalidTxnState.errno == Errors.InvalidTxnStateError.errno
+    assert OutOfOrderSequence.error_code == Errors.OutOfOrderSequenceNumberError.errno == 45
+    assert InvalidProducerEpoch.error_code == Errors.InvalidProducerEpochError.errno
+    assert UnknownProducerId.error_code == Errors.UnknownProducerIdError.errno
+    assert InvalidTxnState.error_code == Errors.InvalidTxnStateError.errno
 
 
 def test_a_retried_batch_is_not_written_again_and_gets_its_original_offsets(tmp_path):
@@ -94,7 +94,7 @@ def test_an_older_epoch_is_fenced_and_a_newer_one_restarts_at_zero(tmp_path):
     log.append(batch(0, epoch=3), now_ms=0)
     with pytest.raises(InvalidProducerEpoch) as info:
         log.append(batch(1, epoch=2), now_ms=1)
-    assert info.value.errno == Errors.InvalidProducerEpochError.errno
+    assert info.value.error_code == Errors.InvalidProducerEpochError.errno
     with pytest.raises(OutOfOrderSequence, match="must start at sequence 0"):
         log.append(batch(1, epoch=4), now_ms=1)
     log.append(batch(0, epoch=4), now_ms=2)
@@ -130,7 +130,7 @@ def test_an_expired_producer_that_continues_gets_unknown_producer_id(tmp_path):
     assert [p.producer_id for p in log.describe_producers()] == [2]
     with pytest.raises(UnknownProducerId) as info:
         log.append(batch(1), now_ms=1_001)
-    assert info.value.errno == Errors.UnknownProducerIdError.errno
+    assert info.value.error_code == Errors.UnknownProducerIdError.errno
     log.append(batch(0), now_ms=1_002)  # after resetting its sequence it is known again
 
 
