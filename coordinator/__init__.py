@@ -7,7 +7,7 @@ wire frames; error codes are ``kafka.errors`` classes' ``errno``.
 - :class:`GroupCoordinator`: what API handlers call (classic JoinGroup/SyncGroup
   protocol, KIP-848 ConsumerGroupHeartbeat, offsets, describe/list/delete).
 - :mod:`coordinator.checkpoints`: where committed offsets are kept.
-- :mod:`coordinator.eventhubs_view`: an event hub's consumer groups, Event Hubs style.
+- :mod:`coordinator.group_snapshot`: a read-only snapshot of the groups, for views outside (the Event Hubs view is kafka_wire.eventhubs.groups_view).
 """
 from kafka_wire.coordinator.checkpoints import (
     Checkpoint, CheckpointStore, EmbeddedCheckpointStore, MemoryCheckpointStore,

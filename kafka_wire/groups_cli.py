@@ -6,7 +6,7 @@ assignments, checkpoints and lag per partition.
 
 Every event hub lists ``$Default`` first (Event Hubs always has it), then
 each Kafka group that committed offsets for the hub or has a member
-subscribed to it — the view of :mod:`coordinator.eventhubs_view`.
+subscribed to it — the view of :mod:`kafka_wire.eventhubs.groups_view`.
 
 **Offline** (default; ``--data-dir``, default ``./data``) reads the data
 directory and writes nothing, so it is safe while a broker runs on it:
@@ -48,7 +48,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, TextIO
 
-from kafka_wire.coordinator.eventhubs_view import (
+from kafka_wire.eventhubs.groups_view import (
     DEFAULT_CONSUMER_GROUP, ConsumerGroupView, MemberView, PartitionView, consumer_groups,
 )
 
@@ -189,7 +189,7 @@ def offline_report(data_dir: str | Path, namespace: str | None = None,
 
 def _views(hub: str, partitions: int, found: dict[str, tuple[str, str, list[MemberView]]],
            committed: dict[str, dict[int, int]], ends: dict[int, int]) -> list[ConsumerGroupView]:
-    """Same shape and order as :func:`coordinator.eventhubs_view.consumer_groups`."""
+    """Same shape and order as :func:`kafka_wire.eventhubs.groups_view.consumer_groups`."""
     names = [DEFAULT_CONSUMER_GROUP, *sorted(set(found) - {DEFAULT_CONSUMER_GROUP})]
     out = []
     for name in names:

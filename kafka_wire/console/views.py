@@ -14,7 +14,7 @@ import time
 from collections import deque
 from typing import Any
 
-from kafka_wire.coordinator.eventhubs_view import checkpoint_blobs, consumer_groups
+from kafka_wire.eventhubs.groups_view import checkpoint_blobs, consumer_groups
 from kafka_wire.console.capture_files import CaptureFiles
 from kafka_wire.console.metrics import BrokerMetrics
 

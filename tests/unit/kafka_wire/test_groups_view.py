@@ -5,10 +5,10 @@ import uuid
 
 from kafka_wire.coordinator.clock import VirtualClock
 from kafka_wire.coordinator.config import GroupCoordinatorConfig
-from kafka_wire.coordinator.eventhubs_view import consumer_groups
+from kafka_wire.eventhubs.groups_view import consumer_groups
 from kafka_wire.coordinator.group_coordinator import GroupCoordinator
 
-from .helpers import SESSION, assign, run, sub
+from tests.unit.coordinator.helpers import SESSION, assign, run, sub
 
 
 def test_default_group_kafka_groups_members_checkpoints_and_lag():

@@ -6,27 +6,24 @@ subscribe to it is listed too, with its members, who owns which partition
 (decoded from consumer-protocol assignments, or KIP-848 member state), the
 checkpoint per partition and the lag behind the end of the log.
 
-Read-only: it looks at the coordinator's state and changes nothing.
+Read-only: it is built from the snapshot the coordinator offers
+(:mod:`kafka_wire.coordinator.group_snapshot`) and changes nothing.
 """
 from __future__ import annotations
 
-import logging
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable
 
-from kafka_wire.coordinator import consumer_protocol
-from kafka_wire.coordinator.classic_group import ClassicGroup
+from kafka_wire.coordinator.group_snapshot import committed as committed_offsets
+from kafka_wire.coordinator.group_snapshot import snapshot
+from kafka_wire.eventhubs.model import DEFAULT_CONSUMER_GROUP
 
 if TYPE_CHECKING:
     from kafka_wire.coordinator.group_coordinator import GroupCoordinator
 
 __all__ = ["DEFAULT_CONSUMER_GROUP", "PartitionView", "MemberView", "ConsumerGroupView",
            "consumer_groups", "checkpoint_blobs"]
-
-log = logging.getLogger(__name__)
-
-DEFAULT_CONSUMER_GROUP = "$Default"
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,30 +55,6 @@ class ConsumerGroupView:
     partitions: list[PartitionView]
 
 
-def _classic_members(group: ClassicGroup, hub: str) -> tuple[bool, list[MemberView]]:
-    """Whether any member subscribes to ``hub``, and the members that do."""
-    if group.protocol_type != consumer_protocol.PROTOCOL_TYPE:
-        return False, []
-    subscribed = False
-    members = []
-    for m in group.members.values():
-        protocol = group.protocol_name or (m.protocols[0][0] if m.protocols else None)
-        try:
-            topics = consumer_protocol.decode_subscription(m.metadata(protocol)).topics
-            current = m.assignment_generation == group.generation_id
-            assigned = consumer_protocol.decode_assignment(m.assignment) if current else []
-        except (consumer_protocol.ConsumerProtocolError, KeyError) as exc:
-            log.debug("group %s member %s: unreadable consumer protocol data: %s",
-                      group.group_id, m.member_id, exc)
-            continue
-        if hub in topics:
-            subscribed = True
-            partitions = sorted({p for t, ps in assigned if t == hub for p in ps})
-            members.append(MemberView(m.member_id, m.group_instance_id, m.client_id,
-                                      m.client_host, partitions))
-    return subscribed, members
-
-
 def consumer_groups(coordinator: "GroupCoordinator", event_hub: str,
                     log_end_offset: Callable[[str, int], int], *,
                     partition_count: int | None = None,
@@ -93,16 +66,13 @@ def consumer_groups(coordinator: "GroupCoordinator", event_hub: str,
     it only partitions with a checkpoint or an owner are shown.
     """
     found: dict[str, tuple[str, str, list[MemberView]]] = {}
-    for group in coordinator.classic.groups.values():
-        subscribed, members = _classic_members(group, event_hub)
-        if subscribed or _has_offsets(coordinator, group.group_id, event_hub):
-            found[group.group_id] = (str(group.state), "classic", members)
-    for group in coordinator.consumer.groups.values():
+    groups = snapshot(coordinator)
+    for group in groups.values():
         members = [MemberView(m.member_id, m.instance_id, m.client_id, m.client_host,
-                              sorted(m.assigned.get(event_hub, ())))
-                   for m in group.members.values() if event_hub in m.subscribed]
-        if members or _has_offsets(coordinator, group.group_id, event_hub):
-            found[group.group_id] = (group.state, "consumer", members)
+                              list(m.assigned.get(event_hub, ())))
+                   for m in group.members if event_hub in m.topics]
+        if members or any(t == event_hub for t, _p in group.committed):
+            found[group.group_id] = (group.state, group.group_type, members)
 
     names = [DEFAULT_CONSUMER_GROUP, *sorted(set(configured) - {DEFAULT_CONSUMER_GROUP})]
     names += sorted(set(found) - set(names))
@@ -110,7 +80,8 @@ def consumer_groups(coordinator: "GroupCoordinator", event_hub: str,
     for name in names:
         state, group_type, members = found.get(name, ("", "", []))
         owners = {p: m.member_id for m in members for p in m.partitions}
-        committed = {p: om for (t, p), om in coordinator.offsets.get(name).items()
+        group = groups.get(name)
+        committed = {p: om for (t, p), om in (group.committed if group else {}).items()
                      if t == event_hub}
         if partition_count is not None:
             partitions = range(partition_count)
@@ -128,10 +99,6 @@ def consumer_groups(coordinator: "GroupCoordinator", event_hub: str,
     return out
 
 
-def _has_offsets(coordinator: "GroupCoordinator", group_id: str, hub: str) -> bool:
-    return any(t == hub for t, _p in coordinator.offsets.get(group_id))
-
-
 def _iso(ms: int) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}Z"
 
@@ -140,7 +107,7 @@ def checkpoint_blobs(coordinator: "GroupCoordinator", namespace_host: str, event
                      groups: Iterable[ConsumerGroupView],
                      batch_position: Callable[[str, int, int], int | None]) -> list[dict]:
     """The Kafka groups' checkpoints and owners of ``event_hub`` as an Azure SDK
-    event processor's blob checkpoint store would hold them (EVENTHUBS.md §9):
+    event processor's blob checkpoint store (azure-eventhub-checkpointstoreblob) holds them:
     ``<namespace host>/<hub>/<group>/checkpoint/<partition>`` with metadata
     ``sequencenumber``/``offset`` of the last event *processed* (a Kafka commit
     names the next one to read), and ``…/ownership/<partition>`` with
@@ -153,7 +120,7 @@ def checkpoint_blobs(coordinator: "GroupCoordinator", namespace_host: str, event
         if not g.kafka_group:
             continue
         group = g.name.lower()
-        committed = {p: om for (t, p), om in coordinator.offsets.get(g.name).items()
+        committed = {p: om for (t, p), om in committed_offsets(coordinator, g.name).items()
                      if t == event_hub}
         for p, om in sorted(committed.items()):
             if om.offset <= 0:
