@@ -14,12 +14,10 @@ directory and writes nothing, so it is safe while a broker runs on it:
 - checkpoints: ``DATA_DIR/_checkpoints/<namespace>/checkpoints.log`` through
   :class:`~coordinator.checkpoints.embedded.EmbeddedCheckpointStore` opened
   ``read_only`` (no truncation of a torn tail, nothing created);
-- event hubs: ``DATA_DIR/<namespace>/__topics/*.json``;
-- log end offsets: the last segment of each partition, read-only — the last
-  batch listed in its ``.batches`` sidecar is the starting hint, then batch
-  headers in the ``.log`` are walked (CRC-checked, the way recovery does) to
-  the end. No ``PartitionLog``/``LogManager`` is opened: their recovery may
-  rewrite files.
+- event hubs: the topic metadata, through :func:`kafka_wire.log.reader.read_topic_partitions`;
+- log end offsets: :meth:`kafka_wire.log.reader.PartitionReader.end_offset`
+  (the batches of the last segment, each checked, read with ``pread``). No
+  ``PartitionLog``/``LogManager`` is opened: their recovery may rewrite files.
 
 Members are not persisted (as in Kafka), so offline shows no members and
 the state of groups is ``Empty``; a partition's "offset" is the Event Hubs
@@ -41,24 +39,18 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import mmap
-import re
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, TextIO
 
+from kafka_wire.coordinator.checkpoints.embedded import CHECKPOINTS_DIR
 from kafka_wire.eventhubs.groups_view import (
     DEFAULT_CONSUMER_GROUP, ConsumerGroupView, MemberView, PartitionView, consumer_groups,
 )
+from kafka_wire.log.reader import PartitionReader, is_namespace_dir, read_topic_partitions
 
-__all__ = ["HubGroups", "offline_report", "online_report", "read_log_end_offset",
-           "add_parser", "run"]
-
-CHECKPOINTS_DIR = "_checkpoints"
-TOPICS_DIR = "__topics"
-_SEGMENT_LOG = re.compile(r"^(\d{20})\.log$")
-
+__all__ = ["HubGroups", "offline_report", "online_report", "add_parser", "run"]
 
 @dataclass(frozen=True, slots=True)
 class HubGroups:
@@ -70,79 +62,12 @@ class HubGroups:
 
 # -- offline -------------------------------------------------------------------------------
 
-def _last_batch_hint(batches: Path) -> int:
-    """Byte position of the last batch listed in a ``.batches`` file, or 0.
-
-    The active segment's file is extended sparse ahead of its entries, so
-    trailing all-zero entries are capacity, not batches.
-    """
-    from kafka_wire.log.index import BatchIndex
-
-    try:
-        data = batches.read_bytes()
-    except OSError:
-        return 0
-    size, head = BatchIndex.ENTRY.size, BatchIndex.HEADER_SIZE
-    count = max(0, len(data) - head) // size
-    for i in range(count - 1, -1, -1):
-        rel, pos, append_ms = BatchIndex.ENTRY.unpack_from(data, head + i * size)
-        if rel or pos or append_ms:
-            return pos
-    return 0
-
-
-def read_log_end_offset(partition_dir: Path) -> int | None:
-    """The next offset a partition will assign, read without writing anything.
-
-    None when the directory does not exist. Stops at the last complete,
-    CRC-valid batch (a torn tail counts as not written, as recovery decides).
-    """
-    from kafka_wire.log.batch import scan_stored_batches
-
-    if not partition_dir.is_dir():
-        return None
-    bases = sorted(int(m.group(1)) for p in partition_dir.iterdir()
-                   if (m := _SEGMENT_LOG.match(p.name)))
-    if not bases:
-        return 0
-    base = bases[-1]
-    log_path = partition_dir / f"{base:020d}.log"
-    with open(log_path, "rb") as f:
-        size = f.seek(0, 2)
-        if size == 0:
-            return base
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as buf:
-            hint = _last_batch_hint(partition_dir / f"{base:020d}.batches")
-            found = []
-            if 0 < hint < size:
-                found, _ = scan_stored_batches(buf, hint, size, base)
-            if not found:
-                found, _ = scan_stored_batches(buf, 0, size, base)
-            end = found[-1][1].next_offset if found else base
-            del found  # headers only; no views of the map survive
-    return end
-
-
 def _namespaces(data_dir: Path) -> list[str]:
-    names = {p.name for p in data_dir.iterdir() if (p / TOPICS_DIR).is_dir()}
+    names = {p.name for p in data_dir.iterdir() if is_namespace_dir(p)}
     ckpt = data_dir / CHECKPOINTS_DIR
     if ckpt.is_dir():
         names |= {p.name for p in ckpt.iterdir() if p.is_dir()}
     return sorted(names)
-
-
-def _hubs(ns_dir: Path) -> dict[str, int]:
-    out = {}
-    topics = ns_dir / TOPICS_DIR
-    if not topics.is_dir():
-        return out
-    for path in sorted(topics.glob("*.json")):
-        try:
-            meta = json.loads(path.read_text())
-            out[str(meta["name"])] = int(meta["partitions"])
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # a metadata file being replaced right now, or not ours
-    return out
 
 
 def offline_report(data_dir: str | Path, namespace: str | None = None,
@@ -168,7 +93,7 @@ def offline_report(data_dir: str | Path, namespace: str | None = None,
             coordinator = GroupCoordinator(SystemClock(), store=store, namespace=ns)
         finally:
             store.close()
-        hubs = _hubs(data_dir / ns)
+        hubs = read_topic_partitions(data_dir / ns)
         if hub is not None:
             hubs = {hub: hubs[hub]} if hub in hubs else {}
         for name, partitions in hubs.items():
@@ -177,7 +102,7 @@ def offline_report(data_dir: str | Path, namespace: str | None = None,
             def end_offset(topic: str, partition: int, _ns=ns) -> int:
                 key = (topic, partition)
                 if key not in ends:
-                    ends[key] = read_log_end_offset(data_dir / _ns / f"{topic}-{partition}") or 0
+                    ends[key] = PartitionReader(data_dir / _ns / f"{topic}-{partition}").end_offset()
                 return ends[key]
 
             report.append(HubGroups(ns, name, partitions, consumer_groups(

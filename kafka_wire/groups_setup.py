@@ -10,7 +10,7 @@ import logging
 from pathlib import Path
 from typing import Callable
 
-from kafka_wire.coordinator.checkpoints.embedded import EmbeddedCheckpointStore
+from kafka_wire.coordinator.checkpoints.embedded import CHECKPOINTS_DIR, EmbeddedCheckpointStore
 from kafka_wire.coordinator.config import GroupCoordinatorConfig
 from kafka_wire.coordinator.group_coordinator import GroupCoordinator
 from kafka_wire.context import NamespaceRuntime, Services
@@ -62,7 +62,7 @@ def attach_groups(services: Services, data_dir: Path) -> Callable[[], None]:
     stores = []
     gconf = coordinator_config(services)
     for ns in services.namespaces.values():
-        store = EmbeddedCheckpointStore(Path(data_dir) / "_checkpoints" / ns.name)
+        store = EmbeddedCheckpointStore(Path(data_dir) / CHECKPOINTS_DIR / ns.name)
         stores.append(store)
         ns.groups = GroupCoordinator(
             services.clock, gconf, store=store, namespace=ns.name,

@@ -292,6 +292,43 @@ class PartitionReader:
         return out
 
 
+    def end_offset(self) -> int:
+        """The next offset the partition will assign, as far as its checked
+        batches show (a write in flight counts as not written)."""
+        bases = self.segment_bases()
+        end = bases[-1] if bases else 0
+        for batch in self.scan(end):
+            end = batch.next_offset
+        return end
+
+
+def read_topic_partitions(namespace_dir: str | os.PathLike, only: str | None = None) -> dict[str, int]:
+    """Topic name -> partition count from a namespace directory's topic metadata
+    (of topic ``only``, when given), read-only; a file being replaced right now,
+    or not ours, is skipped."""
+    import json
+
+    from .manager import TOPICS_DIR
+
+    out: dict[str, int] = {}
+    topics = Path(namespace_dir) / TOPICS_DIR
+    if not topics.is_dir():
+        return out
+    for path in [topics / f"{only}.json"] if only is not None else sorted(topics.glob("*.json")):
+        try:
+            meta = json.loads(path.read_text())
+            out[str(meta["name"])] = int(meta["partitions"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return out
+
+
+def is_namespace_dir(path: str | os.PathLike) -> bool:
+    from .manager import TOPICS_DIR
+
+    return (Path(path) / TOPICS_DIR).is_dir()
+
+
 class LogChanged(Exception):
     """A segment disappeared (retention) or was replaced (cleaner) while being
     read; read again from ``resume_at``."""

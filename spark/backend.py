@@ -9,17 +9,15 @@ source options.
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Iterator, Protocol
 
 from kafka_wire.capture.windows import BatchRef
-from kafka_wire.log.reader import LogChanged, PartitionReader, StoredBatch
+from kafka_wire.log.reader import LogChanged, PartitionReader, StoredBatch, read_topic_partitions
 
 logger = logging.getLogger(__name__)
 
-TOPICS_DIR = "__topics"
 
 
 class Backend(Protocol):
@@ -57,16 +55,13 @@ class LogBackend:
         self._missing: set[str] = set()
 
     def partition_count(self, hub: str) -> int:
-        try:
-            return int(json.loads((self.root / TOPICS_DIR / f"{hub}.json").read_text())["partitions"])
-        except FileNotFoundError:
+        count = read_topic_partitions(self.root, only=hub).get(hub)
+        if count is None:
             if hub not in self._missing:
                 self._missing.add(hub)
                 logger.warning("event hub %r does not exist in %s (yet): nothing to capture", hub, self.root)
             return 0
-        except (ValueError, KeyError) as exc:  # caught mid-rewrite? The broker writes it atomically.
-            logger.warning("cannot read the metadata of event hub %r: %s", hub, exc)
-            return 0
+        return count
 
     def _reader(self, hub: str, partition: int) -> PartitionReader:
         key = (hub, partition)

@@ -45,6 +45,7 @@ __all__ = ["EmbeddedCheckpointStore", "CheckpointStoreError"]
 log = logging.getLogger(__name__)
 
 MAGIC = b"KWCKPT\x00\x01"
+CHECKPOINTS_DIR = "_checkpoints"  # DATA_DIR/_checkpoints/<namespace>/
 FILE_NAME = "checkpoints.log"
 _TMP_SUFFIX = ".compacting"
 _PUT, _DELETE, _DELETE_GROUP = 1, 2, 3

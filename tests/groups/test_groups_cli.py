@@ -11,7 +11,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafka_wire.cli import main
-from kafka_wire.groups_cli import read_log_end_offset
+from kafka_wire.log.reader import PartitionReader
 
 ROOT = Path(__file__).resolve().parents[2]
 NS = "emulatorNs1"
@@ -91,16 +91,17 @@ def test_offline_log_end_offset_ignores_a_torn_last_batch_without_repairing_it(b
     _produce(broker.bootstrap_servers, "torn", 1, 5)
     _produce(broker.bootstrap_servers, "torn", 1, 7)
     pdir = broker.data_dir / NS / "torn-0"
-    assert read_log_end_offset(pdir) == 12
+    assert PartitionReader(pdir).end_offset() == 12
     broker.stop()
     (log_file,) = pdir.glob("*.log")
     size = log_file.stat().st_size
     with open(log_file, "r+b") as f:
         f.truncate(size - 3)  # the second batch was cut short by a crash
     before = _tree(pdir)
-    assert read_log_end_offset(pdir) == 5
+    assert PartitionReader(pdir).end_offset() == 5
     assert _tree(pdir) == before
-    assert read_log_end_offset(pdir.parent / "absent-0") is None
+    absent = pdir.parent / "absent-0"
+    assert PartitionReader(absent).end_offset() == 0 and not absent.exists()
 
 
 def test_online_groups_show_live_members_owners_and_lag_of_classic_and_kip848_groups(
