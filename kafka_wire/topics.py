@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import uuid
 
 import kafka.errors as Errors
@@ -13,27 +12,12 @@ from pathlib import Path
 from typing import Iterable
 
 from kafka_wire.log.config import LogConfig
-from kafka_wire.log.manager import LogManager
+from kafka_wire.log.manager import LogManager, collision_key, topic_name_error  # noqa: F401  (re-exported)
 from kafka_wire.log.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
 
-_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
-MAX_TOPIC_NAME = 249
 LEADER_EPOCH = 0  # one broker, never re-elected: stable unless a test fault moves the leader
-
-
-def topic_name_error(name: str | None) -> str | None:
-    """Why ``name`` is not a legal topic name, or None when it is."""
-    if not name:
-        return "topic name is empty"
-    if name in (".", ".."):
-        return f"topic name {name!r} is invalid: '.' and '..' are reserved"
-    if len(name) > MAX_TOPIC_NAME:
-        return f"topic name is {len(name)} characters long: the limit is {MAX_TOPIC_NAME}"
-    if not _LEGAL.match(name):
-        return (f"topic name {name!r} is invalid: use letters, digits, '.', '_' and '-'")
-    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,9 +88,9 @@ class TopicManager:
 
     def collision(self, name: str) -> str | None:
         """An existing topic whose name clashes with ``name`` ('.' vs '_'), as Kafka refuses."""
-        key = name.replace(".", "_")
+        key = collision_key(name)
         for other in self.logs.topics():
-            if other != name and other.replace(".", "_") == key:
+            if other != name and collision_key(other) == key:
                 return other
         return None
 

@@ -33,15 +33,36 @@ from .recovery import write_atomic
 logger = logging.getLogger(__name__)
 
 TOPICS_DIR = "__topics"
-_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+MAX_TOPIC_NAME = 249
+_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+
+def topic_name_error(name: str | None) -> str | None:
+    """Why ``name`` is not a legal Kafka topic name, or None when it is (Kafka's rule:
+    1-249 letters, digits, '.', '_' and '-', not '.' or '..')."""
+    rule = f"use 1-{MAX_TOPIC_NAME} letters, digits, '.', '_' and '-'"
+    if not isinstance(name, str) or not name:
+        return f"topic name is empty: {rule}"
+    if name in (".", ".."):
+        return f"topic name {name!r} is invalid: '.' and '..' are reserved; {rule}"
+    if len(name) > MAX_TOPIC_NAME:
+        return f"topic name is {len(name)} characters long: {rule}"
+    if not _LEGAL.match(name):
+        return f"topic name {name!r} is invalid: {rule}"
+    return None
 
 
 def validate_topic_name(name: str) -> None:
     """Raise ValueError unless ``name`` is a legal Kafka topic name."""
-    if not isinstance(name, str) or not _TOPIC_NAME.match(name) or name in (".", ".."):
-        raise ValueError(
-            f"topic name {name!r} is invalid: use 1 to 249 letters, digits, '.', '_' and '-' (not '.' or '..')"
-        )
+    problem = topic_name_error(name)
+    if problem:
+        raise ValueError(problem)
+
+
+def collision_key(name: str) -> str:
+    """Kafka refuses a topic whose name differs from another's only by '.' vs '_'
+    (their metric names would clash): names with the same key collide."""
+    return name.replace(".", "_")
 
 
 @dataclass(frozen=True)
@@ -108,9 +129,9 @@ class LogManager:
             self._check_open()
             if name in self._topics:
                 raise TopicExists(f"topic {name!r} already exists")
-            collision = _collision_key(name)
+            collision = collision_key(name)
             for other in self._topics:
-                if _collision_key(other) == collision:
+                if collision_key(other) == collision:
                     raise TopicExists(f"topic {name!r} collides with existing topic {other!r} ('.' and '_' clash)")
             info = TopicInfo(name, str(uuid.uuid4()), partitions, overrides, config)
             for p in range(partitions):
@@ -249,7 +270,3 @@ class LogManager:
                 self._open_partition(info, p)
             self._topics[name] = info
         logger.info("loaded %d topics, %d partitions from %s", len(self._topics), len(self._logs), self.root)
-
-
-def _collision_key(name: str) -> str:
-    return name.replace(".", "_")

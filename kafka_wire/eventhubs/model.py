@@ -37,6 +37,7 @@ SERVICEBUS_SUFFIXES = (".servicebus.windows.net", ".servicebus.chinacloudapi.cn"
 LOCAL_HOSTS = frozenset({"localhost", "host.docker.internal", "0.0.0.0"})
 
 from kafka_wire.context import LISTEN, MANAGE, SEND  # noqa: E402  one definition for every front end
+from kafka_wire.log.manager import MAX_TOPIC_NAME  # noqa: E402  an event hub is a Kafka topic
 RIGHTS = (SEND, LISTEN, MANAGE)
 
 
@@ -121,7 +122,7 @@ MIN_RETENTION_HOURS = 1
 _NAMESPACE = re.compile(r"^[A-Za-z][A-Za-z0-9-]{4,48}[A-Za-z0-9]$")
 _HUB = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
 _POLICY = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
-_KAFKA_TOPIC_MAX = 249
+_KAFKA_TOPIC_MAX = MAX_TOPIC_NAME
 
 
 def namespace_name_error(name: str) -> str | None:
