@@ -33,6 +33,11 @@ from kafka_wire.log.manager import LogManager
 
 log = logging.getLogger(__name__)
 
+# How often the log flusher looks for partitions whose flush.ms has passed (ms);
+# sooner when a partition's flush.ms is shorter, but not below _FLUSH_MIN_MS.
+_FLUSH_CHECK_MS = 1000
+_FLUSH_MIN_MS = 50
+
 
 class StartupError(Exception):
     """A problem the person starting the broker can fix (an address in use, a data
@@ -110,6 +115,8 @@ class Broker:
         self.logs: LogManager | None = None
         self.address: tuple[str, int] | None = None
         self._retention_timer = None
+        self._flush_timer = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._closers: list = []
         self.tls_server: KafkaServer | None = None
         self.tls_address: tuple[str, int] | None = None
@@ -171,6 +178,8 @@ class Broker:
         if self.console is not None:
             await self._start_console()
         self._schedule_retention()
+        self._loop = asyncio.get_running_loop()
+        self._schedule_flush(_FLUSH_CHECK_MS)
         self._serving = True
         return self.address
 
@@ -261,6 +270,31 @@ class Broker:
             return
         self._retention_timer = self.clock.call_later(interval, self._run_retention)
 
+    def _schedule_flush(self, delay_ms: int) -> None:
+        self._flush_timer = self.clock.call_later(delay_ms, self._run_flush)
+
+    def _run_flush(self) -> None:
+        """flush.ms fires on a timer, not only on the next append; the fsyncs run
+        off the event loop, one pass at a time."""
+        self._flush_timer = None
+        now = self.clock.now_ms()
+        logs = [ns.topics.logs for ns in self.services.namespaces.values()]
+
+        def flush_all() -> int | None:
+            due = [m.flush_due(now) for m in logs]
+            return min((d for d in due if d is not None), default=None)
+
+        def again(done: asyncio.Future) -> None:
+            if not self._serving:
+                return
+            if done.exception() is not None:
+                log.error("log flush failed: %s", done.exception())
+            smallest = None if done.exception() else done.result()
+            self._schedule_flush(_FLUSH_CHECK_MS if smallest is None
+                                 else max(_FLUSH_MIN_MS, min(smallest, _FLUSH_CHECK_MS)))
+
+        self._loop.run_in_executor(None, flush_all).add_done_callback(again)
+
     def _run_retention(self) -> None:
         now = self.clock.now_ms()
         for ns in self.services.namespaces.values():
@@ -280,6 +314,9 @@ class Broker:
         if self._retention_timer is not None:
             self._retention_timer.cancel()
             self._retention_timer = None
+        if self._flush_timer is not None:
+            self._flush_timer.cancel()
+            self._flush_timer = None
         if self.tls_server is not None:
             await self.tls_server.stop()
             self.tls_server = None

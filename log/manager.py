@@ -219,6 +219,19 @@ class LogManager:
         for log in list(self._logs.values()):
             log.flush()
 
+    def flush_due(self, now_ms: int) -> int | None:
+        """Kafka's log flusher: fsync the partitions whose ``flush.ms`` has passed
+        with data not yet flushed, appends or not. Returns the smallest ``flush.ms``
+        configured (when to look again), or None when no partition has one."""
+        smallest = None
+        for log in list(self._logs.values()):
+            ms = log.config.flush_ms
+            if ms is None or log.closed:
+                continue
+            smallest = ms if smallest is None else min(smallest, ms)
+            log.maybe_flush(now_ms)
+        return smallest
+
     def close(self) -> None:
         with self._lock:
             if self._closed:

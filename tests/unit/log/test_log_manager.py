@@ -144,3 +144,19 @@ def test_enforce_retention_runs_over_every_partition(tmp_path):
     assert all(mgr.get_log("t", p).log_start_offset == 5 for p in range(2))
     mgr.flush()
     mgr.close()
+
+
+def test_flush_ms_fsyncs_without_a_further_append(tmp_path):
+    """Kafka's log flusher: data older than flush.ms is fsynced by the periodic
+    pass even when nothing more is appended (the broker runs it off its loop)."""
+    mgr = manager(tmp_path)
+    mgr.create_topic("slow", 1, {"flush.ms": "100"})
+    mgr.create_topic("never", 1, {})
+    plog = mgr.get_log("slow", 0)
+    plog.append(make_batch(3), now_ms=1_000)
+    assert plog._unflushed == 1  # within flush.ms of the last flush: not yet
+    assert mgr.flush_due(1_050) == 100 and plog._unflushed == 1
+    assert mgr.flush_due(1_200) == 100
+    assert plog._unflushed == 0
+    assert not any(seg.dirty for seg in plog._segments)
+    mgr.close()
