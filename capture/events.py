@@ -1,6 +1,6 @@
 """Record batches from the log, decoded into Event Hubs events.
 
-The mapping (EVENTHUBS.md §1, §5):
+The mapping of a Kafka record onto an Event Hubs event:
 
 - Kafka offset -> ``SequenceNumber`` (and ``x-opt-sequence-number``, long);
 - the batch's byte position in the partition -> ``Offset`` (and
@@ -14,7 +14,7 @@ The mapping (EVENTHUBS.md §1, §5):
   raw bytes; a null header value stays null; a repeated header name keeps its
   last value, as a map must);
 - Kafka key -> ``x-opt-partition-key`` when it is valid UTF-8. Event Hubs
-  historically did not do this (EVENTHUBS.md §5), but without it the key of
+  historically did not do this, but without it the key of
   a Kafka event would appear nowhere in the archive; ``partition_key=False``
   restores the historical behaviour;
 - value -> ``Body`` (null for a tombstone).

@@ -1,4 +1,4 @@
-"""Capture file names (EVENTHUBS.md §8).
+"""Capture file names (the nine-token format, {Namespace}/{EventHub}/{PartitionId}/{Year}/.../{Second}).
 
 The default format is
 ``{Namespace}/{EventHub}/{PartitionId}/{Year}/{Month}/{Day}/{Hour}/{Minute}/{Second}``;

@@ -1,4 +1,4 @@
-"""``Microsoft.EventHub.CaptureFileCreated`` records (EVENTHUBS.md §8).
+"""``Microsoft.EventHub.CaptureFileCreated`` records (Event Grid schema).
 
 Event Hubs announces each capture file through Event Grid. The emulator
 appends the same event, one JSON object per line, to

@@ -1,4 +1,4 @@
-"""The Event Hubs Capture record, defined once (EVENTHUBS.md §8).
+"""The Event Hubs Capture record, defined once (Avro EventData in Microsoft.ServiceBus.Messaging).
 
 Avro: record ``EventData`` in namespace ``Microsoft.ServiceBus.Messaging``
 with the six fields in Event Hubs' order. ``Properties`` map values carry the

@@ -1,4 +1,4 @@
-"""Capture windows: which events go into which file (EVENTHUBS.md §8).
+"""Capture windows: which events go into which file (a time window and a size limit, whichever closes first).
 
 Per partition, time is cut into windows of ``interval`` aligned to the epoch
 (a 300 s window starts at :00, :05, ...), by enqueued time. A window's events

@@ -1,6 +1,6 @@
 """Recent Capture files, read from the ``_capture_events.jsonl`` the capture job
 appends to in its output directory: one Event Grid ``CaptureFileCreated``
-event per line (EVENTHUBS.md §8)::
+event per line (Event Grid's Microsoft.EventHub.CaptureFileCreated)::
 
     {"eventType": "Microsoft.EventHub.CaptureFileCreated", "subject": "eventhubs/orders",
      "topic": ".../namespaces/emulatorNs1", "eventTime": "...",

@@ -1,4 +1,4 @@
-"""Authentication: SASL PLAIN with ``$ConnectionString`` (EVENTHUBS.md §4).
+"""Authentication: SASL PLAIN with ``$ConnectionString`` and a connection string as password, as Event Hubs' Kafka endpoint takes it.
 
 The password is a namespace- or hub-level connection string carrying either a
 policy name and key, or a complete SAS token. Its ``Endpoint`` host selects the

@@ -1,6 +1,6 @@
 """Configuration files: the official emulator's ``Config.json`` and kafka-wire's TOML.
 
-``Config.json`` (EVENTHUBS.md §10) is accepted as the emulator accepts it: one
+``Config.json`` (the official Docker emulator's file) is accepted as the emulator accepts it: one
 namespace of ``Type`` ``EventHub`` (``emulatorNs1``; both optional), 1–10
 entities with ``Name`` and ``PartitionCount`` 1–32 (a number or a quoted
 number), optional ``ConsumerGroups`` (1–20, never ``$Default``), and

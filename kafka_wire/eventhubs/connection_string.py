@@ -1,4 +1,4 @@
-"""Event Hubs connection strings (EVENTHUBS.md §4).
+"""Event Hubs connection strings (Endpoint, SharedAccessKeyName/Key or SharedAccessSignature, EntityPath).
 
 ``key=value`` pairs joined by ``;`` (a trailing ``;`` is fine), each split at
 its first ``=`` (values such as keys and SAS tokens contain ``=``), keys

@@ -1,5 +1,5 @@
 """The Event Hubs model: namespaces, event hubs, consumer groups, SAS policies,
-tiers and their quotas (EVENTHUBS.md §2).
+tiers and their quotas, as Microsoft's Event Hubs quotas page lists them.
 
 Plain dataclasses with their validation; no I/O. ``kafka_wire.eventhubs.
 config_file`` builds them from Config.json or the native TOML file, the broker
@@ -57,7 +57,7 @@ class Tier(str, Enum):
 
 @dataclass(frozen=True, slots=True)
 class TierLimits:
-    """One column of EVENTHUBS.md §2. ``None`` = no fixed limit."""
+    """One tier's column of the Event Hubs quotas table. ``None`` = no fixed limit."""
     max_publication_bytes: int
     partitions_per_hub: int
     namespace_partitions_per_unit: int | None  # Premium 200/PU, Dedicated 2000/CU
@@ -194,7 +194,7 @@ class SasPolicy:
 
 @dataclass(slots=True)
 class CaptureSettings:
-    """Event Hubs Capture of one hub (EVENTHUBS.md §8); capture/ does the writing."""
+    """Event Hubs Capture of one hub (destination, encoding, time and size windows, name format); capture/ does the writing."""
     enabled: bool = False
     destination: str = "capture"  # a local directory standing in for the container
     destination_type: str = "EventHubArchive.AzureBlockBlob"

@@ -1,4 +1,4 @@
-"""SASL/OAUTHBEARER with local tokens (EVENTHUBS.md §4, a MAY).
+"""SASL/OAUTHBEARER with local tokens (Event Hubs takes Microsoft Entra ID tokens; locally trusted keys stand in).
 
 Event Hubs takes Microsoft Entra ID access tokens on its Kafka endpoint; an
 emulator cannot check Entra's signatures, so a namespace says which *local*

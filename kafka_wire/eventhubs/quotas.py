@@ -1,4 +1,4 @@
-"""Throughput units: per-namespace ingress and egress limits (EVENTHUBS.md §2–§3).
+"""Throughput units: per-namespace ingress and egress limits (1 MB/s or 1,000 events/s in, 2 MB/s or 4,096 events/s out per unit), throttled as the Kafka endpoint throttles.
 
 A unit allows 1 MB/s or 1,000 events/s in and 2 MB/s or 4,096 events/s out,
 whichever is reached first, shared by every hub and connection of the

@@ -1,4 +1,4 @@
-"""Shared access signature tokens (EVENTHUBS.md §4).
+"""Shared access signature tokens (SharedAccessSignature sr=&sig=&se=&skn=, HMAC-SHA256 of the URL-encoded resource and expiry).
 
 ``SharedAccessSignature sr=<uri>&sig=<signature>&se=<expiry>&skn=<rule>``:
 ``sr`` the percent-encoded resource URI, ``se`` the expiry in seconds since

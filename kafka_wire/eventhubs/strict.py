@@ -1,4 +1,4 @@
-"""Tier rules: what Event Hubs would refuse (EVENTHUBS.md §2–§3).
+"""Tier rules: what Event Hubs would refuse (its quotas per tier, and the Kafka features its endpoint lacks).
 
 Each rule is a pure function of the namespace model and the request's facts,
 returning a :class:`Violation` (rule id, the Kafka error a client would get

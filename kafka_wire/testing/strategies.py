@@ -93,7 +93,7 @@ def namespace_names() -> st.SearchStrategy[str]:
 
 
 def sas_token(resource_uri: str, policy: str, key: str, expiry: int) -> str:
-    """An Event Hubs SAS token (EVENTHUBS.md §4), for building connection strings."""
+    """An Event Hubs SAS token, for building connection strings."""
     encoded = urllib.parse.quote_plus(resource_uri)
     sig = base64.b64encode(hmac.new(key.encode(), f"{encoded}\n{expiry}".encode(), hashlib.sha256).digest())
     return (f"SharedAccessSignature sr={encoded}&sig={urllib.parse.quote_plus(sig.decode())}"

@@ -1,6 +1,6 @@
 """``close_large_frames``: a namespace that mimics the Event Hubs Kafka endpoint
 closes the connection of a client whose request frame is 1,046,528 bytes or
-more (EVENTHUBS.md §3), logs why and records it in the compatibility report;
+more (Event Hubs closes such connections), logs why and records it in the compatibility report;
 other connections and namespaces are untouched."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SAS rights on the consumer-group, offset and transaction APIs (EVENTHUBS.md §4):
+"""SAS rights on the consumer-group, offset and transaction APIs:
 Listen for groups and offsets, Manage for group administration, Send for
 transactions; hub-scoped principals only see offsets of their hub."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The Capture contract without Spark: decoding, names, schema, files,
-CaptureFileCreated (EVENTHUBS.md §5, §8)."""
+CaptureFileCreated."""
 
 from __future__ import annotations
 
