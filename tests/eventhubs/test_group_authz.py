@@ -283,3 +283,18 @@ def test_root_policy_runs_a_transaction(broker):
     producer.begin_transaction()
     producer.produce("payments", b"in-txn")
     producer.commit_transaction(15)
+    # The committed event is what a read_committed consumer of the root policy reads last.
+    consumer = Consumer(conf(broker, **{"group.id": "root-txn-check", "isolation.level": "read_committed",
+                                        "enable.auto.commit": False}))
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition("payments", 0), timeout=10)
+        assert high > low  # the event and the commit marker are in the log
+        consumer.assign([TopicPartition("payments", 0, high - 2)])
+        msg, deadline = None, time.monotonic() + 20
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error():
+                break
+        assert msg is not None and not msg.error() and msg.value() == b"in-txn"
+    finally:
+        consumer.close()

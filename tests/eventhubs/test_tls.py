@@ -61,10 +61,20 @@ def test_confluent_over_sasl_ssl(broker):
 def test_kafka_python_over_sasl_ssl(broker):
     from kafka import KafkaProducer
 
-    producer = KafkaProducer(**kafka_python_conf(broker.tls_bootstrap_servers, ROOT, ca=broker.ca_file))
-    meta = producer.send("orders", b"kp-tls", partition=0).get(timeout=15)
+    from kafka import KafkaConsumer, TopicPartition as KpPartition
+
+    settings = kafka_python_conf(broker.tls_bootstrap_servers, ROOT, ca=broker.ca_file)
+    producer = KafkaProducer(**settings)
+    meta = producer.send("orders", b"kp-tls", key=b"k", partition=0).get(timeout=15)
     producer.close()
-    assert meta.offset >= 0
+    # Read back over TLS exactly what was written, at the offset the producer was given.
+    consumer = KafkaConsumer(**settings, enable_auto_commit=False, consumer_timeout_ms=10_000)
+    tp = KpPartition("orders", 0)
+    consumer.assign([tp])
+    consumer.seek(tp, meta.offset)
+    record = next(iter(consumer))
+    consumer.close()
+    assert (record.offset, record.key, record.value) == (meta.offset, b"k", b"kp-tls")
 
 
 def test_wrong_key_over_sasl_ssl_is_refused(broker):
