@@ -459,10 +459,6 @@ class ProducerStateManager:
                 found.append(int(m.group(1)))
         return sorted(found)
 
-    @property
-    def snapshot_offsets(self) -> list[int]:
-        return list(self._snapshots)
-
     def take_snapshot(self, offset: int, *, durable: bool = False) -> None:
         """Write the state as of ``offset`` (raises OSError). Not durable by
         default: a torn or missing snapshot only means a longer replay."""

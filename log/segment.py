@@ -342,10 +342,6 @@ class LogSegment:
     # -- reading ----------------------------------------------------------------
 
     @property
-    def batch_count(self) -> int:
-        return self.batch_index.entries
-
-    @property
     def first_append_ms(self) -> int | None:
         return self.batch_index.entry(0)[2] if self.batch_index.entries else None
 

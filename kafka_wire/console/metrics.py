@@ -162,13 +162,5 @@ class BrokerMetrics(BrokerObserver):
         """[throttled requests, throttle ms] drawn by ``hub``'s traffic."""
         return list(self.throttled_hubs.get((namespace, hub)) or [0, 0])
 
-    def hub_counters(self, namespace: str, hub: str) -> list[int]:
-        total = [0, 0, 0, 0]
-        for (ns, h, _p), c in self.partitions.items():
-            if ns == namespace and h == hub:
-                for i in range(4):
-                    total[i] += c[i]
-        return total
-
     def latency_snapshot(self) -> dict[str, Any]:
         return {api_name(k): (list(h.buckets), h.sum, h.count) for k, h in self.latency.items()}
