@@ -116,6 +116,7 @@ class Broker:
         self.address: tuple[str, int] | None = None
         self._retention_timer = None
         self._flush_timer = None
+        self._report: CompatibilityReport | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closers: list = []
         self.tls_server: KafkaServer | None = None
@@ -151,6 +152,7 @@ class Broker:
             cfg.namespaces = [n for n in model.namespaces if n != model.default_namespace]
         report = CompatibilityReport(data_dir, clock)
         self._closers.append(report.close)
+        self._report = report
         namespaces = {name: self._open_namespace(data_dir, name)
                       for name in dict.fromkeys([cfg.default_namespace, *cfg.namespaces])}
         self.services = Services(
@@ -246,6 +248,7 @@ class Broker:
         topics = TopicManager(logs, num_partitions=cfg.num_partitions,
                               auto_create=cfg.auto_create_topics, topic_defaults={})
         ns = NamespaceRuntime(name=name, topics=topics, policy=NamespacePolicy())
+        ns.policy.bind(ns, self._report, self.clock)
         if cfg.log_cleaner_interval_ms > 0:
             # Compaction runs on its own thread; it takes a partition's lock only to swap.
             ns.cleaner = LogCleaner(logs, interval_ms=cfg.log_cleaner_interval_ms, clock=self.clock.now_ms)

@@ -266,7 +266,8 @@ def apply_topic_overrides(ctx, name: str, overrides: dict[str, str],
         canonical = normalized_overrides(topics, overrides)
     except ValueError as exc:
         return Errors.InvalidConfigurationError.errno, str(exc)
-    refusal = ctx.policy.alter_topic_config(ctx, name, dict(canonical))
+    refusal = ctx.policy.alter_topic_config(ctx.connection.principal, name, dict(canonical),
+                                            ctx.client_id)
     if refusal:
         return refusal
     if validate_only:

@@ -209,6 +209,13 @@ def read_records(batch, header: BatchHeader) -> list[Record]:
     return out
 
 
+def record_keys(buf):
+    """The key of every record in a run of batches (None for a null key), in order."""
+    for pos, header in rb.iter_batches(buf):
+        for record in read_records(memoryview(buf)[pos : pos + header.size], header):
+            yield None if record.key is None else bytes(record.key)
+
+
 def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None) -> bytes:
     """One record without headers."""
     body = bytearray(b"\x00")

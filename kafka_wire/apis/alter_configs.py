@@ -4,8 +4,7 @@ For a TOPIC the request's configs become the topic's whole override set
 (a config left out, or given a null value, goes back to its default). Values
 are checked by the log's LogConfig (INVALID_CONFIG with its message);
 validate_only checks and changes nothing. An Event Hubs policy may refuse
-(``ctx.policy.alter_topic_config(ctx, name, overrides) -> None | (errno,
-message)``). BROKER resources: kafka-wire has
+(``ctx.policy.alter_topic_config(principal, name, overrides, client_id)``). BROKER resources: kafka-wire has
 no dynamic broker configs, so only alters that change nothing succeed (tools
 send empty ones); anything else is INVALID_REQUEST. Not emulated:
 BROKER_LOGGER (INVALID_REQUEST, as Kafka answers this API), GROUP and

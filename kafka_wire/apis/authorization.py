@@ -61,13 +61,13 @@ def transactional_error(ctx, timeout_ms: int | None = None) -> int:
     strict mode, a transaction timeout within Event Hubs' 15 minutes."""
     if not check(ctx, SEND):
         return TXN_DENIED
-    refusal = ctx.policy.transactions(ctx, timeout_ms)
+    refusal = ctx.policy.transactions(timeout_ms, ctx.client_id)
     return refusal[0] if refusal else OK
 
 
 def session_timeout_error(ctx, timeout_ms: int) -> int:
     """INVALID_SESSION_TIMEOUT outside Event Hubs' 6-300 s (strict), else 0."""
-    refusal = ctx.policy.session_timeout(ctx, timeout_ms)
+    refusal = ctx.policy.session_timeout(timeout_ms, ctx.client_id)
     return refusal[0] if refusal else OK
 
 
@@ -89,7 +89,7 @@ def group_error(ctx, group_id: str | None, *, admin: bool = False, joining: bool
         return GROUP_DENIED
     if group_id is None:
         return OK
-    refusal = ctx.policy.kafka_group(ctx, group_id, joining)
+    refusal = ctx.policy.kafka_group(group_id, joining, ctx.client_id)
     return refusal[0] if refusal else OK
 
 
@@ -97,5 +97,5 @@ def commit_metadata_error(ctx, metadata: str | None) -> int:
     """OFFSET_METADATA_TOO_LARGE past Event Hubs' 1,024 bytes (strict), else 0."""
     if not metadata:
         return OK
-    refusal = ctx.policy.commit_metadata(ctx, metadata)
+    refusal = ctx.policy.commit_metadata(metadata, ctx.client_id)
     return refusal[0] if refusal else OK

@@ -44,7 +44,8 @@ def consumer_group_heartbeat(request, ctx):
         return _error(version, denied, None)
     regex = request.subscribed_topic_regex if version >= 1 else None
     policy = ctx.policy  # Event Hubs authorization: the hubs this principal may see
-    visible = lambda name: policy.topic_visible(ctx, name)  # noqa: E731
+    principal = ctx.connection.principal
+    visible = lambda name: policy.sees(principal, name)  # noqa: E731
     owned = None
     if request.topic_partitions is not None:
         owned = [(tp.topic_id, list(tp.partitions)) for tp in request.topic_partitions]

@@ -4,7 +4,7 @@ Partition counts only grow (INVALID_PARTITIONS otherwise, as in Kafka and
 Event Hubs Premium/Dedicated). New partitions may be given an assignment,
 which must name this broker once per new partition. validate_only checks and
 changes nothing. An Event Hubs policy may refuse
-(``ctx.policy.create_partitions(ctx, name, count) -> None | (errno, message)``,
+(``ctx.policy.create_partitions(principal, name, count, client_id)``,
 count being the requested new total). Not emulated:
 timeout_ms (the change is immediate).
 """
@@ -76,7 +76,8 @@ def create_partitions(request, ctx):
             continue
         refusal = _check(topic, view, node)
         if refusal is None:
-            refusal = policy.create_partitions(ctx, name, topic.count)
+            refusal = policy.create_partitions(ctx.connection.principal, name, topic.count,
+                                               ctx.client_id)
         if refusal:
             results.append(_result(name, *refusal))
             continue

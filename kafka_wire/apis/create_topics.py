@@ -6,8 +6,8 @@ numbered 0..n-1. num_partitions -1 takes the broker default (num.partitions).
 Configs are checked by the log's LogConfig; validate_only checks everything
 and creates nothing. v5+ answers carry the topic's partitions, replication
 factor and every config with its source; v7 the topic id. An Event Hubs
-policy may refuse a creation (``ctx.policy.create_topic(ctx, name, partitions,
-configs) -> None | (errno, message)``).
+policy may refuse a creation (``ctx.policy.create_topic(principal, name, partitions,
+configs, client_id) -> None | (error code, message)``).
 Names that clash with an existing topic ('.' vs '_') are INVALID_TOPIC_EXCEPTION.
 Not emulated: timeout_ms (creation is immediate), CreateTopicPolicy class plug-ins.
 """
@@ -123,7 +123,8 @@ def _create_one(topic, ctx, validate_only: bool):
     try:
         partitions = _partitions(topic, ctx)
         configs = _configs(topic, ctx)
-        refusal = ctx.policy.create_topic(ctx, name, partitions, dict(configs))
+        refusal = ctx.policy.create_topic(ctx.connection.principal, name, partitions, dict(configs),
+                                          ctx.client_id)
         if refusal:
             raise _Refused(*refusal)
     except _Refused as refused:

@@ -6,8 +6,7 @@ low_watermark is the new log start offset. An offset below the current log
 start changes nothing; above the high watermark (or negative other than -1)
 is OFFSET_OUT_OF_RANGE; a topic whose cleanup.policy lacks "delete" is
 POLICY_VIOLATION, as in Kafka. Event Hubs itself has no DeleteRecords: its
-layer may refuse (``ctx.policy.delete_records(ctx, topic, partition, offset)
--> None | (errno, message)``; the error
+layer may refuse (``ctx.policy.delete_records(principal, hub, client_id)``; the error
 is reported per partition, the response has no message field). Not
 emulated: timeout_ms (deletion is immediate).
 """
@@ -42,7 +41,7 @@ def _delete(ctx, view, index: int, offset: int, policy) -> tuple[int, int]:
     target = plog.high_watermark if offset == HIGH_WATERMARK else offset
     if target < 0 or target > plog.high_watermark:
         return Errors.OffsetOutOfRangeError.errno, -1
-    refusal = policy.delete_records(ctx, view.name, index, target)
+    refusal = policy.delete_records(ctx.connection.principal, view.name, ctx.client_id)
     if refusal:
         log.info("refused DeleteRecords on %s-%d: %s", view.name, index, refusal[1])
         return refusal[0], -1

@@ -2,8 +2,7 @@
 
 Deletion is immediate: the topic's partitions are closed and their files
 removed before the answer goes out. v6 may name a topic by id (name null).
-An Event Hubs policy may refuse (``ctx.policy.delete_topic(ctx, name) -> None
-| (errno, message)``). Not emulated: timeout_ms, delete.topic.enable=false.
+An Event Hubs policy may refuse (``ctx.policy.delete_topic(principal, name)``). Not emulated: timeout_ms, delete.topic.enable=false.
 """
 from __future__ import annotations
 
@@ -78,7 +77,7 @@ def delete_topics(request, ctx):
             results.append(_result(name, topic_id, Errors.UnknownTopicOrPartitionError.errno,
                                    f"topic {name!r} does not exist"))
             continue
-        refusal = policy.delete_topic(ctx, name)
+        refusal = policy.delete_topic(ctx.connection.principal, name)
         if refusal:
             results.append(_result(name, view.topic_id, *refusal))
             continue

@@ -11,7 +11,7 @@ Event Hubs: a partition of a hub the connection may not Listen on is
 TOPIC_AUTHORIZATION_FAILED. Egress quotas (throughput units): while the
 namespace's egress is in debt a Fetch is answered at once with no records and
 the throttle time; otherwise the records returned are charged and may set it
-(``ctx.policy.egress_delay`` / ``egress_account``). Records served are
+(``ctx.policy.egress_delay`` / ``egress``). Records served are
 reported to ``services.observer.on_fetch(ctx, reads)`` (metrics).
 """
 from __future__ import annotations
@@ -180,8 +180,11 @@ def fetch(request, ctx):
     session_id = session.session_id if session is not None else 0
     faults = ctx.services.faults
     gate = faults.fetch_gate if faults is not None else None  # paused fetches (fault injection)
-    if ctx.policy.egress_delay(ctx, plan) > 0:
+    delay = ctx.policy.egress_delay()
+    if delay > 0:
         # Over the egress quota: no records now, come back after the throttle time.
+        for hub in {key[0] for key, *_ in plan}:
+            ctx.throttled_by(hub, delay)
         reads, _total = _read_all(ctx, plan, max_bytes, read_committed, no_data=True)
         return _encode(ctx, version, _select(reads, session, incremental) + unknown_reads, session_id)
 
@@ -235,7 +238,11 @@ def _finish(ctx, version: int, reads: list[_Read], session_id: int):
         for r in reads:  # one walk of the batch headers serves both
             if len(r.records):
                 r.events = count_records(r.records)
-    ctx.policy.egress_account(ctx, reads)
+    if ctx.namespace.quota is not None:  # charge what is served to the throughput units
+        served = [r for r in reads if len(r.records)]
+        delay = ctx.policy.egress(sum(len(r.records) for r in served), sum(r.events for r in served))
+        for hub in {r.topic for r in served}:
+            ctx.throttled_by(hub, delay)
     if observer is not None:  # metrics: outgoing events and bytes
         observer.on_fetch(ctx, reads)
     return _encode(ctx, version, reads, session_id)

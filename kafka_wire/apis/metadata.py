@@ -63,13 +63,14 @@ def metadata(request, ctx):
     topics = ctx.topics
     node = ctx.cluster.node_id
     policy = ctx.policy  # Event Hubs: which hubs the principal may see, auto-creation
+    principal = ctx.connection.principal
     ops = set(_ALL_TOPIC_OPS) if request.include_topic_authorized_operations else _NOT_REQUESTED
     allow_auto = topics.auto_create and (version < 4 or request.allow_auto_topic_creation)
 
     entries = []
     if request.topics is None or (version == 0 and not request.topics):
         for view in topics.all():
-            if policy.topic_visible(ctx, view.name):
+            if policy.sees(principal, view.name):
                 entries.append(_topic_entry(ctx, view, node, ops))
     else:
         for wanted in request.topics:
@@ -81,7 +82,7 @@ def metadata(request, ctx):
                 if name is None:
                     entries.append(_error_entry(None, Errors.UnknownTopicIdError.errno, wanted.topic_id))
                     continue
-            if not policy.topic_visible(ctx, name):
+            if not policy.sees(principal, name):
                 entries.append(_error_entry(name, Errors.TopicAuthorizationFailedError.errno))
                 continue
             view = topics.get(name)
@@ -92,7 +93,7 @@ def metadata(request, ctx):
                 if not allow_auto:
                     entries.append(_error_entry(name, Errors.UnknownTopicOrPartitionError.errno))
                     continue
-                refused = policy.auto_create(ctx, name)
+                refused = policy.auto_create(principal, name, ctx.client_id)
                 if refused:  # report it, don't fail the request
                     log.info("auto-creation of %s refused: %s", name, refused[1])
                     entries.append(_error_entry(name, refused[0]))

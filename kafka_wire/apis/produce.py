@@ -18,6 +18,7 @@ from kafka_wire.apis.registry import handles
 from kafka_wire.errors import for_log_error
 from kafka_wire.log import errors as log_errors
 from kafka_wire.log.batch import summarize, validate_records
+from kafka_wire.log.records import record_keys
 
 log = logging.getLogger(__name__)
 
@@ -72,11 +73,13 @@ def produce(request, ctx):
                 headers, invalid = validate_records(records), None
             except log_errors.LogError as exc:
                 headers, invalid = None, exc
-            refusal = policy.produce(ctx, view, idx, records,
-                                     None if invalid else summarize(headers, len(records)),
-                                     request.transactional_id, request.timeout_ms)
-            if refusal:
-                code, message = refusal
+            admission = policy.produce(
+                ctx.connection.principal, view.name,
+                None if invalid else summarize(headers, len(records)), request.timeout_ms,
+                ctx.client_id, lambda: record_keys(records))
+            ctx.throttled_by(view.name, admission.throttle_ms)
+            if admission.refusal:
+                code, message = admission.refusal
                 parts.append(_part(idx, code, message=message))
                 continue
             try:

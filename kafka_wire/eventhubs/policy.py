@@ -1,70 +1,62 @@
-"""NamespacePolicy: what a namespace allows, asked by the API modules as
-``ctx.policy`` (one instance per namespace; an open namespace allows all).
+"""NamespacePolicy: what one namespace allows. Every front end asks it the same
+way, with protocol-neutral arguments (a principal, a hub, byte and event counts,
+the client's id for the compatibility report), and maps the answer to its own
+errors: the Kafka API modules ask it as ``ctx.policy``.
 
-Each method combines the rights (``allows``, ``sees``), the tier rules (:mod:`strict`,
-recorded in the compatibility report, refused only in strict namespaces) and
-the throughput-unit quota (:mod:`quotas`) for one kind of request, and answers
-None (allowed) or ``(kafka error code, message)``.
+Each decision combines the rights (``allows``, ``sees``), the tier rules
+(:mod:`strict`: recorded in the compatibility report, refused only in strict
+namespaces) and the throughput-unit quota (:mod:`quotas`). A refusal is
+``(error code, message)``: the Kafka error code Event Hubs' Kafka endpoint
+answers for that rule, which another protocol translates to its own.
 """
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
 
 import kafka.errors as Errors
 
 from kafka_wire.eventhubs import strict
 from kafka_wire.eventhubs.model import MANAGE, SEND
-from kafka_wire.log.batch import iter_batches
+
+if TYPE_CHECKING:
+    from kafka_wire.context import NamespaceRuntime
+    from kafka_wire.coordinator.clock import Clock
+    from kafka_wire.eventhubs.report import CompatibilityReport
+    from kafka_wire.log.batch import BatchSummary
 
 log = logging.getLogger(__name__)
 
 _DENIED = Errors.TopicAuthorizationFailedError.errno
 _POLICY_VIOLATION = Errors.PolicyViolationError.errno
 
+Refusal = tuple[int, str]  # (error code, message)
+
+
+class Admission(NamedTuple):
+    """A publication's answer: refused, or accepted after ``throttle_ms`` (the
+    throughput units' debt the client should wait out)."""
+    refusal: Refusal | None
+    throttle_ms: int = 0
+
 
 def _same(a: str, b: str) -> bool:
     return a == b or a.lower() == b.lower()
 
 
-def _need(ctx, right: str, hub: str | None, what: str) -> tuple[int, str] | None:
-    if ctx.policy.allows(ctx.connection.principal, right, hub):
-        return None
-    p = ctx.connection.principal
-    scope = f"event hub {hub!r}" if hub else f"namespace {ctx.namespace.name!r}"
-    return _DENIED, f"{what} on {scope} needs the {right} right; {p} lacks it"
-
-
-def publisher_key_error(records, publisher: str) -> str | None:
-    """Why ``records`` break the publisher policy (every key must be the publisher's name)."""
-    from kafka.record.default_records import DefaultRecordBatch
-
-    wanted = publisher.encode("utf-8")
-    for pos, header in iter_batches(records):
-        batch = DefaultRecordBatch(bytes(records[pos:pos + header.size]))
-        for record in batch:
-            if record.key != wanted:
-                shown = record.key.decode("utf-8", "replace") if record.key is not None else None
-                return (f"publisher {publisher!r} may only send events whose key is "
-                        f"{publisher!r}, not {shown!r}")
-    return None
-
-
-def _managed(ctx, scope: str | None, hub: str, what: str, rule) -> tuple[int, str] | None:
-    """Manage on ``scope`` (None: the namespace), then the tier ``rule(ns)`` (a
-    Violation or None) where a model is configured; the refusal or None."""
-    denied = _need(ctx, MANAGE, scope, what)
-    if denied:
-        return denied
-    ns = ctx.namespace.model
-    return None if ns is None else strict.enforce(ctx, rule(ns), hub)
-
-
 class NamespacePolicy:
-    """The Event Hubs rules of one namespace. ``allows`` and ``sees`` take only a
-    principal, a right and a hub, so any front end can ask them; the rest take
-    the Kafka request context and answer ``(kafka error code, message)``."""
+    """The Event Hubs rules of one namespace (see the module docstring).
+    ``bind`` attaches it to its namespace's runtime, report and clock."""
 
-    # -- rights (protocol-neutral) ---------------------------------------------------
+    def __init__(self) -> None:
+        self.runtime: NamespaceRuntime | None = None
+        self.report: CompatibilityReport | None = None
+        self.clock: Clock | None = None
+
+    def bind(self, runtime: NamespaceRuntime, report: CompatibilityReport, clock: Clock) -> None:
+        self.runtime, self.report, self.clock = runtime, report, clock
+
+    # -- rights ------------------------------------------------------------------------
     def allows(self, principal, right: str, hub: str | None = None) -> bool:
         """May ``principal`` exercise ``right`` on ``hub`` (None: the namespace)? A
         connection that did not authenticate (where the namespace allows that) may
@@ -84,149 +76,167 @@ class NamespacePolicy:
         """Does ``hub`` exist for ``principal`` (listed, described)?"""
         return principal is None or principal.hub is None or _same(hub, principal.hub)
 
-    # -- tier rules outside the data path ------------------------------------------
-    def transactions(self, ctx, timeout_ms: int | None) -> tuple[int, str] | None:
+    def _need(self, principal, right: str, hub: str | None, what: str) -> Refusal | None:
+        if self.allows(principal, right, hub):
+            return None
+        scope = f"event hub {hub!r}" if hub else f"namespace {self.runtime.name!r}"
+        return _DENIED, f"{what} on {scope} needs the {right} right; {principal} lacks it"
+
+    # -- tier rules ----------------------------------------------------------------------
+    def _enforce(self, violation: strict.Violation | None, hub: str | None,
+                 client_id: str | None) -> Refusal | None:
+        """Record ``violation`` (if any); the refusal in a strict namespace, else None."""
+        if violation is None:
+            return None
+        ns = self.runtime.model
+        enforced = ns is not None and ns.strict
+        self.report.record(self.runtime.name, violation.rule, hub, violation.message,
+                           enforced=enforced, error_code=violation.error_code, client_id=client_id)
+        return (violation.error_code, violation.message) if enforced else None
+
+    def _managed(self, principal, scope: str | None, hub: str, what: str,
+                 rule: Callable, client_id: str | None) -> Refusal | None:
+        """Manage on ``scope`` (None: the namespace), then the tier ``rule(ns)``."""
+        denied = self._need(principal, MANAGE, scope, what)
+        if denied:
+            return denied
+        ns = self.runtime.model
+        return None if ns is None else self._enforce(rule(ns), hub, client_id)
+
+    def transactions(self, timeout_ms: int | None, client_id: str | None) -> Refusal | None:
         """A transactional producer: the tier must have transactions and, in strict
         mode, the transaction timeout must be within Event Hubs' 15 minutes."""
-        ns = ctx.namespace.model
+        ns = self.runtime.model
         if ns is None:
             return None
-        refusal = strict.enforce(ctx, strict.transactions(ns))
+        refusal = self._enforce(strict.transactions(ns), None, client_id)
         if not refusal and timeout_ms is not None:
-            refusal = strict.enforce(ctx, strict.transaction_timeout(ns, timeout_ms))
+            refusal = self._enforce(strict.transaction_timeout(ns, timeout_ms), None, client_id)
         return refusal
 
-    def session_timeout(self, ctx, timeout_ms: int) -> tuple[int, str] | None:
-        ns = ctx.namespace.model
-        return None if ns is None else strict.enforce(ctx, strict.session_timeout(ns, timeout_ms))
+    def session_timeout(self, timeout_ms: int, client_id: str | None) -> Refusal | None:
+        ns = self.runtime.model
+        return None if ns is None else self._enforce(strict.session_timeout(ns, timeout_ms),
+                                                     None, client_id)
 
-    def kafka_group(self, ctx, group_id: str, joining: bool) -> tuple[int, str] | None:
+    def kafka_group(self, group_id: str, joining: bool, client_id: str | None) -> Refusal | None:
         """group.id length and, when ``joining`` creates a group, the namespace's count."""
-        ns = ctx.namespace.model
+        ns = self.runtime.model
         if ns is None:
             return None
         known, is_new = 0, False
         if joining:
-            ids = ctx.groups.group_ids()
+            ids = self.runtime.groups.group_ids()
             known, is_new = len(ids), group_id not in ids
-        return strict.enforce(ctx, strict.kafka_group(ns, group_id, known, is_new))
+        return self._enforce(strict.kafka_group(ns, group_id, known, is_new), None, client_id)
 
-    def commit_metadata(self, ctx, metadata: str) -> tuple[int, str] | None:
-        ns = ctx.namespace.model
-        return None if ns is None else strict.enforce(ctx, strict.commit_metadata(ns, metadata))
+    def commit_metadata(self, metadata: str, client_id: str | None) -> Refusal | None:
+        ns = self.runtime.model
+        return None if ns is None else self._enforce(strict.commit_metadata(ns, metadata),
+                                                     None, client_id)
 
-    # -- Metadata -------------------------------------------------------------------
-    def topic_visible(self, ctx, name: str) -> bool:
-        return self.sees(ctx.connection.principal, name)
-
-    def auto_create(self, ctx, name: str) -> tuple[int, str] | None:
-        """May Metadata's allow_auto_topic_creation create hub ``name`` (Manage right,
-        the tier's hub and partition quotas)? None, or the refusal."""
-        if not self.allows(ctx.connection.principal, MANAGE, name):
+    # -- hubs ----------------------------------------------------------------------------
+    def auto_create(self, principal, name: str, client_id: str | None) -> Refusal | None:
+        """May a client's request create hub ``name`` as a side effect (Manage right,
+        the tier's hub and partition quotas)?"""
+        if not self.allows(principal, MANAGE, name):
             return (Errors.UnknownTopicOrPartitionError.errno,
-                    f"event hub {name!r} does not exist and {ctx.connection.principal} may not "
-                    "create it (Manage right needed)")
-        topics = ctx.topics
-        ns = ctx.namespace.model
+                    f"event hub {name!r} does not exist and {principal} may not create it "
+                    "(Manage right needed)")
+        topics = self.runtime.topics
+        ns = self.runtime.model
         if ns is None:
             return None
-        return strict.enforce(ctx, strict.hub_creation(ns, topics, name, topics.num_partitions)
-                              or strict.topic_config(ns, name, topics.validate_configs({})), name)
+        return self._enforce(strict.hub_creation(ns, topics, name, topics.num_partitions)
+                             or strict.topic_config(ns, name, topics.validate_configs({})),
+                             name, client_id)
 
-    # -- Produce ------------------------------------------------------------------------
-    def produce(self, ctx, view, partition: int, records, info, transactional_id,
-                timeout_ms: int):
-        """``info``: the publication's facts (from the batch headers
-        validated once; a kafka_wire.log.batch.BatchSummary), or None when the records are invalid: then only the rights
-        and the endpoint are checked, and the invalid records are refused after."""
-        hub = view.name
-        denied = _need(ctx, SEND, hub, "producing")
+    def create_topic(self, principal, name: str, partitions: int, configs: dict,
+                     client_id: str | None) -> Refusal | None:
+        topics = self.runtime.topics
+        return self._managed(principal, None, name, "creating event hubs",
+                             lambda ns: strict.hub_creation(ns, topics, name, partitions)
+                             or strict.topic_config(ns, name, topics.validate_configs(configs)),
+                             client_id)
+
+    def create_partitions(self, principal, name: str, count: int,
+                          client_id: str | None) -> Refusal | None:
+        return self._managed(principal, name, name, "adding partitions",
+                             lambda ns: strict.partition_growth(ns, self.runtime.topics, name, count),
+                             client_id)
+
+    def delete_topic(self, principal, name: str) -> Refusal | None:
+        return self._need(principal, MANAGE, None, "deleting event hubs")
+
+    def alter_topic_config(self, principal, name: str, overrides: dict,
+                           client_id: str | None) -> Refusal | None:
+        return self._managed(principal, name, name, "changing configs",
+                             lambda ns: strict.topic_config(
+                                 ns, name, self.runtime.topics.validate_configs(overrides)),
+                             client_id)
+
+    def delete_records(self, principal, hub: str, client_id: str | None) -> Refusal | None:
+        return self._managed(principal, hub, hub, "deleting records",
+                             lambda ns: strict.delete_records(ns, hub), client_id)
+
+    # -- the data path ---------------------------------------------------------------------
+    def produce(self, principal, hub: str, summary: BatchSummary | None, timeout_ms: int,
+                client_id: str | None, keys: Callable[[], Iterable[bytes | None]]) -> Admission:
+        """A publication to ``hub``: the Send right, the tier's rules for its size and
+        codecs, a publisher's key, and the throughput units. ``summary`` is None when
+        the events are invalid (then only the rights and the endpoint are checked, and
+        the caller refuses the events after). ``keys()`` yields the events' keys (or
+        partition keys), asked only for a publisher principal."""
+        denied = self._need(principal, SEND, hub, "producing")
         if denied:
-            return denied
-        runtime = ctx.namespace
-        ns = runtime.model
+            return Admission(denied)
+        ns = self.runtime.model
         if ns is None:
-            return None
-        refusal = strict.enforce(ctx, strict.kafka_endpoint(ns), hub)
+            return Admission(None)
+        refusal = self._enforce(strict.kafka_endpoint(ns), hub, client_id)
+        if refusal or summary is None:
+            return Admission(refusal)
+        refusal = self._enforce(strict.publication(ns, summary), hub, client_id)
         if refusal:
-            return refusal
-        if info is None:
-            return None
-        refusal = strict.enforce(ctx, strict.publication(ns, info), hub)
-        if refusal:
-            return refusal
-        p = ctx.connection.principal
-        if p is not None and p.publisher is not None:
-            problem = publisher_key_error(records, p.publisher)
+            return Admission(refusal)
+        if principal is not None and principal.publisher is not None:
+            problem = _publisher_key_error(keys(), principal.publisher)
             if problem:
-                return _DENIED, problem
-        quota = runtime.quota
-        if quota is not None:
-            now_ms = ctx.clock.now_ms()
-            if quota.ingress_wait(info.size, info.events, now_ms) > timeout_ms:
-                # Event Hubs holds a throttled ack; past the request timeout it refuses.
-                ctx.throttled_by(hub, quota.refuse_ingress(now_ms))
-                message = (f"namespace {runtime.name!r} is over its {quota.units} throughput "
-                           f"unit(s) for longer than the request timeout ({timeout_ms} ms): "
-                           "add units, enable auto-inflate, or send more slowly")
-                ctx.services.report.record(runtime.name, "throughput-units", hub, message,
-                                           enforced=True, error_code=_POLICY_VIOLATION,
-                                           client_id=ctx.client_id)
-                return _POLICY_VIOLATION, message
-            ctx.throttled_by(hub, quota.ingress(info.size, info.events, now_ms))
-        return None
-
-    # -- Fetch --------------------------------------------------------------------------
-    def egress_delay(self, ctx, plan) -> int:
-        """ms the namespace's egress is in debt: a Fetch now gets no records.
-        ``plan``: the Fetch's ``((hub, partition), ...)`` entries, to name the hubs."""
-        quota = ctx.namespace.quota
+                return Admission((_DENIED, problem))
+        quota = self.runtime.quota
         if quota is None:
+            return Admission(None)
+        now_ms = self.clock.now_ms()
+        if quota.ingress_wait(summary.size, summary.events, now_ms) > timeout_ms:
+            # Event Hubs holds a throttled ack; past the request timeout it refuses.
+            throttle = quota.refuse_ingress(now_ms)
+            message = (f"namespace {self.runtime.name!r} is over its {quota.units} throughput "
+                       f"unit(s) for longer than the request timeout ({timeout_ms} ms): "
+                       "add units, enable auto-inflate, or send more slowly")
+            self.report.record(self.runtime.name, "throughput-units", hub, message, enforced=True,
+                               error_code=_POLICY_VIOLATION, client_id=client_id)
+            return Admission((_POLICY_VIOLATION, message), throttle)
+        return Admission(None, quota.ingress(summary.size, summary.events, now_ms))
+
+    def egress_delay(self) -> int:
+        """ms the namespace's egress is in debt: a read now gets no events."""
+        quota = self.runtime.quota
+        return 0 if quota is None else quota.egress_delay(self.clock.now_ms())
+
+    def egress(self, nbytes: int, events: int) -> int:
+        """Charge ``events`` events of ``nbytes`` bytes read; the throttle time (ms)."""
+        quota = self.runtime.quota
+        if quota is None or not nbytes:
             return 0
-        delay = quota.egress_delay(ctx.clock.now_ms())
-        if delay > 0:
-            for hub in {key[0] for key, *_ in plan}:
-                ctx.throttled_by(hub, delay)
-        return delay
+        return quota.egress(nbytes, events, self.clock.now_ms())
 
-    def egress_account(self, ctx, reads) -> None:
-        """Charge the records a Fetch returns (``reads``: .topic, .records); sets the
-        throttle time when over quota."""
-        quota = ctx.namespace.quota
-        if quota is None:
-            return
-        nbytes = events = 0
-        hubs = set()
-        for r in reads:
-            size = len(r.records)
-            if size:
-                nbytes += size
-                events += r.events
-                hubs.add(r.topic)
-        if not nbytes:
-            return
-        delay = quota.egress(nbytes, events, ctx.clock.now_ms())
-        for hub in hubs:
-            ctx.throttled_by(hub, delay)
 
-    # -- administration ------------------------------------------------------------------
-    def create_topic(self, ctx, name: str, partitions: int, configs: dict):
-        topics = ctx.topics
-        return _managed(ctx, None, name, "creating event hubs",
-                        lambda ns: strict.hub_creation(ns, topics, name, partitions)
-                        or strict.topic_config(ns, name, topics.validate_configs(configs)))
-
-    def create_partitions(self, ctx, name: str, count: int):
-        return _managed(ctx, name, name, "adding partitions",
-                        lambda ns: strict.partition_growth(ns, ctx.topics, name, count))
-
-    def delete_topic(self, ctx, name: str):
-        return _need(ctx, MANAGE, None, "deleting event hubs")
-
-    def alter_topic_config(self, ctx, name: str, overrides: dict):
-        return _managed(ctx, name, name, "changing configs",
-                        lambda ns: strict.topic_config(ns, name, ctx.topics.validate_configs(overrides)))
-
-    def delete_records(self, ctx, topic: str, partition: int, offset: int):
-        return _managed(ctx, topic, topic, "deleting records",
-                        lambda ns: strict.delete_records(ns, topic))
+def _publisher_key_error(keys: Iterable[bytes | None], publisher: str) -> str | None:
+    """Why events break the publisher policy (every key must be the publisher's name)."""
+    wanted = publisher.encode("utf-8")
+    for key in keys:
+        if key != wanted:
+            shown = key.decode("utf-8", "replace") if key is not None else None
+            return (f"publisher {publisher!r} may only send events whose key is "
+                    f"{publisher!r}, not {shown!r}")
+    return None

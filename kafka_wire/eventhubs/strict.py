@@ -27,7 +27,7 @@ from kafka_wire.log.batch import BatchSummary
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Violation", "enforce", "kafka_endpoint",
+__all__ = ["Violation", "kafka_endpoint",
            "publication", "hub_creation", "partition_growth", "topic_config", "delete_records",
            "transactions", "kafka_group", "commit_metadata", "session_timeout",
            "transaction_timeout"]
@@ -44,19 +44,6 @@ class Violation:
     rule: str
     error_code: int  # the Kafka error a client would get from Event Hubs
     message: str
-
-
-def enforce(ctx, violation: Violation | None, hub: str | None = None) -> tuple[int, str] | None:
-    """Record ``violation`` (if any); the (error code, message) refusal in strict mode, else None."""
-    if violation is None:
-        return None
-    runtime = ctx.namespace
-    ns = runtime.model
-    strict = ns is not None and ns.strict
-    ctx.services.report.record(runtime.name, violation.rule, hub, violation.message,
-                               enforced=strict, error_code=violation.error_code,
-                               client_id=ctx.client_id)
-    return (violation.error_code, violation.message) if strict else None
 
 
 # -- data path ---------------------------------------------------------------

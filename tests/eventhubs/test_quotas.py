@@ -199,25 +199,18 @@ def test_confluent_producer_sees_throttling_at_one_unit():
     assert 0.75 * MIB <= settled <= 1.25 * MIB
 
 
-def test_egress_throttles_name_the_hubs_they_come_from():
+def test_egress_over_the_units_is_throttled_and_then_in_debt():
+    """The policy's protocol-neutral egress: bytes and events in, throttle ms out."""
     from types import SimpleNamespace
 
-    from kafka_wire.context import RequestContext
     from kafka_wire.eventhubs.policy import NamespacePolicy
 
     quota = ThroughputQuota("ns", 1, STD, 0)
     policy = NamespacePolicy()
-    runtime = SimpleNamespace(name="ns", quota=quota, policy=policy)
-    services = SimpleNamespace(clock=SimpleNamespace(now_ms=lambda: 0))
-
-    def ctx():
-        return RequestContext(None, SimpleNamespace(namespace=runtime), services, None)
-
-    served = ctx()
-    policy.egress_account(served, [SimpleNamespace(topic="a", records=make_batch(3, value_size=MIB), events=3),
-                                  SimpleNamespace(topic="b", records=b"", events=0)])
-    assert served.throttle_ms > 0 and served.throttle_hubs == {"a"}, "b returned nothing"
-    refused = ctx()
-    plan = [(("a", 0), 0, MIB, None), (("c", 1), 0, MIB, None)]
-    assert policy.egress_delay(refused, plan) == refused.throttle_ms > 0
-    assert refused.throttle_hubs == {"a", "c"}
+    policy.bind(SimpleNamespace(name="ns", quota=quota), report=None,
+                clock=SimpleNamespace(now_ms=lambda: 0))
+    assert policy.egress_delay() == 0
+    assert policy.egress(0, 0) == 0  # nothing served: nothing charged
+    throttle = policy.egress(3 * MIB, 3)  # one unit: 2 MiB/s out
+    assert throttle > 0
+    assert policy.egress_delay() > 0  # in debt: a read now gets no events

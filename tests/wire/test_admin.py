@@ -143,7 +143,7 @@ def test_create_topics_accepts_manual_assignments_only_onto_this_broker(kp_admin
 def test_create_topic_policy_hook_can_refuse_with_its_own_error(admin, broker):
     seen = []
 
-    def policy(ctx, name, partitions, configs):
+    def policy(principal, name, partitions, configs, client_id):
         seen.append((name, partitions, configs))
         if partitions > 32:
             return Errors.PolicyViolationError.errno, "a Standard event hub has at most 32 partitions"
@@ -231,7 +231,7 @@ def test_create_partitions_validate_only_changes_nothing(admin, broker):
 
 def test_create_partitions_policy_hook_can_refuse(admin, broker):
     broker.create_topic("capped", 1)
-    set_hook(broker, "create_partitions", lambda ctx, name, count: (
+    set_hook(broker, "create_partitions", lambda principal, name, count, client_id: (
         (Errors.InvalidPartitionsError.errno, "tier allows 2") if count > 2 else None))
     [f] = admin.create_partitions([NewPartitions("capped", 4)], request_timeout=WAIT).values()
     assert error_code(f.exception(WAIT)) == KafkaError.INVALID_PARTITIONS
@@ -378,7 +378,7 @@ def test_incremental_alter_configs_validate_only_changes_nothing(admin, broker):
 
 def test_alter_topic_config_policy_hook_sees_the_new_override_set(admin, broker):
     broker.create_topic("hooked", 1)
-    set_hook(broker, "alter_topic_config", lambda ctx, name, overrides: (
+    set_hook(broker, "alter_topic_config", lambda principal, name, overrides, client_id: (
         (Errors.PolicyViolationError.errno, "retention above 7 days")
         if int(overrides.get("retention.ms", "0")) > 7 * 86_400_000 else None))
     resource = ConfigResource("topic", "hooked", incremental_configs=[
@@ -473,7 +473,7 @@ def test_delete_records_on_a_compacted_topic_is_a_policy_violation(admin, broker
 def test_delete_records_policy_hook_can_refuse(admin, broker):
     broker.create_topic("guarded", 1)
     produce(broker, "guarded", 2)
-    set_hook(broker, "delete_records", lambda ctx, topic, partition, offset: (
+    set_hook(broker, "delete_records", lambda principal, hub, client_id: (
         Errors.PolicyViolationError.errno, "Event Hubs has no DeleteRecords"))
     assert error_code(delete_records(admin, "guarded", 0, 1).exception(WAIT)) == KafkaError.POLICY_VIOLATION
     assert earliest(admin, "guarded") == 0

@@ -32,6 +32,7 @@ class Client:
         self.cluster = ClusterInfo(7, "broker.local", 9093, "cid")
         runtime = NamespaceRuntime(name="ns", topics=None, policy=NamespacePolicy())
         runtime.groups = coordinator  # groups live per Event Hubs namespace
+        runtime.policy.bind(runtime, None, coordinator.clock)  # an open namespace: no report
         # Only what group handlers use is real: the namespace, its coordinator, the clock.
         self.services = Services(config=None, clock=coordinator.clock, cluster=self.cluster,
                                  namespaces={"ns": runtime}, default_namespace="ns",
