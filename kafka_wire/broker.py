@@ -10,6 +10,7 @@ import logging
 import os
 import socket
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Awaitable, Callable
 
@@ -116,6 +117,7 @@ class Broker:
         self.address: tuple[str, int] | None = None
         self._retention_timer = None
         self._flush_timer = None
+        self._flusher: ThreadPoolExecutor | None = None
         self._report: CompatibilityReport | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closers: list = []
@@ -181,6 +183,8 @@ class Broker:
             await self._start_console()
         self._schedule_retention()
         self._loop = asyncio.get_running_loop()
+        # Its own thread, joined by stop(): the loop's default executor is not.
+        self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafka-wire-flush")
         self._schedule_flush(_FLUSH_CHECK_MS)
         self._serving = True
         return self.address
@@ -296,7 +300,7 @@ class Broker:
             self._schedule_flush(_FLUSH_CHECK_MS if smallest is None
                                  else max(_FLUSH_MIN_MS, min(smallest, _FLUSH_CHECK_MS)))
 
-        self._loop.run_in_executor(None, flush_all).add_done_callback(again)
+        self._loop.run_in_executor(self._flusher, flush_all).add_done_callback(again)
 
     def _run_retention(self) -> None:
         now = self.clock.now_ms()
@@ -320,6 +324,9 @@ class Broker:
         if self._flush_timer is not None:
             self._flush_timer.cancel()
             self._flush_timer = None
+        if self._flusher is not None:
+            self._flusher.shutdown(wait=True)  # a flush in progress finishes first
+            self._flusher = None
         if self.tls_server is not None:
             await self.tls_server.stop()
             self.tls_server = None

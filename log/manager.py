@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 
 TOPICS_DIR = "__topics"
 MAX_TOPIC_NAME = 249
-_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")  # used with fullmatch: "$" would accept a final newline
 
 
 def topic_name_error(name: str | None) -> str | None:
@@ -47,7 +47,7 @@ def topic_name_error(name: str | None) -> str | None:
         return f"topic name {name!r} is invalid: '.' and '..' are reserved; {rule}"
     if len(name) > MAX_TOPIC_NAME:
         return f"topic name is {len(name)} characters long: {rule}"
-    if not _LEGAL.match(name):
+    if not _LEGAL.fullmatch(name):
         return f"topic name {name!r} is invalid: {rule}"
     return None
 

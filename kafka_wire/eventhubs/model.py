@@ -126,7 +126,7 @@ _KAFKA_TOPIC_MAX = MAX_TOPIC_NAME
 
 
 def namespace_name_error(name: str) -> str | None:
-    if not isinstance(name, str) or not _NAMESPACE.match(name):
+    if not isinstance(name, str) or not _NAMESPACE.fullmatch(name):
         return (f"namespace name {name!r} is invalid: use 6-50 letters, digits and hyphens, "
                 "starting with a letter and ending with a letter or digit")
     return None
@@ -138,7 +138,7 @@ def hub_name_error(name: str) -> str | None:
     if len(name) > _KAFKA_TOPIC_MAX:
         return (f"event hub name {name[:40]!r}... is {len(name)} characters long: Kafka topics "
                 f"stop at {_KAFKA_TOPIC_MAX}")
-    if not _HUB.match(name):
+    if not _HUB.fullmatch(name):
         return (f"event hub name {name!r} is invalid: use letters, digits, '.', '-' and '_', "
                 "starting and ending with a letter or digit")
     return None
@@ -181,7 +181,7 @@ class SasPolicy:
     hub: str | None = None  # set for hub-level rules
 
     def __post_init__(self) -> None:
-        if not _POLICY.match(self.name or "") or len(self.name) > 256:
+        if not _POLICY.fullmatch(self.name or "") or len(self.name) > 256:
             raise ValueError(f"SAS policy name {self.name!r} is invalid: use letters, digits, "
                              "'.', '-' and '_'")
         if not self.primary_key:

@@ -106,9 +106,6 @@ class EmulatedBroker:
             if pending:
                 self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             self._loop.run_until_complete(self._loop.shutdown_asyncgens())
-            # Join the executor's threads (log flushes, certificate generation) before
-            # closing: stop() leaves no thread behind.
-            self._loop.run_until_complete(self._loop.shutdown_default_executor())
             self._loop.close()
 
         self._thread = threading.Thread(target=run, name="kafka-wire-broker", daemon=True)

@@ -36,7 +36,8 @@ def test_stop_leaves_no_threads_sockets_or_files():
     c.close()
     del p
     broker.stop()
-    assert {t.ident for t in threading.enumerate()} <= threads_before
+    left = [t.name for t in threading.enumerate() if t.ident not in threads_before]
+    assert not left, f"threads outlived the broker: {left}"
     assert _fds() <= fds_before
     assert not data_dir.exists()
     with socket.socket() as s:
