@@ -185,6 +185,9 @@ class Broker:
         self._loop = asyncio.get_running_loop()
         # Its own thread, joined by stop(): the loop's default executor is not.
         self._flusher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafka-wire-flush")
+        # Its thread starts now, not at the first flush a second later: a started broker
+        # has all its threads (a test that counts threads around its own broker relies on it).
+        self._flusher.submit(int).result()
         self._schedule_flush(_FLUSH_CHECK_MS)
         self._serving = True
         return self.address
