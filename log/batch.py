@@ -40,6 +40,10 @@ COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_BIT = 0x08  # 1 = LogAppendTime
 TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
+# Not Kafka's: set by kafka-wire on batches written from AMQP, whose header values
+# are AMQP-encoded (application properties). Clients ignore attribute bits they do
+# not know, and the CRC covers it, so it survives compaction and recovery.
+AMQP_HEADERS_BIT = 0x4000
 
 CREATE_TIME = 0
 LOG_APPEND_TIME = 1

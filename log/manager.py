@@ -72,9 +72,13 @@ class TopicInfo:
     partitions: int
     configs: dict[str, str] = field(default_factory=dict)  # overrides only
     config: LogConfig = field(default_factory=LogConfig)  # effective: defaults + overrides
+    created_ms: int | None = None  # Event Hubs' created_at; None in files written before it was kept
 
     def to_json(self) -> dict:
-        return {"name": self.name, "topic_id": self.topic_id, "partitions": self.partitions, "configs": self.configs}
+        doc = {"name": self.name, "topic_id": self.topic_id, "partitions": self.partitions, "configs": self.configs}
+        if self.created_ms is not None:
+            doc["created_ms"] = self.created_ms
+        return doc
 
 
 def _wall_clock_ms() -> int:
@@ -133,7 +137,7 @@ class LogManager:
             for other in self._topics:
                 if collision_key(other) == collision:
                     raise TopicExists(f"topic {name!r} collides with existing topic {other!r} ('.' and '_' clash)")
-            info = TopicInfo(name, str(uuid.uuid4()), partitions, overrides, config)
+            info = TopicInfo(name, str(uuid.uuid4()), partitions, overrides, config, created_ms=self._clock())
             for p in range(partitions):
                 self._open_partition(info, p)
             self._save(info)
@@ -169,7 +173,7 @@ class LogManager:
                 raise ValueError(
                     f"topic {name!r} has {info.partitions} partitions: the new count must be larger, not {new_total}"
                 )
-            new = TopicInfo(info.name, info.topic_id, new_total, info.configs, info.config)
+            new = TopicInfo(info.name, info.topic_id, new_total, info.configs, info.config, info.created_ms)
             for p in range(info.partitions, new_total):
                 self._open_partition(new, p)
             self._save(new)
@@ -191,7 +195,7 @@ class LogManager:
                 else:
                     merged[key] = str(value)
             config = LogConfig.from_kafka(merged, base=self.default_config)
-            new = TopicInfo(info.name, info.topic_id, info.partitions, merged, config)
+            new = TopicInfo(info.name, info.topic_id, info.partitions, merged, config, info.created_ms)
             self._save(new)
             self._topics[name] = new
             for p in range(info.partitions):
@@ -275,7 +279,10 @@ class LogManager:
                 validate_topic_name(name)
                 configs = {str(k): str(v) for k, v in raw.get("configs", {}).items()}
                 config = LogConfig.from_kafka(configs, base=self.default_config)
-                info = TopicInfo(name, str(raw["topic_id"]), partitions, configs, config)
+                created = raw.get("created_ms")
+                if created is None:  # older metadata: the file's time is the best we know
+                    created = int(path.stat().st_mtime * 1000)
+                info = TopicInfo(name, str(raw["topic_id"]), partitions, configs, config, int(created))
             except (ValueError, KeyError, TypeError) as exc:
                 logger.error("ignoring unreadable topic metadata %s: %s", path, exc)
                 continue

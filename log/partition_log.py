@@ -381,6 +381,57 @@ class PartitionLog:
             return None
         return segments[_index_of(segments, offset)].batch_position(offset)
 
+    def stored_batches(self, offset: int, max_bytes: int) -> list[tuple[int, int, memoryview]]:
+        """What :meth:`read` returns, batch by batch with its Event Hubs byte offset
+        and append time: [(position, append_time_ms, batch bytes)]."""
+        view = self.read(offset, max_bytes)
+        if not len(view):
+            return []
+        first = rb.parse_header(view, 0).base_offset
+        segments = self._segments
+        seg = segments[_index_of(segments, first)]
+        loc = seg.locate(first)
+        bi, base, i = seg.batch_index, seg.base_position, loc.index
+        out, p, end = [], 0, len(view)
+        while p < end:
+            size = rb.parse_header(view, p).size
+            out.append((base + bi.position(i), bi.entry(i)[2], view[p:p + size]))
+            p += size
+            i += 1
+        return out
+
+    def offset_at_position(self, position: int) -> int:
+        """The first Kafka offset of the first batch at or after Event Hubs byte
+        offset ``position`` (the log end offset when there is none)."""
+        for seg in list(self._segments):
+            bi = seg.batch_index
+            if not bi.entries or seg.base_position + bi.position(bi.entries - 1) < position:
+                continue
+            i = max(bi.first_above(position - seg.base_position - 1, 1), 0)
+            if i < bi.entries:
+                return max(seg.base_offset + bi.entry(i)[0], self.log_start_offset)
+        return self.log_end_offset
+
+    def offset_for_append_time(self, ts_ms: int, inclusive: bool = True) -> int:
+        """The first Kafka offset of the first batch appended at or after ``ts_ms``
+        (after, when not ``inclusive``): Event Hubs' enqueued-time position. The
+        log end offset when there is none."""
+        for seg in list(self._segments):
+            bi = seg.batch_index
+            n = bi.entries
+            if not n or (bi.entry(n - 1)[2] < ts_ms if inclusive else bi.entry(n - 1)[2] <= ts_ms):
+                continue
+            lo, hi = 0, n - 1  # append times never decrease within a partition
+            while lo < hi:
+                mid = (lo + hi) // 2
+                t = bi.entry(mid)[2]
+                if t >= ts_ms if inclusive else t > ts_ms:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            return max(seg.base_offset + bi.entry(lo)[0], self.log_start_offset)
+        return self.log_end_offset
+
     # -- transactions -----------------------------------------------------------
 
     @property

@@ -216,8 +216,9 @@ def record_keys(buf):
             yield None if record.key is None else bytes(record.key)
 
 
-def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None) -> bytes:
-    """One record without headers."""
+def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
+                  headers: list[tuple[bytes, bytes | None]] = ()) -> bytes:
+    """One record; ``headers`` are (UTF-8 name, value) pairs."""
     body = bytearray(b"\x00")
     body += encode_varint(timestamp_delta)
     body += encode_varint(offset_delta)
@@ -227,7 +228,15 @@ def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, va
         else:
             body += encode_varint(len(field))
             body += field
-    body += encode_varint(0)  # no headers
+    body += encode_varint(len(headers))
+    for name, field in headers:
+        body += encode_varint(len(name))
+        body += name
+        if field is None:
+            body += encode_varint(-1)
+        else:
+            body += encode_varint(len(field))
+            body += field
     return encode_varint(len(body)) + bytes(body)
 
 
