@@ -75,8 +75,10 @@ def authenticate_plain(model: EventHubsModel, auth_bytes: bytes,
     return authenticate(model, password, now_s)
 
 
-def authenticate(model: EventHubsModel, password: str, now_s: float | None = None) -> Principal:
-    """The principal a connection string authenticates, or AuthError saying why not."""
+def authenticate(model: EventHubsModel, password: str, now_s: float | None = None,
+                 kafka: bool = True) -> Principal:
+    """The principal a connection string authenticates, or AuthError saying why not.
+    ``kafka``: for the Kafka endpoint, which the Basic tier lacks."""
     now_s = time.time() if now_s is None else now_s
     try:
         cs = connection_string.parse(password)
@@ -88,12 +90,27 @@ def authenticate(model: EventHubsModel, password: str, now_s: float | None = Non
         raise AuthError(f"the connection string's Endpoint host {cs.host!r} names a namespace "
                         f"this server does not serve (it serves: {served})")
     ns = model.namespaces[name]
-    if ns.strict and not ns.limits.kafka:
+    if kafka and ns.strict and not ns.limits.kafka:
         raise AuthError(f"namespace {ns.name!r} is on the Basic tier, which has no Kafka "
                         "endpoint: use Standard or above")
     if cs.signature:
         return _with_token(model, ns, cs, now_s)
     return _with_key(ns, cs)
+
+
+def authenticate_sas_token(model: EventHubsModel, namespace: str, token: str,
+                           now_s: float) -> Principal:
+    """A bare SAS token (AMQP's put-token on ``$cbs``) for a connection bound to
+    ``namespace``: its resource must be in that namespace."""
+    cs = connection_string.ConnectionString(endpoint="", host="", port=None, signature=token)
+    return _with_token(model, model.namespaces[namespace], cs, now_s)
+
+
+def authenticate_key(model: EventHubsModel, namespace: str, key_name: str, key: str) -> Principal:
+    """A SAS policy name and key (AMQP's SASL PLAIN, as Service Bus clients send them)."""
+    cs = connection_string.ConnectionString(endpoint="", host="", port=None, key_name=key_name,
+                                            key=key)
+    return _with_key(model.namespaces[namespace], cs)
 
 
 def _same(a: str | None, b: str | None) -> bool:

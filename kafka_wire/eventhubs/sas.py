@@ -117,8 +117,8 @@ def expired(token: SasToken, now_s: float, skew_s: int = SKEW_S) -> bool:
 
 def scope_of(resource: str) -> Scope:
     """Split a decoded resource URI into host, hub and publisher; SasError if it names
-    something narrower than a hub's publisher or other than a hub (partitions,
-    consumer groups), which the Kafka endpoint has no use for."""
+    something other than a namespace, a hub, a hub's publisher, or a consumer group
+    or partition of a hub (which count as the hub)."""
     text = resource.strip()
     url = urlsplit(text if "://" in text else f"sb://{text}")
     if not url.hostname:
@@ -130,5 +130,9 @@ def scope_of(resource: str) -> Scope:
         return Scope(url.hostname.lower(), segments[0])
     if len(segments) == 3 and segments[1].lower() == "publishers":
         return Scope(url.hostname.lower(), segments[0], segments[2])
+    if segments[1].lower() in ("consumergroups", "partitions"):
+        # The AMQP SDKs sign for the entity a link addresses (a consumer group or a
+        # partition); the token then covers that hub.
+        return Scope(url.hostname.lower(), segments[0])
     raise SasError(f"the SAS token's resource {resource!r} is not a namespace, an event hub or "
                    "a publisher: use https://<namespace>/<hub>[/publishers/<name>]")

@@ -79,9 +79,22 @@ def test_scope_of_resource(uri, hub, publisher):
     assert (scope.host, scope.hub, scope.publisher) == ("ns.servicebus.windows.net", hub, publisher)
 
 
-def test_scope_narrower_than_a_hub_is_refused():
+@pytest.mark.parametrize("uri", [
+    "https://ns.servicebus.windows.net/orders/partitions/0",
+    "sb://ns.servicebus.windows.net/orders/consumergroups/$Default",
+    "sb://ns.servicebus.windows.net/orders/ConsumerGroups/g1/Partitions/3",
+])
+def test_scope_of_a_partition_or_consumer_group_is_its_hub(uri):
+    # The AMQP SDKs sign for the entity a link addresses.
+    scope = sas.scope_of(uri)
+    assert (scope.hub, scope.publisher) == ("orders", None)
+
+
+@pytest.mark.parametrize("uri", ["https://ns.servicebus.windows.net/orders/other/0",
+                                 "https://ns.servicebus.windows.net/orders/publishers/a/b"])
+def test_scope_of_other_resources_is_refused(uri):
     with pytest.raises(sas.SasError, match="not a namespace"):
-        sas.scope_of("https://ns.servicebus.windows.net/orders/partitions/0")
+        sas.scope_of(uri)
 
 
 @pytest.mark.parametrize("bad", ["SharedAccessSignature sr=a&sig=b&se=1", "sr=a&sig=b&se=x&skn=p"])
