@@ -1,0 +1,62 @@
+"""Event Hubs' AMQP node addresses.
+
+The SDKs write them as URLs (``amqps://ns.servicebus.windows.net/hub/...``)
+or as bare paths (``hub/Partitions/0``); the host part, when present, names
+the namespace the same way the connection's hostname does. Path segments are
+case-insensitive, hub and group names keep their case.
+"""
+from __future__ import annotations
+
+from typing import NamedTuple
+from urllib.parse import unquote, urlsplit
+
+__all__ = ["Address", "parse", "CBS", "MANAGEMENT"]
+
+CBS = "$cbs"
+MANAGEMENT = "$management"
+
+
+class Address(NamedTuple):
+    host: str | None
+    node: str                      # "$cbs", "$management", or the event hub's name
+    partition: int | None = None   # .../Partitions/{id}
+    consumer_group: str | None = None
+    publisher: str | None = None   # .../Publishers/{name}
+
+
+class AddressError(ValueError):
+    """Not an Event Hubs address; the text is for the client."""
+
+
+def parse(address: str | None) -> Address:
+    if not address:
+        raise AddressError("the link has no address")
+    host = None
+    path = address
+    if "://" in address:
+        parts = urlsplit(address)
+        host, path = parts.hostname, parts.path
+    segments = [unquote(s) for s in path.strip("/").split("/") if s]
+    if not segments:
+        raise AddressError(f"address {address!r} names no entity")
+    node, rest = segments[0], [s for s in segments[1:]]
+    lowered = [s.lower() for s in rest]
+    if node.lower() in (CBS, MANAGEMENT):
+        return Address(host, node.lower())
+    if not rest:
+        return Address(host, node)
+    if lowered[:1] == ["partitions"] and len(rest) == 2:
+        return Address(host, node, partition=_partition(rest[1], address))
+    if lowered[:1] == ["publishers"] and len(rest) == 2:
+        return Address(host, node, publisher=rest[1])
+    if lowered[:1] == ["consumergroups"] and len(rest) == 4 and lowered[2] == "partitions":
+        return Address(host, node, partition=_partition(rest[3], address), consumer_group=rest[1])
+    raise AddressError(f"address {address!r} is not an Event Hubs entity: use HUB, "
+                       "HUB/Partitions/ID, HUB/Publishers/NAME or "
+                       "HUB/ConsumerGroups/GROUP/Partitions/ID")
+
+
+def _partition(text: str, address: str) -> int:
+    if not text.isdigit():
+        raise AddressError(f"partition id {text!r} in {address!r} is not a number")
+    return int(text)

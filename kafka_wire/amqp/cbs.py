@@ -1,0 +1,62 @@
+"""The ``$cbs`` node: claims-based security, as Event Hubs does it.
+
+A client puts a token (``put-token``: ``type`` ``servicebus.windows.net:sastoken``
+with a SAS token as the body, or ``jwt`` where the namespace has OAuth; ``name``
+the audience it is for) before attaching links; the connection keeps the
+principal each token authenticates, by audience, until it expires or a newer
+token for that audience replaces it. The same SAS policies, rights, hub scope,
+publisher policies and expiry apply as on the Kafka endpoint.
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from proton import Message
+
+from kafka_wire.amqp.connection import verify_jwt
+from kafka_wire.eventhubs.auth import AuthError, authenticate_sas_token
+from kafka_wire.log_lines import RepeatedWarnings, client_address
+
+if TYPE_CHECKING:
+    from kafka_wire.amqp.connection import AmqpConnection
+
+log = logging.getLogger(__name__)
+_repeats = RepeatedWarnings(log)
+
+SAS_TOKEN = "servicebus.windows.net:sastoken"
+JWT = "jwt"
+
+
+def reply(status: int, description: str) -> Message:
+    return Message(properties={"status-code": status, "status-description": description})
+
+
+def answer(conn: AmqpConnection, request: Message) -> Message:
+    props = request.properties or {}
+    operation = props.get("operation")
+    if operation != "put-token":
+        return reply(400, f"operation {operation!r} is not supported on $cbs: use put-token")
+    kind, audience, token = props.get("type"), props.get("name"), request.body
+    if not isinstance(token, str) or not audience:
+        return reply(400, "put-token needs a token (string body) and its audience (name)")
+    model = conn.services.eventhubs
+    now_s = conn.services.clock.now_ms() / 1000
+    try:
+        if kind == SAS_TOKEN:
+            principal = authenticate_sas_token(model, conn.namespace.name, token, now_s)
+        elif kind == JWT and conn.namespace.model is not None and conn.namespace.model.oauth:
+            principal = verify_jwt(model, token, now_s)
+            if principal.namespace != conn.namespace.name:
+                raise AuthError(f"the token is for namespace {principal.namespace!r}, not "
+                                f"{conn.namespace.name!r}")
+        else:
+            return reply(400, f"token type {kind!r} is not accepted here: use {SAS_TOKEN}"
+                              + (" or jwt" if conn.namespace.model and conn.namespace.model.oauth else ""))
+    except AuthError as exc:
+        _repeats.warn("amqp-put-token", client_address(conn.peer),
+                      f"AMQP put-token from {conn.peer} for {audience} refused: {exc}")
+        return reply(401, str(exc))
+    conn.tokens[str(audience)] = principal
+    log.info("AMQP connection from %s: token for %s accepted as %s", conn.peer, audience, principal)
+    return reply(202, "Accepted")

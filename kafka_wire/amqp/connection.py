@@ -1,0 +1,436 @@
+"""One AMQP connection: bytes in and out of proton's engine, on the broker's loop.
+
+Proton's ``Transport``/``Connection``/``Collector`` do the framing,
+performatives, sessions, links, flow control and encoding without I/O of
+their own: bytes received are pushed into the transport, the collector's
+events are handled here (links are handed to the node they address), and
+what the transport has to send is written to the socket. Proton's idle
+timeout runs from ``tick``, scheduled on the loop.
+
+The SASL exchange comes first (:mod:`.sasl`). The ``open`` frame's hostname
+(else SASL's) selects the namespace, as the Kafka endpoint's connection
+string does. Links are authorized by tokens put on ``$cbs`` (:mod:`.cbs`), or
+by SASL PLAIN credentials, or by nothing where the namespace does not require
+authentication.
+"""
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from typing import TYPE_CHECKING
+
+from proton import Collector, Condition, Connection, Event, Transport, symbol
+
+from kafka_wire.amqp import addresses
+from kafka_wire.amqp.frames import FramePadder, InputFrames
+from kafka_wire.amqp.sasl import SaslError, SaslServer
+from kafka_wire.eventhubs import oauth
+from kafka_wire.eventhubs.auth import (AuthError, USERNAME, authenticate, authenticate_key,
+                                       split_plain)
+from kafka_wire.log_lines import RepeatedWarnings, client_address
+
+if TYPE_CHECKING:
+    from kafka_wire.amqp.server import AmqpServer
+    from kafka_wire.context import NamespaceRuntime
+    from kafka_wire.eventhubs.auth import Principal
+
+log = logging.getLogger(__name__)
+_repeats = RepeatedWarnings(log)
+_ids = itertools.count(1)
+
+MAX_FRAME = 65536
+IDLE_TIMEOUT_S = 120.0
+
+UNAUTHORIZED = "amqp:unauthorized-access"
+NOT_FOUND = "amqp:not-found"
+NOT_ALLOWED = "amqp:not-allowed"
+INTERNAL = "amqp:internal-error"
+INVALID_FIELD = "amqp:invalid-field"
+
+
+class LinkHandler:
+    """What a node does with a link attached to it (the default: nothing).
+    Subclasses set ``conn`` and ``link``."""
+    conn: AmqpConnection
+    link: object
+
+    def detach(self, condition: str, description: str) -> None:
+        """End the link with an error, as the service does (a stolen partition,
+        an expired token)."""
+        link = self.link
+        self.conn.end_link(link)
+        link.condition = Condition(condition, description)
+        link.close()
+        self.conn.pump()
+
+    def on_flow(self) -> None:
+        pass
+
+    def on_delivery(self, delivery) -> None:
+        pass
+
+    def on_close(self) -> None:
+        pass
+
+
+class AmqpConnection(asyncio.Protocol):
+    def __init__(self, server: AmqpServer) -> None:
+        self.server = server
+        self.services = server.services
+        self.id = next(_ids)
+        self.peer = "?"
+        self.transport: asyncio.Transport | None = None
+        self.sasl = SaslServer(self._sasl_login)
+        self.engine: Transport | None = None
+        self.connection: Connection | None = None
+        self.collector: Collector | None = None
+        self.namespace: NamespaceRuntime | None = None
+        self.sasl_principal: Principal | None = None
+        self.tokens: dict[str, Principal] = {}   # audience -> principal, from $cbs
+        self.container: str | None = None
+        self._tick: asyncio.TimerHandle | None = None
+        self._closed = False
+        self._write_paused = False
+        self._in_pump = False
+        self.handlers: set[LinkHandler] = set()
+        self.scanner = None
+
+    # -- asyncio ------------------------------------------------------------------------
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        peer = transport.get_extra_info("peername")
+        self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.server.connections.add(self)
+
+    def data_received(self, data: bytes) -> None:
+        if self._closed:
+            return
+        if self.engine is None:
+            try:
+                reply = self.sasl.feed(data)
+            except SaslError as exc:
+                _repeats.warn("amqp-handshake", client_address(self.peer),
+                              f"closing AMQP connection from {self.peer}: {exc}")
+                self._write(exc.reply)
+                self.abort()
+                return
+            self._write(reply)
+            if not self.sasl.done:
+                return
+            self._start_engine()
+            data = self.sasl.leftover
+            if not data:
+                return
+        self._push(self.scanner.feed(data))
+
+    def eof_received(self) -> bool:
+        if self.engine is not None:
+            self.engine.close_tail()
+            self.pump()
+        return False
+
+    def connection_lost(self, exc) -> None:
+        self._closed = True
+        self.server.connections.discard(self)
+        if self._tick is not None:
+            self._tick.cancel()
+        for handler in list(self.handlers):
+            try:
+                handler.on_close()
+            except Exception:
+                log.exception("closing a link of %s", self.peer)
+        self.handlers.clear()
+        if self.engine is not None:
+            self.engine.unbind()
+        self.engine = self.connection = self.collector = None
+
+    def pause_writing(self) -> None:
+        self._write_paused = True
+
+    def resume_writing(self) -> None:
+        self._write_paused = False
+        for handler in list(self.handlers):
+            handler.on_flow()
+        self.pump()
+
+    @property
+    def writable(self) -> bool:
+        return not self._write_paused and not self._closed
+
+    # -- the engine ---------------------------------------------------------------------
+    def _start_engine(self) -> None:
+        engine = Transport(Transport.SERVER)
+        engine.max_frame_size = MAX_FRAME
+        engine.idle_timeout = IDLE_TIMEOUT_S
+        conn = Connection()
+        collector = Collector()
+        conn.collect(collector)
+        engine.bind(conn)
+        self.engine, self.connection, self.collector = engine, conn, collector
+        self.padder = FramePadder()
+        self.scanner = InputFrames()
+
+    def _push(self, data: bytes) -> None:
+        view = memoryview(data)
+        while len(view) and self.engine is not None:
+            room = self.engine.capacity()
+            if room < 0:  # the transport's input is closed: drop what follows
+                break
+            n = min(room, len(view)) if room else len(view)
+            self.engine.push(bytes(view[:n]))
+            view = view[n:]
+            self.pump()
+
+    def pump(self) -> None:
+        """Handle the engine's events, then send what it has to send."""
+        if self.engine is None or self._in_pump:
+            return
+        self._in_pump = True
+        try:
+            collector = self.collector
+            while True:
+                event = collector.peek()
+                if event is None:
+                    break
+                try:
+                    self._dispatch(event)
+                except Exception:
+                    log.exception("AMQP connection %s: error handling %s", self.peer, event.type)
+                    self._fail(INTERNAL, "the broker failed to handle a frame; see its log")
+                collector.pop()
+            self._flush()
+        finally:
+            self._in_pump = False
+
+    def _flush(self) -> None:
+        engine = self.engine
+        if engine is None:
+            return
+        while True:
+            pending = engine.pending()
+            if pending < 0:  # everything sent and the connection closed
+                if self.transport is not None and not self._closed:
+                    self.transport.close()
+                    self._closed = True
+                return
+            if pending == 0:
+                break
+            chunk = engine.peek(pending)
+            engine.pop(pending)
+            self._write(self.padder.feed(chunk))
+        self._schedule_tick()
+
+    def _schedule_tick(self) -> None:
+        if self.engine is None or self._closed:
+            return
+        loop = asyncio.get_running_loop()
+        deadline = self.engine.tick(loop.time())
+        if self._tick is not None:
+            self._tick.cancel()
+            self._tick = None
+        if deadline:
+            self._tick = loop.call_at(deadline, self._on_tick)
+
+    def _on_tick(self) -> None:
+        self._tick = None
+        self.pump()
+
+    def _write(self, data) -> None:
+        if data and self.transport is not None and not self.transport.is_closing():
+            self.transport.write(bytes(data))
+
+    def abort(self) -> None:
+        self._closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+    def _fail(self, condition: str, description: str) -> None:
+        if self.connection is not None:
+            self.connection.condition = Condition(condition, description)
+            self.connection.close()
+
+    def close(self) -> None:
+        """The broker is stopping: close the connection."""
+        if self.connection is not None and not self._closed:
+            self._fail("amqp:connection:forced", "the broker is shutting down")
+            self.pump()
+        self.abort()
+
+    # -- events -------------------------------------------------------------------------
+    def _dispatch(self, event) -> None:
+        kind = event.type
+        if kind == Event.CONNECTION_REMOTE_OPEN:
+            self._on_open(event.connection)
+        elif kind == Event.SESSION_REMOTE_OPEN:
+            session = event.session
+            session.open()
+        elif kind == Event.LINK_REMOTE_OPEN:
+            self._on_attach(event.link)
+        elif kind == Event.LINK_FLOW:
+            handler = getattr(event.link, "kw_node", None)
+            if handler is not None:
+                handler.on_flow()
+        elif kind == Event.DELIVERY:
+            handler = getattr(event.delivery.link, "kw_node", None)
+            if handler is not None:
+                handler.on_delivery(event.delivery)
+        elif kind in (Event.LINK_REMOTE_CLOSE, Event.LINK_REMOTE_DETACH):
+            link = event.link
+            self.end_link(link)
+            if link.state & link.LOCAL_ACTIVE:
+                link.close()
+        elif kind == Event.SESSION_REMOTE_CLOSE:
+            session = event.session
+            if session.state & session.LOCAL_ACTIVE:
+                session.close()
+        elif kind == Event.CONNECTION_REMOTE_CLOSE:
+            conn = event.connection
+            if conn.state & conn.LOCAL_ACTIVE:
+                conn.close()
+        elif kind == Event.TRANSPORT_ERROR:
+            condition = event.transport.condition
+            _repeats.warn("amqp-transport", client_address(self.peer),
+                          f"AMQP connection from {self.peer}: "
+                          f"{condition.name if condition else 'error'}: "
+                          f"{condition.description if condition else ''}")
+        elif kind == Event.TRANSPORT_CLOSED:
+            self._flush()
+
+    def _on_open(self, conn: Connection) -> None:
+        model = self.services.eventhubs
+        host = conn.remote_hostname or self.sasl.hostname
+        self.container = conn.remote_container
+        name = model.namespace_for_host(host.split(":")[0]) if host else model.default_namespace
+        runtime = self.services.namespaces.get(name) if name else None
+        conn.container = "kafka-wire"
+        conn.hostname = host or ""
+        # The SDKs' pyamqp reads every field of the open frame, properties (the
+        # last) included; proton omits trailing empty fields unless this is set.
+        conn.properties = {symbol("product"): "kafka-wire", symbol("platform"): "python"}
+        conn.open()
+        if runtime is None:
+            served = ", ".join(sorted(self.services.namespaces))
+            self._fail(NOT_FOUND, f"host {host!r} names no namespace this server serves "
+                                  f"(it serves: {served})")
+            return
+        if self.sasl_principal is not None and self.sasl_principal.namespace != runtime.name:
+            self._fail(UNAUTHORIZED, f"the SASL credentials are for namespace "
+                                     f"{self.sasl_principal.namespace!r}, not {runtime.name!r}")
+            return
+        self.namespace = runtime
+        log.debug("AMQP connection %s from %s opened on namespace %s", self.id, self.peer, runtime.name)
+
+    def _on_attach(self, link) -> None:
+        from kafka_wire.amqp import nodes  # the nodes import this module
+
+        if self.namespace is None:
+            refuse(link, NOT_ALLOWED, "the connection has no namespace")
+            return
+        terminus = link.remote_target if link.is_receiver else link.remote_source
+        try:
+            address = addresses.parse(terminus.address)
+        except addresses.AddressError as exc:
+            refuse(link, NOT_FOUND, str(exc))
+            return
+        handler = nodes.attach(self, link, address)
+        if handler is not None:
+            link.kw_node = handler
+            self.handlers.add(handler)
+
+    def desired_capabilities(self, link_name: str) -> set[str]:
+        """The capabilities the peer's attach of ``link_name`` desired (proton's
+        Python binding does not expose them; :class:`InputFrames` reads them)."""
+        return self.scanner.capabilities.get(link_name, set()) if self.scanner else set()
+
+    def end_link(self, link) -> None:
+        handler = getattr(link, "kw_node", None)
+        if handler is not None:
+            link.kw_node = None
+            self.handlers.discard(handler)
+            handler.on_close()
+
+    # -- authentication -----------------------------------------------------------------
+    def _sasl_login(self, mechanism: str, response: bytes, hostname: str | None) -> str | None:
+        """SASL's answer: ANONYMOUS and MSSBCBS defer to ``$cbs``; PLAIN carries a
+        policy name and key, or ``$ConnectionString`` and a connection string."""
+        if mechanism != "PLAIN":
+            return None
+        model = self.services.eventhubs
+        try:
+            _authzid, username, password = split_plain(response)
+            if username.lower() == USERNAME.lower():
+                principal = authenticate(model, password, self.services.clock.now_ms() / 1000,
+                                         kafka=False)
+            else:
+                host = (hostname or "").split(":")[0]
+                name = model.namespace_for_host(host) if host else model.default_namespace
+                if name is None:
+                    raise AuthError(f"SASL hostname {hostname!r} names no namespace served here")
+                principal = authenticate_key(model, name, username, password)
+        except AuthError as exc:
+            _repeats.warn("amqp-auth", client_address(self.peer),
+                          f"AMQP PLAIN authentication of {self.peer} failed: {exc}")
+            return str(exc)
+        self.sasl_principal = principal
+        return None
+
+    def watch_token(self, handler: LinkHandler, link, hub: str, right: str) -> None:
+        """End ``handler``'s link when the token that authorized it expires and no
+        other token held by the connection still grants ``right`` on ``hub``."""
+        principal, _ = self.principal_for(hub, right)
+        if principal is None or principal.expires_s is None:
+            return
+        clock = self.services.clock
+        delay = int(principal.expires_s * 1000 - clock.now_ms()) + 1
+
+        def check() -> None:
+            if handler not in self.handlers:
+                return
+            _, why = self.principal_for(hub, right)
+            if why is not None:
+                handler.detach(UNAUTHORIZED, f"the token that authorized this link expired: {why}")
+            else:
+                self.watch_token(handler, link, hub, right)
+
+        clock.call_later(max(delay, 0), check)
+
+    def principal_for(self, hub: str, right: str) -> tuple[Principal | None, str | None]:
+        """(principal, None) when this connection may exercise ``right`` on ``hub``,
+        else (None, why not)."""
+        runtime = self.namespace
+        policy = runtime.policy
+        now_s = self.services.clock.now_ms() / 1000
+        candidates = [self.sasl_principal] if self.sasl_principal is not None else []
+        candidates += [p for p in self.tokens.values()
+                       if p.expires_s is None or p.expires_s > now_s]
+        for principal in candidates:
+            if policy.allows(principal, right, hub):
+                return principal, None
+        if not candidates:
+            model = runtime.model
+            if model is None or not model.requires_auth:
+                return None, None  # an open namespace: no token needed
+            return None, (f"no valid token for {hub!r}: put a SAS token (or, where the namespace "
+                          f"has OAuth, a JWT) on $cbs first")
+        held = "; ".join(str(p) for p in candidates)
+        return None, f"{right} on event hub {hub!r} is not granted by the tokens of this connection ({held})"
+
+
+def refuse(link, condition: str, description: str) -> None:
+    """Complete the attach, then detach with ``condition``, as the service does."""
+    if link.is_receiver:
+        link.target.copy(link.remote_target)
+    else:
+        link.source.copy(link.remote_source)
+    link.open()
+    link.condition = Condition(condition, description)
+    link.close()
+
+
+def verify_jwt(model, token: str, now_s: float):
+    """A JWT put on ``$cbs`` in a namespace with OAuth."""
+    try:
+        return oauth.authenticate_token(model, token, now_s)
+    except oauth.TokenError as exc:
+        raise AuthError(str(exc)) from None

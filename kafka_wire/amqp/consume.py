@@ -1,0 +1,299 @@
+"""Links that receive events: ``HUB/ConsumerGroups/GROUP/Partitions/ID``.
+
+Where to start comes from the source's selector filter, as the SDKs write it:
+``amqp.annotation.x-opt-offset``, ``-sequence-number`` or ``-enqueued-time``
+with ``>`` or ``>=`` and a quoted value (``-1``: the start of the partition,
+``@latest``: its end). Events go out as the client grants credit; with none
+left, or with the partition read to its end, the link waits (for credit, or
+for the next append). An owner level (``com.microsoft:epoch``) takes the
+partition from receivers with a lower one, which are detached with
+``amqp:link:stolen``; without owner levels a partition takes at most five
+receivers per consumer group, as the service allows. Reads are charged to
+the namespace's egress quota, shared with Kafka fetches.
+"""
+from __future__ import annotations
+
+import logging
+import re
+from typing import TYPE_CHECKING
+
+from kafka.record.default_records import DefaultRecordBatch
+from proton import Link, symbol
+
+from kafka_wire.amqp.connection import NOT_FOUND, UNAUTHORIZED, LinkHandler, refuse
+from kafka_wire.amqp.messages import encode_event, runtime_metric_annotations
+from kafka_wire.amqp.nodes import open_link
+from kafka_wire.context import LISTEN
+from kafka_wire.eventhubs.model import DEFAULT_CONSUMER_GROUP
+from kafka_wire.log import batch as rb
+from kafka_wire.log import errors as log_errors
+
+if TYPE_CHECKING:
+    from kafka_wire.amqp.addresses import Address
+    from kafka_wire.amqp.connection import AmqpConnection
+
+log = logging.getLogger(__name__)
+
+SELECTOR_FILTER = "apache.org:selector-filter:string"
+EPOCH = "com.microsoft:epoch"
+RUNTIME_METRIC = "com.microsoft:enable-receiver-runtime-metric"
+LINK_STOLEN = "amqp:link:stolen"
+RESOURCE_LIMIT = "amqp:resource-limit-exceeded"
+READERS_PER_PARTITION = 5
+READ_BYTES = 1024 * 1024
+_SELECTOR = re.compile(r"^\s*amqp\.annotation\.x-opt-(offset|sequence-number|enqueued-time)\s*"
+                       r"(>=|>)\s*'([^']*)'\s*$", re.IGNORECASE)
+
+
+class FilterError(ValueError):
+    """A selector the service would not take; the text is for the client."""
+
+
+def attach(conn: AmqpConnection, link, address: Address) -> LinkHandler | None:
+    runtime = conn.namespace
+    view = runtime.topics.get(address.node)
+    if view is None:
+        refuse(link, NOT_FOUND, f"event hub {address.node!r} does not exist in namespace "
+                                f"{runtime.name!r}")
+        return None
+    if address.partition >= view.partitions:
+        refuse(link, NOT_FOUND, f"event hub {view.name!r} has no partition {address.partition} "
+                                f"(it has {view.partitions})")
+        return None
+    group = _consumer_group(runtime, view.name, address.consumer_group)
+    if group is None:
+        refuse(link, NOT_FOUND, f"consumer group {address.consumer_group!r} does not exist on "
+                                f"event hub {view.name!r}")
+        return None
+    principal, why = conn.principal_for(view.name, LISTEN)
+    if why is not None:
+        refuse(link, UNAUTHORIZED, why)
+        return None
+    plog = runtime.topics.log(view.name, address.partition)
+    try:
+        start = start_offset(plog, _selector(link))
+    except FilterError as exc:
+        refuse(link, "amqp:invalid-field", str(exc))
+        return None
+    props = link.remote_properties or {}
+    epoch = props.get(symbol(EPOCH), props.get(EPOCH))
+    key = (runtime.name, view.name.lower(), group.lower(), address.partition)
+    readers = conn.server.readers.setdefault(key, set())
+    problem = _admit(readers, None if epoch is None else int(epoch), key)
+    if problem is not None:
+        refuse(link, *problem)
+        return None
+    handler = ConsumeLink(conn, link, view.name, address.partition, start,
+                          None if epoch is None else int(epoch), key)
+    readers.add(handler)
+    return handler
+
+
+def _consumer_group(runtime, hub: str, wanted: str) -> str | None:
+    configured = runtime.model.hub(hub) if runtime.model is not None else None
+    groups = configured.all_consumer_groups() if configured is not None else [DEFAULT_CONSUMER_GROUP]
+    for g in groups:
+        if g.lower() == wanted.lower():
+            return g
+    return None
+
+
+def _admit(readers: set, epoch: int | None, key) -> tuple[str, str] | None:
+    """Owner levels: a higher one steals, a lower one (or none, against one) is
+    refused; without them at most five readers."""
+    where = f"partition {key[3]} of {key[1]} in consumer group {key[2]}"
+    levels = [r.epoch for r in readers if r.epoch is not None]
+    if epoch is None:
+        if levels:
+            return (LINK_STOLEN, f"a receiver with owner level {max(levels)} holds {where}; "
+                                 "a receiver without an owner level cannot join it")
+        if len(readers) >= READERS_PER_PARTITION:
+            return (RESOURCE_LIMIT, f"at most {READERS_PER_PARTITION} receivers may read {where} "
+                                    "(Event Hubs' limit per partition and consumer group)")
+        return None
+    if levels and max(levels) > epoch:
+        return (LINK_STOLEN, f"a receiver with the higher owner level {max(levels)} holds {where}; "
+                             f"owner level {epoch} cannot take it")
+    for other in list(readers):
+        if other.epoch is None or other.epoch < epoch:
+            other.detach(LINK_STOLEN, f"a receiver with owner level {epoch} took {where}"
+                         + (f" from owner level {other.epoch}" if other.epoch is not None else ""))
+    return None
+
+
+def _selector(link) -> str | None:
+    data = link.remote_source.filter
+    data.rewind()
+    source_filter = data.get_object() if data.next() is not None else None
+    if not isinstance(source_filter, dict):
+        return None
+    for name, value in source_filter.items():
+        if str(name) == SELECTOR_FILTER or getattr(value, "descriptor", None) == symbol(SELECTOR_FILTER):
+            return str(getattr(value, "value", value))
+    return None
+
+
+def start_offset(plog, selector: str | None) -> int:
+    """The Kafka offset a selector starts at (no selector: the partition's end,
+    as the service starts a receiver without one)."""
+    if selector is None:
+        return plog.log_end_offset
+    m = _SELECTOR.match(selector)
+    if m is None:
+        raise FilterError(f"selector {selector!r} is not one Event Hubs takes: "
+                          "amqp.annotation.x-opt-offset|sequence-number|enqueued-time > or >= 'VALUE'")
+    what, op, value = m.group(1).lower(), m.group(2), m.group(3)
+    inclusive = op == ">="
+    start, end = plog.log_start_offset, plog.log_end_offset
+    if what == "offset":
+        if value == "-1":
+            return start
+        if value == "@latest":
+            return end
+        if not value.lstrip("-").isdigit():
+            raise FilterError(f"offset {value!r} is not a number, -1 or @latest")
+        position = int(value)
+        found = plog.offset_at_position(position if inclusive else position + 1)
+        return min(max(found, start), end)
+    if not value.lstrip("-").isdigit():
+        raise FilterError(f"{what} {value!r} is not a number")
+    number = int(value)
+    if what == "sequence-number":
+        return min(max(number if inclusive else number + 1, start), end)
+    return min(max(plog.offset_for_append_time(number, inclusive), start), end)
+
+
+class ConsumeLink(LinkHandler):
+    def __init__(self, conn: AmqpConnection, link, hub: str, partition: int, start: int,
+                 epoch: int | None, key) -> None:
+        self.conn, self.link, self.hub, self.partition = conn, link, hub, partition
+        self.next_offset = start
+        self.epoch = epoch
+        self.key = key
+        self.closed = False
+        self._waiting = None
+        self._tags = 0
+        self._backlog: list[bytes] = []   # encoded events read but not yet sent (credit ran out)
+        self.runtime_metric = RUNTIME_METRIC in conn.desired_capabilities(link.name)
+        open_link(link)
+        if self.epoch is not None:
+            link.properties = {symbol(EPOCH): self.epoch}
+        conn.watch_token(self, link, hub, LISTEN)
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def on_close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        self._stop_waiting()
+        readers = self.conn.server.readers.get(self.key)
+        if readers is not None:
+            readers.discard(self)
+            if not readers:
+                self.conn.server.readers.pop(self.key, None)
+
+    def _stop_waiting(self) -> None:
+        if self._waiting is not None:
+            fut, self._waiting = self._waiting, None
+            topics = self.conn.namespace.topics if self.conn.namespace else None
+            if topics is not None:
+                topics.forget_waiter(fut, [(self.hub, self.partition)])
+            fut.cancel()
+
+    # -- sending ------------------------------------------------------------------------
+    def on_flow(self) -> None:
+        if self.closed:
+            return
+        link = self.link
+        conn = self.conn
+        while link.credit > 0 and conn.writable and not self.closed:
+            if not self._backlog and not self._read():
+                break
+            while self._backlog and link.credit > 0:
+                self._tags += 1
+                delivery = link.delivery(str(self._tags).encode())
+                link.send(self._backlog.pop())
+                link.advance()
+                if link.snd_settle_mode == Link.SND_SETTLED:
+                    delivery.settle()
+
+    def on_delivery(self, delivery) -> None:
+        if delivery.updated:  # the client accepted (or released) an event: done with it
+            delivery.settle()
+
+    def _read(self) -> bool:
+        """Read the next events into the backlog; False (and wait) at the end."""
+        runtime = self.conn.namespace
+        plog = runtime.topics.log(self.hub, self.partition)
+        if plog is None:
+            self.detach(NOT_FOUND, f"event hub {self.hub!r} was deleted")
+            return False
+        delay = runtime.policy.egress_delay()
+        if delay > 0:
+            self.conn.services.clock.call_later(delay, self._wake)
+            return False
+        try:
+            if self.next_offset < plog.log_start_offset:  # retention went past us: skip ahead
+                self.next_offset = plog.log_start_offset
+            batches = plog.stored_batches(self.next_offset, READ_BYTES)
+        except log_errors.OffsetOutOfRange:
+            self.next_offset = plog.log_start_offset
+            return True
+        upper = plog.last_stable_offset
+        metric = self._metric(plog)
+        events = []
+        nbytes = 0
+        for position, append_ms, data in batches:
+            header = rb.parse_header(data, 0)
+            if header.base_offset >= upper:
+                break
+            nbytes += header.size
+            if header.attributes & (rb.CONTROL_BIT | rb.TRANSACTIONAL_BIT):
+                if header.attributes & rb.CONTROL_BIT or self._aborted(plog, header):
+                    self.next_offset = header.last_offset + 1
+                    continue
+            amqp_headers = bool(header.attributes & rb.AMQP_HEADERS_BIT)
+            for record in DefaultRecordBatch(bytes(data)):
+                if record.offset < self.next_offset:
+                    continue
+                events.append(encode_event(record.offset, position, append_ms, record.key,
+                                           record.value, record.headers, amqp_headers, metric))
+            self.next_offset = header.last_offset + 1
+        if not events:
+            if self.next_offset >= min(plog.log_end_offset, upper) or not batches:
+                self._wait(plog)
+                return False
+            return True
+        events.reverse()  # popped from the end
+        self._backlog = events
+        runtime.policy.egress(nbytes, len(events))
+        self.conn.server.count_out(nbytes, len(events))
+        return True
+
+    def _aborted(self, plog, header) -> bool:
+        return any(pid == header.producer_id for pid, _ in
+                   plog.aborted_transactions(header.base_offset, header.last_offset + 1))
+
+    def _metric(self, plog) -> bytes:
+        """Delivery annotations with the partition's last enqueued event, for
+        receivers that asked for the runtime metric."""
+        if not self.runtime_metric:
+            return b""
+        last = plog.log_end_offset - 1
+        where = plog.batch_position(last) if last >= plog.log_start_offset else None
+        return runtime_metric_annotations(last, where[0] if where else -1, where[1] if where else 0,
+                                          self.conn.services.clock.now_ms())
+
+    def _wait(self, plog) -> None:
+        if self._waiting is not None:
+            return
+        topics = self.conn.namespace.topics
+        self._waiting = topics.wait_for_data([(self.hub, self.partition)])
+        self._waiting.add_done_callback(lambda fut: self._wake() if not fut.cancelled() else None)
+
+    def _wake(self) -> None:
+        self._waiting = None
+        if self.closed or self.conn.engine is None:
+            return
+        self.on_flow()
+        self.conn.pump()

@@ -1,0 +1,88 @@
+"""The ``$management`` node: ``READ`` of an event hub's and a partition's
+runtime information, which ``get_eventhub_properties``,
+``get_partition_ids`` and ``get_partition_properties`` ask for.
+
+The request names the hub (``name``), and for a partition its id
+(``partition``); it carries a token (``security_token``), checked like a
+put-token (else the connection's tokens count). Any of Send, Listen or
+Manage on the hub may read it.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from proton import UNDESCRIBED, Array, Data, Message, timestamp
+
+from kafka_wire.amqp.cbs import reply
+from kafka_wire.context import LISTEN, MANAGE, SEND
+from kafka_wire.eventhubs.auth import AuthError, authenticate_sas_token
+
+if TYPE_CHECKING:
+    from kafka_wire.amqp.connection import AmqpConnection
+
+EVENTHUB = "com.microsoft:eventhub"
+PARTITION = "com.microsoft:partition"
+
+
+def answer(conn: AmqpConnection, request: Message) -> Message:
+    props = request.properties or {}
+    operation, kind, hub = props.get("operation"), props.get("type"), props.get("name")
+    if operation != "READ" or kind not in (EVENTHUB, PARTITION):
+        return reply(400, f"operation {operation!r} on type {kind!r} is not supported: "
+                          f"READ {EVENTHUB} or {PARTITION}")
+    if not isinstance(hub, str):
+        return reply(400, "the request names no event hub (name)")
+    runtime = conn.namespace
+    denied = _denied(conn, props.get("security_token"), hub)
+    if denied:
+        return reply(401, denied)
+    view = runtime.topics.get(hub)
+    if view is None:
+        return reply(404, f"event hub {hub!r} does not exist in namespace {runtime.name!r}")
+    if kind == EVENTHUB:
+        created = runtime.topics.logs.topics().get(view.name)
+        body = {"name": view.name, "type": EVENTHUB,
+                "created_at": timestamp(created.created_ms if created and created.created_ms else 0),
+                "partition_count": view.partitions,
+                "partition_ids": Array(UNDESCRIBED, Data.STRING, *[str(p) for p in range(view.partitions)])}
+        return _ok(body)
+    partition = str(props.get("partition", ""))
+    if not partition.isdigit() or int(partition) >= view.partitions:
+        return reply(404, f"event hub {hub!r} has no partition {partition!r} "
+                          f"(it has {view.partitions})")
+    plog = runtime.topics.log(view.name, int(partition))
+    start, end = plog.log_start_offset, plog.high_watermark
+    last = end - 1
+    where = plog.batch_position(last) if end > start else None
+    body = {"name": view.name, "type": PARTITION, "partition": partition,
+            "begin_sequence_number": start if end > start else -1,
+            "last_enqueued_sequence_number": last,
+            "last_enqueued_offset": str(where[0]) if where else "-1",
+            "last_enqueued_time_utc": timestamp(where[1] if where else 0),
+            "is_partition_empty": end <= start}
+    return _ok(body)
+
+
+def _ok(body: dict) -> Message:
+    message = reply(200, "OK")
+    message.body = body
+    return message
+
+
+def _denied(conn: AmqpConnection, token, hub: str) -> str | None:
+    policy = conn.namespace.policy
+    if isinstance(token, str) and token:
+        try:
+            principal = authenticate_sas_token(conn.services.eventhubs, conn.namespace.name, token,
+                                               conn.services.clock.now_ms() / 1000)
+        except AuthError as exc:
+            return str(exc)
+        if any(policy.allows(principal, right, hub) for right in (SEND, LISTEN, MANAGE)):
+            return None
+        return f"{principal} has no right on event hub {hub!r}"
+    why = None
+    for right in (LISTEN, SEND, MANAGE):
+        _, why = conn.principal_for(hub, right)
+        if why is None:
+            return None
+    return why

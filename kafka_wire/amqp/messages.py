@@ -1,0 +1,247 @@
+"""AMQP messages ⇄ records of the shared log, with the mapping Event Hubs
+documents for mixed AMQP and Kafka traffic.
+
+Sent with AMQP, stored as a Kafka record:
+
+- the body (its data sections, joined; an amqp-value or amqp-sequence body
+  as its AMQP encoding) is the record's value;
+- the partition key (``x-opt-partition-key``) is the record's key;
+- each application property is a header whose value is the property's AMQP
+  encoding, as Azure hands them to Kafka consumers; the batch carries
+  ``AMQP_HEADERS_BIT`` so an AMQP reader decodes them back to their types;
+- the enqueued time is the broker's append time (the batch's timestamp).
+
+Read with AMQP, a record becomes a message with the annotations Event Hubs
+adds (``x-opt-sequence-number`` = the Kafka offset, ``x-opt-offset``,
+``x-opt-enqueued-time``, ``x-opt-partition-key``), its headers as application
+properties (binary values for a record a Kafka client wrote) and its value as
+one data section.
+
+Incoming messages are decoded with proton's codec. Outgoing ones are written
+here (:func:`encode_event`): the shape is fixed and it is the receive path's
+hot loop; a property test checks the bytes against proton's decoder.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Iterable, NamedTuple
+
+from proton import Data, Described
+
+from kafka_wire.log import batch as rb
+from kafka_wire.log.records import compress, encode_record
+
+__all__ = ["Incoming", "MessageError", "decode_message", "is_batch", "split_batch", "records_batch",
+           "encode_event", "BATCH_FORMAT", "PARTITION_KEY", "SEQUENCE_NUMBER", "OFFSET",
+           "ENQUEUED_TIME"]
+
+BATCH_FORMAT = 0x80013700  # Microsoft's batched message format: each data section one message
+PARTITION_KEY = "x-opt-partition-key"
+SEQUENCE_NUMBER = "x-opt-sequence-number"
+OFFSET = "x-opt-offset"
+ENQUEUED_TIME = "x-opt-enqueued-time"
+
+_HEADER, _DELIVERY_ANN, _MESSAGE_ANN, _PROPERTIES, _APP_PROPS = 0x70, 0x71, 0x72, 0x73, 0x74
+_DATA, _SEQUENCE, _VALUE, _FOOTER = 0x75, 0x76, 0x77, 0x78
+
+
+class MessageError(ValueError):
+    """A message that does not decode as AMQP; the text is for the sender."""
+
+
+class Incoming(NamedTuple):
+    """What the log keeps of one sent message."""
+    partition_key: str | None
+    properties: list[tuple[bytes, bytes]]   # (UTF-8 name, AMQP-encoded value)
+    body: bytes | None
+    data_sections: list[bytes]              # for the batch format: the inner messages
+
+
+def _encoded(obj) -> bytes:
+    data = Data()
+    data.put_object(obj)
+    return bytes(data.encode())
+
+
+def decode_message(raw: bytes) -> Incoming:
+    """The sections of one encoded message."""
+    data = Data()
+    view = memoryview(raw)
+    pos, end = 0, len(raw)
+    key: str | None = None
+    props: list[tuple[bytes, bytes]] = []
+    sections: list[bytes] = []
+    body: bytes | None = None
+    try:
+        while pos < end:
+            data.clear()
+            used = data.decode(view[pos:])
+            if used <= 0:
+                raise MessageError(f"undecodable bytes at {pos}")
+            section = view[pos:pos + used]
+            pos += used
+            data.rewind()
+            data.next()
+            obj = data.get_object()
+            if not isinstance(obj, Described):
+                raise MessageError("a message section must be a described type")
+            code = int(obj.descriptor) if not isinstance(obj.descriptor, str) else -1
+            if code == _MESSAGE_ANN and isinstance(obj.value, dict):
+                found = obj.value.get(PARTITION_KEY)
+                if found is not None:
+                    key = str(found)
+            elif code == _APP_PROPS and isinstance(obj.value, dict):
+                for name, value in obj.value.items():
+                    props.append((str(name).encode("utf-8"), _encoded(value)))
+            elif code == _DATA:
+                chunk = bytes(obj.value)
+                sections.append(chunk)
+                body = chunk if body is None else body + chunk
+            elif code in (_VALUE, _SEQUENCE):
+                body = bytes(section[3:])  # the section's value, as AMQP encodes it
+    except MessageError:
+        raise
+    except Exception as exc:  # proton's DataException, or a truncated section
+        raise MessageError(f"the message does not decode as AMQP: {exc}") from None
+    return Incoming(key, props, body, sections)
+
+
+def is_batch(message: Incoming) -> bool:
+    """Is this the batch format (0x80013700), each data section one encoded
+    message? Proton's Python binding does not expose a transfer's message
+    format, so the sections are checked: every one must decode whole as
+    message sections holding a body, which user bytes practically never do."""
+    return bool(message.data_sections) and all(map(_is_encoded_message, message.data_sections))
+
+
+def _is_encoded_message(raw: bytes) -> bool:
+    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0x53 or not _HEADER <= raw[2] <= _FOOTER:
+        return False
+    data = Data()
+    pos, end, body = 0, len(raw), False
+    view = memoryview(raw)
+    try:
+        while pos < end:
+            if view[pos] != 0 or view[pos + 1] != 0x53 or not _HEADER <= view[pos + 2] <= _FOOTER:
+                return False
+            body = body or _DATA <= view[pos + 2] <= _VALUE
+            data.clear()
+            used = data.decode(view[pos:])
+            if used <= 0:
+                return False
+            pos += used
+    except Exception:
+        return False
+    return body
+
+
+def split_batch(outer: Incoming) -> list[Incoming]:
+    """The messages of a batch-format message (one per data section); a
+    message without its own partition key takes the batch's."""
+    inner = [decode_message(section) for section in outer.data_sections]
+    return [m if m.partition_key is not None or outer.partition_key is None
+            else m._replace(partition_key=outer.partition_key) for m in inner]
+
+
+def records_batch(messages: Iterable[Incoming], now_ms: int, codec: int = 0) -> bytearray:
+    """One RecordBatch v2 holding ``messages`` (offsets from 0, the log assigns
+    the base), timestamped ``now_ms``, flagged as holding AMQP-encoded headers."""
+    records = []
+    count = 0
+    for i, m in enumerate(messages):
+        key = m.partition_key.encode("utf-8") if m.partition_key is not None else None
+        records.append(encode_record(i, 0, key, m.body, m.properties))
+        count = i + 1
+    payload = compress(codec, b"".join(records)) if codec else b"".join(records)
+    return rb.encode_batch(
+        base_offset=0, partition_leader_epoch=0, attributes=codec | rb.AMQP_HEADERS_BIT,
+        last_offset_delta=count - 1, base_timestamp=now_ms, max_timestamp=now_ms,
+        producer_id=rb.NO_PRODUCER_ID, producer_epoch=-1, base_sequence=rb.NO_SEQUENCE,
+        records_count=count, records=payload)
+
+
+# -- the receive path's encoder --------------------------------------------------------
+_I32 = struct.Struct(">I")
+_I64 = struct.Struct(">q")
+_SYM_SEQ = b"\xa3\x15" + SEQUENCE_NUMBER.encode()
+_SYM_OFFSET = b"\xa3\x0c" + OFFSET.encode()
+_SYM_TIME = b"\xa3\x13" + ENQUEUED_TIME.encode()
+_SYM_KEY = b"\xa3\x13" + PARTITION_KEY.encode()
+_NULL = b"\x40"
+
+
+def _str(text: bytes) -> bytes:
+    n = len(text)
+    return (b"\xa1" + bytes((n,)) if n < 256 else b"\xb1" + _I32.pack(n)) + text
+
+
+def _binary(value: bytes) -> bytes:
+    n = len(value)
+    return (b"\xa0" + bytes((n,)) if n < 256 else b"\xb0" + _I32.pack(n)) + value
+
+
+def _map(described: int, items: list[bytes], pairs: int) -> bytes:
+    body = b"".join(items)
+    return b"\x00\x53" + bytes((described,)) + b"\xd1" + _I32.pack(len(body) + 4) + _I32.pack(pairs * 2) + body
+
+
+def _valid_amqp_value(value: bytes) -> bool:
+    data = Data()
+    try:
+        return data.decode(value) == len(value)
+    except Exception:
+        return False
+
+
+def encode_event(sequence: int, offset: int, enqueued_ms: int, key: bytes | None,
+                 value: bytes | None, headers: list[tuple[str, bytes | None]],
+                 amqp_headers: bool, extra_annotations: bytes = b"") -> bytes:
+    """One stored event as the encoded AMQP message an Event Hubs receiver gets.
+    ``amqp_headers``: header values are AMQP encodings (sent with AMQP), else raw
+    bytes (sent with Kafka) and delivered as binary."""
+    annotations = [_SYM_SEQ, b"\x81", _I64.pack(sequence),
+                   _SYM_OFFSET, _str(str(offset).encode()),
+                   _SYM_TIME, b"\x83", _I64.pack(enqueued_ms)]
+    pairs = 3
+    if key is not None:
+        try:
+            key.decode("utf-8")
+            annotations += [_SYM_KEY, _str(key)]
+            pairs += 1
+        except UnicodeDecodeError:  # a binary Kafka key has no string form
+            pass
+    out = [_map(_MESSAGE_ANN, annotations, pairs)]
+    if extra_annotations:
+        out.insert(0, extra_annotations)
+    if headers:
+        items = []
+        for name, hv in headers:
+            items.append(_str(name.encode("utf-8")))
+            if hv is None:
+                items.append(_NULL)
+            elif amqp_headers and _valid_amqp_value(hv):
+                items.append(hv)
+            else:
+                items.append(_binary(hv))
+        out.append(_map(_APP_PROPS, items, len(headers)))
+    body = value if value is not None else b""
+    out.append(b"\x00\x53\x75" + _binary(body))
+    return b"".join(out)
+
+
+_SYM_LAST_SEQ = b"\xa3\x1d" + b"last_enqueued_sequence_number"
+_SYM_LAST_OFFSET = b"\xa3\x14" + b"last_enqueued_offset"
+_SYM_LAST_TIME = b"\xa3\x16" + b"last_enqueued_time_utc"
+_SYM_RETRIEVED = b"\xa3\x1f" + b"runtime_info_retrieval_time_utc"
+
+
+def runtime_metric_annotations(last_sequence: int, last_offset: int, last_time_ms: int,
+                               now_ms: int) -> bytes:
+    """The delivery annotations a receiver that asked for the runtime metric
+    gets with each event: the partition's last enqueued event, and when that
+    was looked up."""
+    items = [_SYM_LAST_SEQ, b"\x81", _I64.pack(last_sequence),
+             _SYM_LAST_OFFSET, _str(str(last_offset).encode()),
+             _SYM_LAST_TIME, b"\x83", _I64.pack(last_time_ms),
+             _SYM_RETRIEVED, b"\x83", _I64.pack(now_ms)]
+    return _map(_DELIVERY_ANN, items, 4)

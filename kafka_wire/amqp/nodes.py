@@ -1,0 +1,126 @@
+"""Which node a link attaches to, and the request/reply plumbing of the
+``$cbs`` and ``$management`` nodes.
+
+A client talks to a request/reply node over two links: it sends requests on
+a link whose target is the node, and reads replies on a link whose source is
+the node. A reply goes to the reply link whose target is the request's
+``reply-to`` (any reply link of that node if none matches), correlated by the
+request's message id.
+"""
+from __future__ import annotations
+
+import logging
+from collections import deque
+from typing import TYPE_CHECKING, Callable
+
+from proton import Delivery, Link, Message
+
+from kafka_wire.amqp import addresses
+from kafka_wire.amqp.connection import NOT_FOUND, LinkHandler, refuse
+
+if TYPE_CHECKING:
+    from kafka_wire.amqp.connection import AmqpConnection
+
+log = logging.getLogger(__name__)
+
+REQUEST_CREDIT = 100
+
+Answer = Callable[["AmqpConnection", Message], Message]
+
+
+def attach(conn: AmqpConnection, link, address: addresses.Address) -> LinkHandler | None:
+    """Open ``link`` on the node it addresses; its handler, or None if refused."""
+    from kafka_wire.amqp import cbs, consume, management, publish
+
+    if address.node in (addresses.CBS, addresses.MANAGEMENT):
+        answer = cbs.answer if address.node == addresses.CBS else management.answer
+        if link.is_receiver:
+            return RequestLink(conn, link, answer, address.node)
+        return ReplyLink(conn, link, address.node)
+    if link.is_receiver:
+        return publish.attach(conn, link, address)
+    if address.consumer_group is None or address.partition is None:
+        refuse(link, NOT_FOUND, f"receive from {address.node}/ConsumerGroups/GROUP/Partitions/ID, "
+                                f"not from {link.remote_source.address!r}")
+        return None
+    return consume.attach(conn, link, address)
+
+
+def open_link(link) -> None:
+    """Echo the peer's terminus and settlement modes, and open."""
+    if link.is_receiver:
+        link.target.copy(link.remote_target)
+        link.source.copy(link.remote_source)
+    else:
+        link.source.copy(link.remote_source)
+        link.target.copy(link.remote_target)
+    link.snd_settle_mode = link.remote_snd_settle_mode
+    link.rcv_settle_mode = link.remote_rcv_settle_mode
+    link.open()
+
+
+class RequestLink(LinkHandler):
+    def __init__(self, conn: AmqpConnection, link, answer: Answer, node: str) -> None:
+        self.conn, self.link, self.answer, self.node = conn, link, answer, node
+        open_link(link)
+        link.flow(REQUEST_CREDIT)
+
+    def on_delivery(self, delivery) -> None:
+        if not delivery.readable or delivery.partial:
+            return
+        link = self.link
+        raw = link.recv(delivery.pending)
+        link.advance()
+        request = Message()
+        try:
+            request.decode(raw)
+        except Exception as exc:  # proton's MessageException
+            delivery.update(Delivery.REJECTED)
+            delivery.settle()
+            log.warning("AMQP connection from %s: an undecodable %s request: %s",
+                        self.conn.peer, self.node, exc)
+            return
+        reply = self.answer(self.conn, request)
+        delivery.update(Delivery.ACCEPTED)
+        delivery.settle()
+        reply.correlation_id = request.id
+        if request.reply_to:
+            reply.address = request.reply_to
+        self.conn_reply(reply, request.reply_to)
+        if link.credit < REQUEST_CREDIT // 2:
+            link.flow(REQUEST_CREDIT - link.credit)
+
+    def conn_reply(self, reply: Message, reply_to: str | None) -> None:
+        links = [h for h in self.conn.handlers if isinstance(h, ReplyLink) and h.node == self.node]
+        for handler in links:
+            if reply_to and handler.link.remote_target.address == reply_to:
+                handler.send(reply)
+                return
+        if links:
+            links[0].send(reply)
+
+
+class ReplyLink(LinkHandler):
+    def __init__(self, conn: AmqpConnection, link, node: str) -> None:
+        self.conn, self.link, self.node = conn, link, node
+        self.queue: deque[bytes] = deque()
+        self._tags = 0
+        open_link(link)
+
+    def send(self, reply: Message) -> None:
+        self.queue.append(bytes(reply.encode()))
+        self.on_flow()
+
+    def on_flow(self) -> None:
+        link = self.link
+        while self.queue and link.credit > 0:
+            self._tags += 1
+            delivery = link.delivery(str(self._tags).encode())
+            link.send(self.queue.popleft())
+            link.advance()
+            if link.snd_settle_mode == Link.SND_SETTLED:
+                delivery.settle()
+
+    def on_delivery(self, delivery) -> None:
+        if delivery.updated:  # the client settled a reply
+            delivery.settle()

@@ -1,0 +1,56 @@
+"""The AMQP listener: accepts connections, and holds what they share (the
+receivers of each partition and consumer group, the round-robin position of
+each hub, the traffic counters the metrics show)."""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from kafka_wire.amqp.connection import AmqpConnection
+from kafka_wire.context import Services
+
+log = logging.getLogger(__name__)
+
+
+class AmqpServer:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self.connections: set[AmqpConnection] = set()
+        # (namespace, hub, consumer group, partition) -> its receive links
+        self.readers: dict[tuple[str, str, str, int], set] = {}
+        self._round_robin: dict[tuple[str, str], int] = {}
+        self._server: asyncio.base_events.Server | None = None
+        self.bytes_in = self.events_in = self.bytes_out = self.events_out = 0
+
+    async def start(self, host: str, port: int, ssl=None) -> tuple[str, int]:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: AmqpConnection(self), host, port,
+                                                ssl=ssl, reuse_address=True)
+        return self._server.sockets[0].getsockname()[:2]
+
+    def next_partition(self, namespace: str, hub: str, partitions: int) -> int:
+        """Round robin over a hub's partitions, for sends without a key."""
+        key = (namespace, hub)
+        n = (self._round_robin.get(key, -1) + 1) % partitions
+        self._round_robin[key] = n
+        return n
+
+    def count_in(self, nbytes: int, events: int) -> None:
+        self.bytes_in += nbytes
+        self.events_in += events
+
+    def count_out(self, nbytes: int, events: int) -> None:
+        self.bytes_out += nbytes
+        self.events_out += events
+
+    def close_connections(self) -> None:
+        for conn in list(self.connections):
+            conn.close()
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        self.close_connections()
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
