@@ -124,6 +124,11 @@ class Broker:
         self.tls_server: KafkaServer | None = None
         self.tls_address: tuple[str, int] | None = None
         self.tls_ca_file: Path | None = None
+        self.amqp_server = None   # kafka_wire.amqp.server.AmqpServer when AMQP is on
+        self.amqp_address: tuple[str, int] | None = None
+        self.amqps_server = None
+        self.amqps_address: tuple[str, int] | None = None
+        self._tls_context = None
         self.console = None  # kafka_wire.console.Console when HTTP is on
         self.http_address: tuple[str, int] | None = None
         self._serving = False
@@ -179,6 +184,7 @@ class Broker:
         self.address = (cluster.host, cluster.port)
         if cfg.tls_listen_host:
             await self._start_tls(data_dir, model)
+        await self._start_amqp()
         if self.console is not None:
             await self._start_console()
         self._schedule_retention()
@@ -238,6 +244,7 @@ class Broker:
             raise StartupError(f"cannot load the TLS certificate {files.cert} and key {files.key}: "
                                f"{getattr(exc, 'strerror', None) or exc}; fix --tls-cert/--tls-key "
                                "(or [tls] cert_file/key_file in the config)") from None
+        self._tls_context = context
         host, port = await listen("SASL_SSL", "--tls-listen", cfg.tls_listen_host, cfg.tls_listen_port,
                                   lambda: self.tls_server.start(cfg.tls_listen_host,
                                                                 cfg.tls_listen_port, ssl=context))
@@ -247,6 +254,36 @@ class Broker:
         self.tls_ca_file = files.ca
         log.info("SASL_SSL listener on %s:%d%s", cluster.host, cluster.port,
                  f"; clients trust the CA in {files.ca}" if files.ca else "")
+
+    async def _start_amqp(self) -> None:
+        """AMQP (and AMQPS, on the TLS listener's certificate) for the Event Hubs SDKs."""
+        cfg = self.config
+        if cfg.amqp_listen_host is None and cfg.amqps_listen_host is None:
+            return
+        from kafka_wire.amqp.server import AmqpServer
+
+        if cfg.amqp_listen_host is not None:
+            server = AmqpServer(self.services)
+            try:
+                self.amqp_address = await listen(
+                    "AMQP", "--amqp-listen (or --no-amqp)", cfg.amqp_listen_host,
+                    cfg.amqp_listen_port, lambda: server.start(cfg.amqp_listen_host, cfg.amqp_listen_port))
+                self.amqp_server = server
+                log.info("AMQP listener on %s:%d", *self.amqp_address)
+            except StartupError as exc:
+                if not cfg.amqp_optional:
+                    raise
+                log.warning("AMQP listener not started: %s", exc)
+        if cfg.amqps_listen_host is not None:
+            if self._tls_context is None:
+                raise StartupError("AMQPS needs the TLS listener's certificate: add --tls-listen "
+                                   "(or [server] tls_listen), or drop --amqps-listen")
+            server = AmqpServer(self.services)
+            self.amqps_address = await listen(
+                "AMQPS", "--amqps-listen", cfg.amqps_listen_host, cfg.amqps_listen_port,
+                lambda: server.start(cfg.amqps_listen_host, cfg.amqps_listen_port, ssl=self._tls_context))
+            self.amqps_server = server
+            log.info("AMQPS listener on %s:%d", *self.amqps_address)
 
     def _open_namespace(self, data_dir: Path, name: str) -> NamespaceRuntime:
         cfg = self.config
@@ -330,6 +367,11 @@ class Broker:
         if self._flusher is not None:
             self._flusher.shutdown(wait=True)  # a flush in progress finishes first
             self._flusher = None
+        for attr in ("amqp_server", "amqps_server"):
+            server = getattr(self, attr)
+            if server is not None:
+                await server.stop()
+                setattr(self, attr, None)
         if self.tls_server is not None:
             await self.tls_server.stop()
             self.tls_server = None

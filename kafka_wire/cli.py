@@ -113,6 +113,18 @@ def _serve(args: argparse.Namespace) -> int:
     else:  # the default address: if it is taken, serve Kafka anyway
         config.http_listen_host, config.http_listen_port = "127.0.0.1", 5300
         config.http_optional = True
+    if args.no_amqp:
+        config.amqp_listen_host = config.amqps_listen_host = None
+    else:
+        if args.amqp_listen:
+            config.amqp_listen_host, config.amqp_listen_port = args.amqp_listen
+        elif config.amqp_listen_host is None:  # the default address: if taken, serve Kafka anyway
+            config.amqp_listen_host, config.amqp_listen_port = "127.0.0.1", 5672
+            config.amqp_optional = True
+        if args.amqps_listen:
+            config.amqps_listen_host, config.amqps_listen_port = args.amqps_listen
+        elif config.amqps_listen_host is None and config.tls_listen_host:
+            config.amqps_listen_host = config.tls_listen_host
     if args.capture_dir:
         config.capture_dir = Path(args.capture_dir)
     _check_files(config)
@@ -254,6 +266,14 @@ def build_parser() -> argparse.ArgumentParser:
                       help="health API, Prometheus /metrics and web console (default "
                       "127.0.0.1:5300, the official emulator's health port)")
     http.add_argument("--no-http", action="store_true", help="no HTTP listener")
+    amqp = serve.add_mutually_exclusive_group()
+    amqp.add_argument("--amqp-listen", type=_address(5672), metavar="HOST:PORT",
+                      help="AMQP 1.0 for the Azure Event Hubs SDKs (default 127.0.0.1:5672, the "
+                      "official emulator's port)")
+    amqp.add_argument("--no-amqp", action="store_true", help="no AMQP or AMQPS listener")
+    serve.add_argument("--amqps-listen", type=_address(5671), metavar="HOST:PORT",
+                       help="AMQP over TLS with the SASL_SSL listener's certificate (default: the "
+                       "--tls-listen host, port 5671, when TLS is on)")
     serve.add_argument("--capture-dir", metavar="DIR", help="Capture output directory whose recent files the "
                        "console shows (read from its _capture_events.jsonl)")
     serve.add_argument("--log-level", dest="sub_log_level", metavar="LEVEL", type=_log_level,

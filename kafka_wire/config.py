@@ -93,6 +93,16 @@ class BrokerConfig:
     http_listen_host: str | None = None
     http_listen_port: int = 5300
     http_optional: bool = False
+    # AMQP listener (the Azure Event Hubs SDKs; the official emulator's port 5672).
+    # None = off, the in-process test broker's default; `kafka-wire serve` uses
+    # 127.0.0.1:5672 (amqp_optional: a bind failure there only logs a warning).
+    # AMQPS (port 5671) uses the SASL_SSL listener's certificate; with TLS on,
+    # `serve` opens it on the TLS host unless told otherwise.
+    amqp_listen_host: str | None = None
+    amqp_listen_port: int = 5672
+    amqp_optional: bool = False
+    amqps_listen_host: str | None = None
+    amqps_listen_port: int = 5671
     # Capture output directory whose _capture_events.jsonl the console reads
     # (capture-enabled hubs' destinations are read as well).
     capture_dir: Path | None = None

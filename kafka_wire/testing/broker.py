@@ -47,7 +47,7 @@ class EmulatedBroker:
     def __init__(self, data_dir: str | Path | None = None, *, clock=None,
                  config_file: str | Path | None = None, tls: bool = False,
                  virtual_clock: bool = False, in_memory: bool = False, http: bool = False,
-                 **settings: Any) -> None:
+                 amqp: bool = False, **settings: Any) -> None:
         self._own_dir = data_dir is None
         if data_dir is None:
             # in_memory: the log lives on a RAM-backed tmpfs (fast, nothing on disk).
@@ -72,6 +72,11 @@ class EmulatedBroker:
         self.config.http_listen_host = None  # off unless asked: test brokers stay light
         if http:
             self.config.http_listen_host, self.config.http_listen_port = "127.0.0.1", 0
+        self.config.amqp_listen_host = self.config.amqps_listen_host = None
+        if amqp:  # AMQP for the Azure SDKs; AMQPS too when tls=True
+            self.config.amqp_listen_host, self.config.amqp_listen_port = "127.0.0.1", 0
+            if self.config.tls_listen_host:
+                self.config.amqps_listen_host, self.config.amqps_listen_port = "127.0.0.1", 0
         for key, value in settings.items():
             if not hasattr(self.config, key):
                 raise TypeError(f"unknown BrokerConfig setting {key!r}")
@@ -216,6 +221,27 @@ class EmulatedBroker:
             name, key = policy or ROOT_POLICY, "any-key-works"
         return connection_string.build(model.endpoint_host(ns.name), key_name=name, key=key,
                                        entity_path=hub, emulator=ns.emulator)
+
+    @property
+    def amqp_port(self) -> int:
+        """The AMQP listener's port (``amqp=True``)."""
+        address = self._running.amqp_address
+        if address is None:
+            raise RuntimeError("this broker has no AMQP listener: start it with amqp=True")
+        return address[1]
+
+    def amqp_connection_string(self, namespace: str | None = None, policy: str | None = None,
+                               hub: str | None = None) -> str:
+        """:meth:`connection_string` for the Azure SDKs: its Endpoint is this broker's
+        AMQP address, with ``UseDevelopmentEmulator=true`` (plain AMQP, as the
+        official emulator's). For a namespace other than the default one, pass
+        the SDK ``custom_endpoint_address`` instead (see docs/amqp.md)."""
+        from kafka_wire.eventhubs import connection_string
+
+        parsed = connection_string.parse(self.connection_string(namespace, policy, hub))
+        return connection_string.build(f"127.0.0.1:{self.amqp_port}", key_name=parsed.key_name,
+                                       key=parsed.key, entity_path=parsed.entity_path,
+                                       emulator=True)
 
     def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run ``fn(*args)`` on the broker's loop and return its result."""
