@@ -1,0 +1,74 @@
+"""A broker with the AMQP listener, and Azure SDK clients pointed at it."""
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from kafka_wire.eventhubs import connection_string
+from kafka_wire.testing import EmulatedBroker
+
+MULTI_TOML = Path(__file__).parent.parent / "eventhubs" / "data" / "multi.toml"
+ROOT = ("RootManageSharedAccessKey", "cm9vdC1rZXktMQ==")
+SENDER = ("sender", "c2VuZC1rZXk=")
+LISTENER = ("listener", "bGlzdGVuLWtleQ==")
+
+
+def sdk_cs(broker: EmulatedBroker, policy: tuple[str, str] = ROOT, hub: str | None = None,
+           signature: str | None = None) -> str:
+    """A connection string the SDKs take for this broker's AMQP port (plain AMQP,
+    as the official emulator's ``UseDevelopmentEmulator=true``)."""
+    host = f"127.0.0.1:{broker.amqp_port}"
+    if signature:
+        return connection_string.build(host, signature=signature, entity_path=hub, emulator=True)
+    return connection_string.build(host, key_name=policy[0], key=policy[1], entity_path=hub,
+                                   emulator=True)
+
+
+@pytest.fixture(scope="module")
+def module_tmp(tmp_path_factory):
+    return tmp_path_factory.mktemp("amqp")
+
+
+@pytest.fixture(scope="module")
+def broker(module_tmp):
+    """Namespace contoso (SAS policies; hubs orders (2 partitions, group billing) and
+    payments) served over Kafka and AMQP."""
+    with EmulatedBroker(module_tmp / "data", config_file=MULTI_TOML, amqp=True) as b:
+        yield b
+
+
+def receive(client, count: int, timeout: float = 20.0, **kwargs) -> list:
+    """Events from ``EventHubConsumerClient.receive`` until ``count`` arrive or time runs out."""
+    got: list = []
+    errors: list = []
+    done = threading.Event()
+
+    def on_event(context, event):
+        if event is not None:
+            got.append((context.partition_id, event))
+            if len(got) >= count:
+                done.set()
+
+    kwargs.setdefault("max_wait_time", 1)
+    thread = threading.Thread(target=client.receive, kwargs=dict(
+        on_event=on_event, on_error=lambda ctx, err: errors.append(err), **kwargs), daemon=True)
+    thread.start()
+    done.wait(timeout)
+    client.close()
+    thread.join(15)
+    if len(got) < count and errors:
+        raise errors[0]
+    return got
+
+
+def wait_for(predicate, timeout: float = 10.0, every: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(every)
+    return predicate()

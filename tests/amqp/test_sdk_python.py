@@ -1,0 +1,280 @@
+"""The Azure Event Hubs Python SDK (azure-eventhub, its own pyamqp stack) against
+the AMQP endpoint: properties, sending to a partition, by key and round robin,
+every starting position, batches, and the SDK's own errors for refused clients."""
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+
+import pytest
+from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
+from azure.eventhub._buffered_producer._partition_resolver import generate_hash_code
+from azure.eventhub.exceptions import AuthenticationError, ConnectError, ConnectionLostError
+
+from kafka_wire.eventhubs import sas
+from kafka_wire.eventhubs.partition_key import key_hash, partition_for_key
+
+from .conftest import LISTENER, ROOT, SENDER, receive, sdk_cs
+
+
+def producer(broker, hub: str, **kwargs) -> EventHubProducerClient:
+    return EventHubProducerClient.from_connection_string(sdk_cs(broker, kwargs.pop("policy", ROOT)),
+                                                         eventhub_name=hub, **kwargs)
+
+
+def consumer(broker, hub: str, group: str = "$Default", **kwargs) -> EventHubConsumerClient:
+    # The SDK's receive loop sleeps one load-balancing interval (30 s by default) before it
+    # sees close(); a short one lets the test end as soon as the client is closed.
+    kwargs.setdefault("load_balancing_interval", 1)
+    return EventHubConsumerClient.from_connection_string(
+        sdk_cs(broker, kwargs.pop("policy", ROOT)), consumer_group=group, eventhub_name=hub, **kwargs)
+
+
+def send_one_by_one(broker, hub: str, bodies: list[str], partition_id: str = "0") -> None:
+    with producer(broker, hub) as p:
+        for body in bodies:
+            p.send_batch([EventData(body)], partition_id=partition_id)
+            time.sleep(0.003)  # distinct enqueued times
+
+
+def test_hub_and_partition_properties(broker):
+    broker.create_hub("props", 3)
+    with producer(broker, "props") as p:
+        hub = p.get_eventhub_properties()
+        assert hub["eventhub_name"] == "props"
+        assert hub["partition_ids"] == ["0", "1", "2"]
+        assert abs(hub["created_at"] - dt.datetime.now(dt.timezone.utc)) < dt.timedelta(minutes=5)
+        assert p.get_partition_ids() == ["0", "1", "2"]
+        empty = p.get_partition_properties("2")
+        assert empty["is_empty"] and empty["last_enqueued_sequence_number"] == -1
+        p.send_batch([EventData("a"), EventData("b"), EventData("c")], partition_id="2")
+        full = p.get_partition_properties("2")
+    assert not full["is_empty"]
+    assert (full["beginning_sequence_number"], full["last_enqueued_sequence_number"]) == (0, 2)
+    assert abs(full["last_enqueued_time_utc"] - dt.datetime.now(dt.timezone.utc)) < dt.timedelta(minutes=1)
+
+
+def test_batch_to_a_partition_is_read_back_with_properties(broker):
+    broker.create_hub("batches", 2)
+    with producer(broker, "batches") as p:
+        batch = p.create_batch(partition_id="1")
+        for i in range(5):
+            event = EventData(f"event {i}")
+            event.properties = {"n": i, "kind": "test", "ratio": 0.5, "flag": True}
+            batch.add(event)
+        p.send_batch(batch)
+    got = receive(consumer(broker, "batches"), 5, partition_id="1", starting_position="-1")
+    assert [e.body_as_str() for _, e in got] == [f"event {i}" for i in range(5)]
+    assert {pid for pid, _ in got} == {"1"}
+    assert [e.sequence_number for _, e in got] == [0, 1, 2, 3, 4]
+    assert [e.properties for _, e in got] == [
+        {b"n": i, b"kind": b"test", b"ratio": 0.5, b"flag": True} for i in range(5)]
+    first = got[0][1]
+    assert abs(first.enqueued_time - dt.datetime.now(dt.timezone.utc)) < dt.timedelta(minutes=1)
+    assert first.offset is not None and int(first.offset) >= 0
+
+
+def test_partition_key_lands_where_event_hubs_hashes_it(broker):
+    broker.create_hub("keyed", 8)
+    keys = [f"device-{i}" for i in range(24)]
+    with producer(broker, "keyed") as p:
+        for key in keys:
+            p.send_batch([EventData(key)], partition_key=key)
+    got = receive(consumer(broker, "keyed"), len(keys), starting_position="-1")
+    where = {e.body_as_str(): int(pid) for pid, e in got}
+    assert set(where) == set(keys)
+    for key in keys:
+        # The SDK's own lookup3 hash, and the remainder sign the service (C#) uses.
+        assert key_hash(key) == generate_hash_code(key)
+        assert where[key] == partition_for_key(key, 8) == abs(generate_hash_code(key)) % 8
+    # pyamqp hands AMQP strings over as bytes
+    assert all(e.partition_key == e.body_as_str().encode() for _, e in got)
+    assert len(set(where.values())) > 3  # the keys spread
+
+
+def test_sends_without_a_key_go_round_robin(broker):
+    broker.create_hub("spread", 4)
+    with producer(broker, "spread") as p:
+        for i in range(8):
+            p.send_batch([EventData(str(i))])
+        counts = [p.get_partition_properties(str(n))["last_enqueued_sequence_number"] + 1
+                  for n in range(4)]
+    assert counts == [2, 2, 2, 2]
+
+
+def test_starting_positions(broker):
+    broker.create_hub("positions", 1)
+    send_one_by_one(broker, "positions", [str(i) for i in range(10)])
+    every = receive(consumer(broker, "positions"), 10, partition_id="0", starting_position="-1")
+    events = [e for _, e in every]
+    assert [e.body_as_str() for e in events] == [str(i) for i in range(10)]
+    offsets = [int(e.offset) for e in events]
+    assert offsets == sorted(offsets) and len(set(offsets)) == 10
+
+    def first(position, inclusive=False) -> str:
+        got = receive(consumer(broker, "positions"), 1, partition_id="0",
+                      starting_position=position, starting_position_inclusive=inclusive)
+        return got[0][1].body_as_str()
+
+    assert first(3, inclusive=True) == "3"           # a sequence number
+    assert first(3) == "4"
+    assert first(events[5].offset, inclusive=True) == "5"   # an offset
+    assert first(events[5].offset) == "6"
+    assert first(events[7].enqueued_time, inclusive=True) == "7"   # an enqueued time
+    assert first(events[7].enqueued_time) == "8"
+
+
+def test_latest_reads_only_what_comes_after(broker):
+    broker.create_hub("latest", 1)
+    send_one_by_one(broker, "latest", ["old"])
+    client = consumer(broker, "latest")
+    got: list = []
+    thread = threading.Thread(target=client.receive, kwargs=dict(
+        on_event=lambda ctx, e: got.append(e.body_as_str()), partition_id="0",
+        starting_position="@latest"), daemon=True)
+    thread.start()
+    time.sleep(2)  # the link is attached at the end
+    send_one_by_one(broker, "latest", ["new"])
+    deadline = time.monotonic() + 15
+    while not got and time.monotonic() < deadline:
+        time.sleep(0.1)
+    client.close()
+    thread.join(10)
+    assert got == ["new"]
+
+
+def test_receive_batch(broker):
+    broker.create_hub("rbatch", 1)
+    with producer(broker, "rbatch") as p:
+        p.send_batch([EventData(str(i)) for i in range(30)])
+    client = consumer(broker, "rbatch")
+    batches: list = []
+    thread = threading.Thread(target=client.receive_batch, kwargs=dict(
+        on_event_batch=lambda ctx, events: events and batches.append([e.body_as_str() for e in events]),
+        max_batch_size=10, partition_id="0", starting_position="-1"), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while sum(map(len, batches)) < 30 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    client.close()
+    thread.join(10)
+    assert [x for b in batches for x in b] == [str(i) for i in range(30)]
+    assert max(map(len, batches)) <= 10
+
+
+def test_async_clients(broker):
+    import asyncio
+
+    from azure.eventhub.aio import EventHubConsumerClient as AioConsumer
+    from azure.eventhub.aio import EventHubProducerClient as AioProducer
+
+    broker.create_hub("aio", 2)
+
+    async def main():
+        p = AioProducer.from_connection_string(sdk_cs(broker), eventhub_name="aio")
+        async with p:
+            batch = await p.create_batch(partition_key="k")
+            for i in range(4):
+                batch.add(EventData(f"a{i}"))
+            await p.send_batch(batch)
+        c = AioConsumer.from_connection_string(sdk_cs(broker), consumer_group="$Default",
+                                               eventhub_name="aio", load_balancing_interval=1)
+        got: list = []
+        done = asyncio.Event()
+
+        async def on_event(ctx, event):
+            got.append((ctx.partition_id, event.body_as_str()))
+            if len(got) == 4:
+                done.set()
+
+        task = asyncio.create_task(c.receive(on_event=on_event, starting_position="-1"))
+        await asyncio.wait_for(done.wait(), 20)
+        await c.close()
+        await asyncio.wait_for(task, 10)
+        return got
+
+    got = asyncio.run(main())
+    assert [body for _, body in got] == ["a0", "a1", "a2", "a3"]
+    assert {pid for pid, _ in got} == {str(partition_for_key("k", 2))}
+
+
+# -- refusals, with the SDK's own exception types ------------------------------------------
+def _send(broker, hub="orders", **kwargs):
+    with producer(broker, hub, retry_total=0, **kwargs) as p:
+        p.send_batch([EventData("x")])
+
+
+def test_wrong_key_is_an_authentication_error(broker):
+    with pytest.raises(AuthenticationError, match="signature does not match"):
+        _send(broker, policy=("RootManageSharedAccessKey", "d3Jvbmcta2V5"))
+
+
+def test_expired_token_is_an_authentication_error(broker):
+    token = sas.generate(f"sb://127.0.0.1:{broker.amqp_port}/orders", *ROOT, int(time.time()) - 10)
+    with pytest.raises(AuthenticationError):
+        p = EventHubProducerClient.from_connection_string(sdk_cs(broker, signature=token, hub="orders"),
+                                                          retry_total=0)
+        with p:
+            p.send_batch([EventData("x")])
+
+
+def test_listen_only_policy_cannot_send(broker):
+    with pytest.raises(ConnectionLostError, match="unauthorized-access"):
+        _send(broker, policy=LISTENER)
+
+
+def test_unknown_hub_is_not_found(broker):
+    with pytest.raises(ConnectError, match="NotFound|not-found"):
+        _send(broker, hub="no-such-hub")
+
+
+def _receive_errors(broker, group="$Default", policy=ROOT) -> list:
+    errors: list = []
+    client = consumer(broker, "orders", group, policy=policy, retry_total=0)
+    thread = threading.Thread(target=client.receive, kwargs=dict(
+        on_event=lambda ctx, e: None, on_error=lambda ctx, e: errors.append(e), partition_id="0",
+        starting_position="-1"), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not errors and time.monotonic() < deadline:
+        time.sleep(0.1)
+    client.close()
+    thread.join(10)
+    return errors
+
+
+def test_unknown_consumer_group_is_not_found(broker):
+    errors = _receive_errors(broker, "no-such-group")
+    assert errors and isinstance(errors[0], ConnectionLostError)
+    assert "not-found" in str(errors[0]) and "no-such-group" in str(errors[0])
+
+
+def test_configured_consumer_group_is_served(broker):
+    assert _receive_errors(broker, "billing") == []
+
+
+def test_send_only_policy_cannot_receive(broker):
+    errors = _receive_errors(broker, policy=SENDER)
+    assert errors and "unauthorized-access" in str(errors[0])
+
+
+def test_higher_owner_level_takes_the_partition(broker):
+    broker.create_hub("owned", 1)
+    first_errors: list = []
+    first = consumer(broker, "owned")
+    t1 = threading.Thread(target=first.receive, kwargs=dict(
+        on_event=lambda ctx, e: None, on_error=lambda ctx, e: first_errors.append(e),
+        partition_id="0", owner_level=1, starting_position="-1"), daemon=True)
+    t1.start()
+    time.sleep(2)
+    send_one_by_one(broker, "owned", ["x"])
+    second = consumer(broker, "owned")
+    got = receive(second, 1, partition_id="0", owner_level=2, starting_position="-1")
+    deadline = time.monotonic() + 10
+    while not first_errors and time.monotonic() < deadline:
+        time.sleep(0.1)
+    first.close()
+    t1.join(10)
+    assert [e.body_as_str() for _, e in got] == ["x"]
+    assert first_errors and "amqp:link:stolen" in str(first_errors[0])
