@@ -7,7 +7,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 BENCH_STAMP := $(VENV)/.installed-bench
-JS_STAMP := tests/js/node_modules/.installed-kafkajs
+JS_STAMP := tests/js/node_modules/.installed
 
 .PHONY: install install-test install-bench run test soak bench clean chromium
 
@@ -36,12 +36,14 @@ install-bench: $(BENCH_STAMP)
 run: $(STAMP)
 	$(VENV)/bin/kafka-wire serve --data-dir ./data --listen 127.0.0.1:9092
 
-# kafkajs for tests/groups/test_kafkajs_group.py, only where npm exists (else that test skips).
+# tests/js/package.json's packages, only where npm exists (else their tests skip and say why):
+# kafkajs (tests/groups/test_kafkajs_group.py), @azure/event-hubs (tests/amqp/test_sdk_js.py),
+# azurite, Azure Blob storage for the SDK's checkpoint store (tests/amqp/test_checkpoint_store.py).
 $(JS_STAMP): tests/js/package.json
 	@if command -v npm >/dev/null 2>&1; then \
-		{ npm install --prefix tests/js --no-audit --no-fund --loglevel=error kafkajs@2 && touch $@; } \
-		|| echo "npm install of kafkajs FAILED: the kafkajs test will be skipped"; \
-	else echo "npm not found: the kafkajs test will be skipped"; fi
+		{ npm install --prefix tests/js --no-audit --no-fund --loglevel=error && touch $@; } \
+		|| echo "npm install in tests/js FAILED: the kafkajs, @azure/event-hubs and azurite tests will be skipped"; \
+	else echo "npm not found: the kafkajs, @azure/event-hubs and azurite tests will be skipped"; fi
 
 # Debian's chromium and chromium-driver for tests/console/test_console_browser.py: installed
 # with apt-get when missing and running as root (else that test skips and says why).
