@@ -33,6 +33,7 @@ from typing import Iterator
 
 import pyarrow as pa
 from kafka.record.default_records import DefaultRecordBatch
+from kafka_wire.log.batch import event_offset
 
 from .schema import ARROW_SCHEMA, PROPERTY_MAP, union_member
 
@@ -74,9 +75,10 @@ def decode_batch(data: bytes, position: int, append_time_ms: int, out: EventBatc
     if batch.is_control_batch:
         return out
     seqs, offs, times, keys, hdrs, bodies = out.columns()
+    base = batch.base_offset
     for record in batch:
         seqs.append(record.offset)
-        offs.append(position)
+        offs.append(event_offset(position, record.offset - base))
         times.append(append_time_ms)
         keys.append(record.key)
         hdrs.append(record.headers)

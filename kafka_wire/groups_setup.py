@@ -13,6 +13,7 @@ from typing import Callable
 from kafka_wire.coordinator.checkpoints.embedded import CHECKPOINTS_DIR, EmbeddedCheckpointStore
 from kafka_wire.coordinator.config import GroupCoordinatorConfig
 from kafka_wire.coordinator.group_coordinator import GroupCoordinator
+from kafka_wire.log.batch import event_offset
 from kafka_wire.context import NamespaceRuntime, Services
 
 log = logging.getLogger(__name__)
@@ -23,13 +24,13 @@ def _position_resolver(ns: NamespaceRuntime):
         plog = ns.topics.log(topic, partition)
         if plog is None:
             return None
-        found = plog.batch_position(offset)
+        found = plog.event_position(offset)
         if found is not None:
             return found[0]
         if offset == plog.log_end_offset:
             # Caught up: the checkpoint points where the next event will be written.
             seg = plog.active_segment
-            return seg.base_position + seg.size
+            return event_offset(seg.base_position + seg.size, 0)
         return None
     return resolve
 

@@ -45,6 +45,20 @@ CONTROL_BIT = 0x20
 # not know, and the CRC covers it, so it survives compaction and recovery.
 AMQP_HEADERS_BIT = 0x4000
 
+# Event Hubs offsets. The log's byte stream gives each batch a position; an
+# event's offset is its batch's position times EVENTS_PER_POSITION plus its
+# offset delta, so every event has its own, increasing within a partition, even
+# where a compressed or compacted batch holds more records than bytes (position
+# plus delta would then run into the next batch). A delta never reaches 10**6:
+# librdkafka's batch.num.messages stops there and Event Hubs batches are 1 MB.
+EVENTS_PER_POSITION = 1_000_000
+
+
+def event_offset(batch_position: int, offset_delta: int) -> int:
+    """The Event Hubs offset of the record ``offset_delta`` into the batch at ``batch_position``."""
+    return batch_position * EVENTS_PER_POSITION + min(offset_delta, EVENTS_PER_POSITION - 1)
+
+
 CREATE_TIME = 0
 LOG_APPEND_TIME = 1
 

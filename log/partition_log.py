@@ -400,16 +400,31 @@ class PartitionLog:
             i += 1
         return out
 
-    def offset_at_position(self, position: int) -> int:
-        """The first Kafka offset of the first batch at or after Event Hubs byte
-        offset ``position`` (the log end offset when there is none)."""
+    def event_position(self, offset: int) -> tuple[int, int] | None:
+        """(Event Hubs offset, append time ms) of the event at Kafka ``offset``."""
+        segments = self._segments
+        if offset < self.log_start_offset or offset >= segments[-1].next_offset:
+            return None
+        return segments[_index_of(segments, offset)].event_position(offset)
+
+    def offset_at_event_offset(self, event_offset: int) -> int:
+        """The Kafka offset of the first event whose Event Hubs offset is at or
+        after ``event_offset`` (the log end offset when there is none)."""
+        position, delta = divmod(max(event_offset, 0), rb.EVENTS_PER_POSITION)
         for seg in list(self._segments):
             bi = seg.batch_index
             if not bi.entries or seg.base_position + bi.position(bi.entries - 1) < position:
                 continue
             i = max(bi.first_above(position - seg.base_position - 1, 1), 0)
-            if i < bi.entries:
-                return max(seg.base_offset + bi.entry(i)[0], self.log_start_offset)
+            if i >= bi.entries:
+                continue
+            rel = bi.entry(i)[0]
+            if seg.base_position + bi.position(i) == position and delta:
+                # Inside this batch: its events from the delta on (or the next batch's first).
+                if i + 1 < bi.entries:
+                    return max(seg.base_offset + min(rel + delta, bi.entry(i + 1)[0]), self.log_start_offset)
+                return max(min(seg.base_offset + rel + delta, seg.next_offset), self.log_start_offset)
+            return max(seg.base_offset + rel, self.log_start_offset)
         return self.log_end_offset
 
     def offset_for_append_time(self, ts_ms: int, inclusive: bool = True) -> int:

@@ -477,6 +477,16 @@ class LogSegment:
             return None
         return self.base_position + loc.position, self.batch_index.entry(loc.index)[2]
 
+    def event_position(self, offset: int) -> tuple[int, int] | None:
+        """(Event Hubs offset, append time) of the event at ``offset``; an offset in
+        a gap left by compaction is the last event before it."""
+        loc = self.locate(offset)
+        if loc is None or loc.header.base_offset > offset:
+            return None
+        delta = min(offset, loc.header.last_offset) - loc.header.base_offset
+        return (rb.event_offset(self.base_position + loc.position, delta),
+                self.batch_index.entry(loc.index)[2])
+
     # -- lifecycle --------------------------------------------------------------
 
     def seal(self) -> None:

@@ -152,8 +152,8 @@ def start_offset(plog, selector: str | None) -> int:
             return end
         if not value.lstrip("-").isdigit():
             raise FilterError(f"offset {value!r} is not a number, -1 or @latest")
-        position = int(value)
-        found = plog.offset_at_position(position if inclusive else position + 1)
+        wanted = int(value)
+        found = plog.offset_at_event_offset(wanted if inclusive else wanted + 1)
         return min(max(found, start), end)
     if not value.lstrip("-").isdigit():
         raise FilterError(f"{what} {value!r} is not a number")
@@ -256,7 +256,9 @@ class ConsumeLink(LinkHandler):
             for record in DefaultRecordBatch(bytes(data)):
                 if record.offset < self.next_offset:
                     continue
-                events.append(encode_event(record.offset, position, append_ms, record.key,
+                events.append(encode_event(record.offset,
+                                           rb.event_offset(position, record.offset - header.base_offset),
+                                           append_ms, record.key,
                                            record.value, record.headers, amqp_headers, metric))
             self.next_offset = header.last_offset + 1
         if not events:
@@ -280,7 +282,7 @@ class ConsumeLink(LinkHandler):
         if not self.runtime_metric:
             return b""
         last = plog.log_end_offset - 1
-        where = plog.batch_position(last) if last >= plog.log_start_offset else None
+        where = plog.event_position(last) if last >= plog.log_start_offset else None
         return runtime_metric_annotations(last, where[0] if where else -1, where[1] if where else 0,
                                           self.conn.services.clock.now_ms())
 

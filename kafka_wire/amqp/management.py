@@ -53,7 +53,7 @@ def answer(conn: AmqpConnection, request: Message) -> Message:
     plog = runtime.topics.log(view.name, int(partition))
     start, end = plog.log_start_offset, plog.high_watermark
     last = end - 1
-    where = plog.batch_position(last) if end > start else None
+    where = plog.event_position(last) if end > start else None
     body = {"name": view.name, "type": PARTITION, "partition": partition,
             "begin_sequence_number": start if end > start else -1,
             "last_enqueued_sequence_number": last,

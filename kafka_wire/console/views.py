@@ -179,7 +179,7 @@ class ConsoleViews:
 
         def position(topic: str, p: int, offset: int) -> int | None:
             plog = rt.topics.log(topic, p)
-            found = plog.batch_position(offset) if plog is not None else None
+            found = plog.event_position(offset) if plog is not None else None
             return found[0] if found else None
 
         return checkpoint_blobs(rt.groups, f"{namespace}.servicebus.windows.net", hub,

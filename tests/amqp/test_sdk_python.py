@@ -15,6 +15,8 @@ from azure.eventhub.exceptions import AuthenticationError, ConnectError, Connect
 from kafka_wire.eventhubs import sas
 from kafka_wire.eventhubs.partition_key import key_hash, partition_for_key
 
+from tests.capture.helpers import log_positions
+
 from .conftest import LISTENER, ROOT, SENDER, receive, sdk_cs
 
 
@@ -123,6 +125,26 @@ def test_starting_positions(broker):
     assert first(events[5].offset) == "6"
     assert first(events[7].enqueued_time, inclusive=True) == "7"   # an enqueued time
     assert first(events[7].enqueued_time) == "8"
+
+
+def test_events_of_one_batch_have_their_own_offsets(broker):
+    """Every event has its own offset, as on Azure, also inside one batch; a
+    receiver started at one starts exactly there, and Capture and Kafka
+    checkpoints use the same numbers."""
+    broker.create_hub("batched", 1)
+    with producer(broker, "batched") as p:
+        p.send_batch([EventData(f"b{i}") for i in range(6)], partition_id="0")
+    events = [e for _, e in receive(consumer(broker, "batched"), 6, partition_id="0",
+                                    starting_position="-1")]
+    offsets = [int(e.offset) for e in events]
+    assert offsets == sorted(set(offsets)) and len(offsets) == 6
+    for inclusive, want in ((True, ["b3", "b4", "b5"]), (False, ["b4", "b5"])):
+        got = receive(consumer(broker, "batched"), len(want), partition_id="0",
+                      starting_position=events[3].offset, starting_position_inclusive=inclusive)
+        assert [e.body_as_str() for _, e in got] == want
+    # Capture reads the same offsets from the log files.
+    stored = log_positions(broker.data_dir, "contoso", "batched", 1)
+    assert [str(stored[(0, o)][0]) for o in range(6)] == [e.offset for e in events]
 
 
 def test_latest_reads_only_what_comes_after(broker):

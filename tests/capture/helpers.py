@@ -10,6 +10,7 @@ import fastavro
 import pyarrow.parquet as pq
 
 from kafka_wire.capture.schema import AVRO_SCHEMA
+from kafka_wire.log.batch import event_offset
 from kafka_wire.log.reader import PartitionReader
 
 NAME = re.compile(r"^(?P<ns>[^/]+)/(?P<hub>[^/]+)/(?P<p>\d+)/(?P<Y>\d{4})/(?P<M>\d\d)/(?P<D>\d\d)/(?P<h>\d\d)/"
@@ -42,12 +43,12 @@ def read_file(path: Path) -> tuple[list[dict], dict | None]:
 
 
 def log_positions(data_dir: Path, namespace: str, hub: str, partitions: int) -> dict:
-    """(partition, offset) -> (byte position, append time) from the log itself."""
+    """(partition, offset) -> (Event Hubs offset, append time) from the log itself."""
     out = {}
     for p in range(partitions):
         for b in PartitionReader(data_dir / namespace / f"{hub}-{p}").batches(0, with_data=False):
             for o in range(b.base_offset, b.next_offset):
-                out[(p, o)] = (b.position, b.append_time_ms)
+                out[(p, o)] = (event_offset(b.position, o - b.base_offset), b.append_time_ms)
     return out
 
 

@@ -36,7 +36,9 @@ def kafka_batch(codec: int, n: int = 50, base: int = 100) -> bytes:
 def test_every_codec_decodes_to_the_same_events(codec):
     events = decode_batch(kafka_batch(CODECS[codec]), position=4242, append_time_ms=1_700_000_000_123)
     assert events.sequence_numbers == list(range(100, 150))
-    assert set(events.offsets) == {4242} and set(events.enqueued_ms) == {1_700_000_000_123}
+    # Each event its own Event Hubs offset: the batch's position, scaled, plus its delta.
+    assert events.offsets == [4242 * 10**6 + i for i in range(50)]
+    assert set(events.enqueued_ms) == {1_700_000_000_123}
     assert events.keys[0] is None and events.keys[3] == b"key-3"
     assert events.bodies[2] is None and events.bodies[3] == b"body-3-" * 20
     assert events.headers[5] == [("h", b"v5"), ("n", None)]
@@ -80,8 +82,8 @@ def test_an_avro_file_declares_the_documented_schema_and_codec(tmp_path):
     assert [f["name"] for f in declared["fields"]] == [
         "SequenceNumber", "Offset", "EnqueuedTimeUtc", "SystemProperties", "Properties", "Body"]
     rec = records[3]
-    assert rec["SequenceNumber"] == 103 and rec["Offset"] == "1234" and rec["Body"] == b"body-3-" * 20
-    assert rec["SystemProperties"] == {"x-opt-sequence-number": 103, "x-opt-offset": "1234",
+    assert rec["SequenceNumber"] == 103 and rec["Offset"] == "1234000003" and rec["Body"] == b"body-3-" * 20
+    assert rec["SystemProperties"] == {"x-opt-sequence-number": 103, "x-opt-offset": "1234000003",
                                        "x-opt-enqueued-time": 1_700_000_000_000, "x-opt-partition-key": "key-3"}
     assert rec["Properties"] == {"h": b"v3", "n": None}
     assert "x-opt-partition-key" not in records[0]["SystemProperties"]  # null key
@@ -112,7 +114,7 @@ def test_parquet_has_the_same_columns(tmp_path):
     table = pq.read_table(w.close().path)
     assert table.schema.names == ARROW_SCHEMA.names == [f["name"] for f in AVRO_SCHEMA["fields"]]
     row = table.slice(3, 1).to_pylist()[0]
-    assert row["SequenceNumber"] == 103 and row["Offset"] == "77"
+    assert row["SequenceNumber"] == 103 and row["Offset"] == "77000003"
     assert dict(row["SystemProperties"])["x-opt-partition-key"]["member2"] == "key-3"
     assert dict(row["Properties"])["h"]["member3"] == b"v3" and dict(row["Properties"])["n"] is None
 

@@ -31,7 +31,9 @@ def test_create_topic_opens_its_partitions_at_once(tmp_path):
         assert mgr.get_log("orders", p).config == info.config
     assert mgr.get_log("orders", 3) is None and mgr.get_log("nope", 0) is None
     meta = json.loads((tmp_path / TOPICS_DIR / "orders.json").read_text())
-    assert meta == {"name": "orders", "topic_id": info.topic_id, "partitions": 3, "configs": {"retention.ms": "1000"}}
+    assert meta == {"name": "orders", "topic_id": info.topic_id, "partitions": 3, "configs": {"retention.ms": "1000"},
+                    "created_ms": info.created_ms}
+    assert info.created_ms is not None  # Event Hubs' created_at
 
 
 def test_reopening_the_root_loads_every_topic_and_its_data(tmp_path):

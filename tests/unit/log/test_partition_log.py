@@ -6,6 +6,8 @@ import errno
 import os
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kafka_wire.log import batch as rb
 from kafka_wire.log.config import LogConfig
@@ -412,3 +414,26 @@ def test_flush_ms_fsyncs_once_the_interval_has_passed(tmp_path, monkeypatch):
     assert not synced
     log.maybe_flush(100)
     assert synced
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.integers(1, 300), st.sampled_from([0, GZIP])), min_size=1, max_size=25))
+def test_every_event_has_its_own_event_hubs_offset(tmp_path_factory, batches):
+    """Event Hubs offsets: distinct and increasing per event (also in gzip batches
+    of many tiny records, which hold more records than bytes), found again from
+    the offset inclusive and exclusive, and the same after a restart."""
+    directory = tmp_path_factory.mktemp("eh")
+    log = PartitionLog(directory, SMALL, now_ms=0)
+    for i, (records, codec) in enumerate(batches):
+        log.append(make_batch(records, value_size=1, compression=codec, tag=i), now_ms=1_000 + i)
+    end = log.log_end_offset
+    offsets = [log.event_position(o)[0] for o in range(end)]
+    assert offsets == sorted(set(offsets))
+    for o, eh in enumerate(offsets):
+        assert log.offset_at_event_offset(eh) == o
+        assert log.offset_at_event_offset(eh + 1) == o + 1  # exclusive: the next event
+    assert log.offset_at_event_offset(offsets[-1] + 10**9) == end
+    log.close()
+    again = PartitionLog(directory, SMALL, now_ms=0)
+    assert [again.event_position(o)[0] for o in range(end)] == offsets
+    again.close()
