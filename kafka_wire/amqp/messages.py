@@ -114,6 +114,15 @@ def is_batch(message: Incoming) -> bool:
     return bool(message.data_sections) and all(map(_is_encoded_message, message.data_sections))
 
 
+# The encodings each message section's value may have (constructor bytes):
+# lists for header and properties, maps for annotations, application properties
+# and footer, binary for a data section, a list for amqp-sequence, anything for amqp-value.
+_LISTS, _MAPS, _BINARY = b"\x45\xc0\xd0", b"\xc1\xd1", b"\xa0\xb0"
+_SECTION_VALUES = {_HEADER: _LISTS, _DELIVERY_ANN: _MAPS, _MESSAGE_ANN: _MAPS,
+                   _PROPERTIES: _LISTS, _APP_PROPS: _MAPS, _DATA: _BINARY, _SEQUENCE: _LISTS,
+                   _VALUE: None, _FOOTER: _MAPS}
+
+
 def _is_encoded_message(raw: bytes) -> bool:
     if len(raw) < 4 or raw[0] != 0 or raw[1] != 0x53 or not _HEADER <= raw[2] <= _FOOTER:
         return False
@@ -123,6 +132,9 @@ def _is_encoded_message(raw: bytes) -> bool:
     try:
         while pos < end:
             if view[pos] != 0 or view[pos + 1] != 0x53 or not _HEADER <= view[pos + 2] <= _FOOTER:
+                return False
+            allowed = _SECTION_VALUES[view[pos + 2]]
+            if allowed is not None and view[pos + 3] not in allowed:
                 return False
             body = body or _DATA <= view[pos + 2] <= _VALUE
             data.clear()
