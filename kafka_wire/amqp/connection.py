@@ -169,7 +169,7 @@ class AmqpConnection(asyncio.Protocol):
         engine.bind(conn)
         self.engine, self.connection, self.collector = engine, conn, collector
         self.padder = FramePadder()
-        self.scanner = InputFrames()
+        self.scanner = InputFrames(MAX_FRAME)
 
     def _push(self, data: bytes) -> None:
         view = memoryview(data)
@@ -215,6 +215,14 @@ class AmqpConnection(asyncio.Protocol):
                     self._closed = True
                 return
             if pending == 0:
+                conn = self.connection
+                if (engine.capacity() < 0 and conn is not None and conn.state & conn.LOCAL_CLOSED
+                        and self.transport is not None and not self._closed):
+                    # Input over and our close handed over: proton writes nothing more
+                    # (after a frame it could not decode it does not even write the close).
+                    self.transport.close()
+                    self._closed = True
+                    return
                 break
             chunk = engine.peek(pending)
             engine.pop(pending)
@@ -294,6 +302,19 @@ class AmqpConnection(asyncio.Protocol):
                           f"AMQP connection from {self.peer}: "
                           f"{condition.name if condition else 'error'}: "
                           f"{condition.description if condition else ''}")
+        elif kind == Event.TRANSPORT_TAIL_CLOSED:
+            # Input ended (EOF, or a frame proton could not decode, which it reports
+            # by closing its input and nothing else): close our side too, or the
+            # connection would wait for a close that cannot come.
+            conn = self.connection
+            if conn is not None and not conn.state & conn.LOCAL_CLOSED:
+                if not conn.state & conn.REMOTE_CLOSED:
+                    _repeats.warn("amqp-transport", client_address(self.peer),
+                                  f"AMQP connection from {self.peer}: input ended without a close")
+                    self._fail("amqp:decode-error", "the input ended without a close frame "
+                                                    "(or held a frame that does not decode)")
+                else:
+                    conn.close()
         elif kind == Event.TRANSPORT_CLOSED:
             self._flush()
 

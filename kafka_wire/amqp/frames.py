@@ -103,7 +103,8 @@ class InputFrames:
     service ignores it.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_frame: int) -> None:
+        self.max_frame = max_frame
         self._carry = b""
         self._header_done = False
         self._ended: set[bytes] = set()
@@ -124,7 +125,9 @@ class InputFrames:
         start = pos  # a run of frames passed whole
         while end - pos >= 8:
             size = _SIZE.unpack_from(buf, pos)[0]
-            if size < 8:  # malformed: let proton see it and fail the connection
+            if size < 8 or size > self.max_frame:
+                # Malformed or over the limit: proton fails the connection with a
+                # framing error (holding back the frame would buffer it whole).
                 pos = end
                 break
             if end - pos < size:

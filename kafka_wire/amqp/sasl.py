@@ -94,7 +94,10 @@ class SaslServer:
                     break
                 body = bytes(self._buf[doff * 4:size])
                 del self._buf[:size]
-                out += self._init(body)
+                try:
+                    out += self._init(body)
+                except SaslError as exc:  # what this feed already answered goes first
+                    raise SaslError(str(exc), bytes(out) + exc.reply) from None
                 self._stage = "amqp-header"
         return bytes(out)
 
