@@ -63,47 +63,128 @@ def _encoded(obj) -> bytes:
     return bytes(data.encode())
 
 
-def decode_message(raw: bytes) -> Incoming:
-    """The sections of one encoded message."""
+# -- the send path's decoder --------------------------------------------------------
+# Sections are walked by their encodings' lengths, without building Python
+# objects: application property values are kept as their AMQP bytes anyway,
+# and only the partition key and property names are decoded. Proton's codec is
+# the fallback for value encodings the walk does not size itself.
+_FIXED = {0x40: 0, 0x41: 0, 0x42: 0, 0x43: 0, 0x44: 0, 0x45: 0,
+          0x50: 1, 0x51: 1, 0x52: 1, 0x53: 1, 0x54: 1, 0x55: 1, 0x56: 1,
+          0x60: 2, 0x61: 2, 0x70: 4, 0x71: 4, 0x72: 4, 0x73: 4, 0x74: 4,
+          0x80: 8, 0x81: 8, 0x82: 8, 0x83: 8, 0x84: 8, 0x94: 16, 0x98: 16}
+_U32 = struct.Struct(">I")
+
+
+def _skip(buf, pos: int) -> int:
+    """The position after the encoded value at ``pos``."""
+    code = buf[pos]
+    width = _FIXED.get(code)
+    if width is not None:
+        return pos + 1 + width
+    if code == 0x00:  # described: descriptor, then value
+        return _skip(buf, _skip(buf, pos + 1))
+    high = code & 0xF0
+    if high in (0xA0, 0xC0, 0xE0):  # one-byte size: binary, strings, symbols; list8, map8, array8
+        return pos + 2 + buf[pos + 1]
+    if high in (0xB0, 0xD0, 0xF0):
+        return pos + 5 + _U32.unpack_from(buf, pos + 1)[0]
     data = Data()
-    view = memoryview(raw)
-    pos, end = 0, len(raw)
+    used = data.decode(bytes(buf[pos:]))
+    if used <= 0:
+        raise MessageError(f"undecodable value at {pos}")
+    return pos + used
+
+
+def _entries(buf, pos: int):
+    """(key position, value position, value end) of each entry of the map at ``pos``."""
+    code = buf[pos]
+    if code == 0xC1:
+        count, p = buf[pos + 2], pos + 3
+    elif code == 0xD1:
+        count, p = _U32.unpack_from(buf, pos + 5)[0], pos + 9
+    elif code == 0x40:
+        return
+    else:
+        raise MessageError(f"a map was expected, not constructor 0x{code:02x}")
+    for _ in range(count // 2):
+        v = _skip(buf, p)
+        after = _skip(buf, v)
+        yield p, v, after
+        p = after
+
+
+def _text(buf, pos: int) -> str | None:
+    """A str or sym value's text (None for other types)."""
+    code = buf[pos]
+    if code in (0xA1, 0xA3):
+        return bytes(buf[pos + 2:pos + 2 + buf[pos + 1]]).decode("utf-8")
+    if code in (0xB1, 0xB3):
+        n = _U32.unpack_from(buf, pos + 1)[0]
+        return bytes(buf[pos + 5:pos + 5 + n]).decode("utf-8")
+    return None
+
+
+def _binary_value(buf, pos: int) -> bytes | None:
+    code = buf[pos]
+    if code == 0xA0:
+        return bytes(buf[pos + 2:pos + 2 + buf[pos + 1]])
+    if code == 0xB0:
+        n = _U32.unpack_from(buf, pos + 1)[0]
+        return bytes(buf[pos + 5:pos + 5 + n])
+    return None
+
+
+_PARTITION_KEY_SYM = PARTITION_KEY.encode()
+
+
+def _decode(buf) -> Incoming:
+    pos, end = 0, len(buf)
     key: str | None = None
     props: list[tuple[bytes, bytes]] = []
     sections: list[bytes] = []
     body: bytes | None = None
+    while pos < end:
+        if buf[pos] != 0 or buf[pos + 1] != 0x53:
+            raise MessageError(f"a message section must be a described type (at {pos})")
+        code = buf[pos + 2]
+        value = pos + 3
+        after = _skip(buf, value)
+        if after > end:
+            raise MessageError("a message section runs past the message's end")
+        if code == _MESSAGE_ANN:
+            for k, v, _ in _entries(buf, value):
+                if bytes(buf[k + 2:v]) == _PARTITION_KEY_SYM and buf[k] == 0xA3:
+                    found = _text(buf, v)
+                    key = found if found is not None else key
+        elif code == _APP_PROPS:
+            for k, v, e in _entries(buf, value):
+                name = _text(buf, k)
+                if name is None:
+                    raise MessageError("application property names must be strings")
+                props.append((name.encode("utf-8"), bytes(buf[v:e])))
+        elif code == _DATA:
+            chunk = _binary_value(buf, value)
+            if chunk is None:
+                raise MessageError("a data section must hold binary")
+            sections.append(chunk)
+        elif code in (_VALUE, _SEQUENCE):
+            body = bytes(buf[value:after])  # the section's value, as AMQP encodes it
+        elif not _HEADER <= code <= _FOOTER:
+            raise MessageError(f"0x{code:02x} is not a message section")
+        pos = after
+    if sections:
+        body = sections[0] if len(sections) == 1 else b"".join(sections)
+    return Incoming(key, props, body, sections)
+
+
+def decode_message(raw: bytes) -> Incoming:
+    """The sections of one encoded message."""
     try:
-        while pos < end:
-            data.clear()
-            used = data.decode(view[pos:])
-            if used <= 0:
-                raise MessageError(f"undecodable bytes at {pos}")
-            section = view[pos:pos + used]
-            pos += used
-            data.rewind()
-            data.next()
-            obj = data.get_object()
-            if not isinstance(obj, Described):
-                raise MessageError("a message section must be a described type")
-            code = int(obj.descriptor) if not isinstance(obj.descriptor, str) else -1
-            if code == _MESSAGE_ANN and isinstance(obj.value, dict):
-                found = obj.value.get(PARTITION_KEY)
-                if found is not None:
-                    key = str(found)
-            elif code == _APP_PROPS and isinstance(obj.value, dict):
-                for name, value in obj.value.items():
-                    props.append((str(name).encode("utf-8"), _encoded(value)))
-            elif code == _DATA:
-                chunk = bytes(obj.value)
-                sections.append(chunk)
-                body = chunk if body is None else body + chunk
-            elif code in (_VALUE, _SEQUENCE):
-                body = bytes(section[3:])  # the section's value, as AMQP encodes it
+        return _decode(memoryview(raw))
     except MessageError:
         raise
-    except Exception as exc:  # proton's DataException, or a truncated section
+    except Exception as exc:  # a truncated section, proton's DataException, bad UTF-8
         raise MessageError(f"the message does not decode as AMQP: {exc}") from None
-    return Incoming(key, props, body, sections)
 
 
 def is_batch(message: Incoming) -> bool:
@@ -124,27 +205,19 @@ _SECTION_VALUES = {_HEADER: _LISTS, _DELIVERY_ANN: _MAPS, _MESSAGE_ANN: _MAPS,
 
 
 def _is_encoded_message(raw: bytes) -> bool:
-    if len(raw) < 4 or raw[0] != 0 or raw[1] != 0x53 or not _HEADER <= raw[2] <= _FOOTER:
-        return False
-    data = Data()
     pos, end, body = 0, len(raw), False
-    view = memoryview(raw)
     try:
         while pos < end:
-            if view[pos] != 0 or view[pos + 1] != 0x53 or not _HEADER <= view[pos + 2] <= _FOOTER:
+            if raw[pos] != 0 or raw[pos + 1] != 0x53 or not _HEADER <= raw[pos + 2] <= _FOOTER:
                 return False
-            allowed = _SECTION_VALUES[view[pos + 2]]
-            if allowed is not None and view[pos + 3] not in allowed:
+            allowed = _SECTION_VALUES[raw[pos + 2]]
+            if allowed is not None and raw[pos + 3] not in allowed:
                 return False
-            body = body or _DATA <= view[pos + 2] <= _VALUE
-            data.clear()
-            used = data.decode(view[pos:])
-            if used <= 0:
-                return False
-            pos += used
+            body = body or _DATA <= raw[pos + 2] <= _VALUE
+            pos = _skip(raw, pos + 3)
     except Exception:
         return False
-    return body
+    return body and pos == end
 
 
 def split_batch(outer: Incoming) -> list[Incoming]:
