@@ -154,7 +154,9 @@ class InputFrames:
         if code == 0x11:          # begin: the channel is in use again
             self._ended.discard(channel)
             return True
-        if channel in self._ended:
+        if channel in self._ended and code not in (0x10, 0x18):
+            # open and close belong to the connection, whatever their channel
+            # (rhea ends session 0 and then closes on channel 0)
             self.dropped += 1
             return False
         if code == 0x17:          # end

@@ -130,9 +130,9 @@ def scope_of(resource: str) -> Scope:
         return Scope(url.hostname.lower(), segments[0])
     if len(segments) == 3 and segments[1].lower() == "publishers":
         return Scope(url.hostname.lower(), segments[0], segments[2])
-    if segments[1].lower() in ("consumergroups", "partitions"):
-        # The AMQP SDKs sign for the entity a link addresses (a consumer group or a
-        # partition); the token then covers that hub.
+    if segments[1].lower() in ("consumergroups", "partitions", "$management"):
+        # The AMQP SDKs sign for the entity a link addresses (a consumer group, a
+        # partition, the hub's management node); the token then covers that hub.
         return Scope(url.hostname.lower(), segments[0])
     raise SasError(f"the SAS token's resource {resource!r} is not a namespace, an event hub or "
                    "a publisher: use https://<namespace>/<hub>[/publishers/<name>]")

@@ -83,6 +83,7 @@ def test_scope_of_resource(uri, hub, publisher):
     "https://ns.servicebus.windows.net/orders/partitions/0",
     "sb://ns.servicebus.windows.net/orders/consumergroups/$Default",
     "sb://ns.servicebus.windows.net/orders/ConsumerGroups/g1/Partitions/3",
+    "sb://127.0.0.1:5672/orders/$management",  # the JavaScript SDK's management audience
 ])
 def test_scope_of_a_partition_or_consumer_group_is_its_hub(uri):
     # The AMQP SDKs sign for the entity a link addresses.
