@@ -230,6 +230,14 @@ class EmulatedBroker:
             raise RuntimeError("this broker has no AMQP listener: start it with amqp=True")
         return address[1]
 
+    @property
+    def amqps_port(self) -> int:
+        """The AMQPS listener's port (``amqp=True, tls=True``)."""
+        address = self._running.amqps_address
+        if address is None:
+            raise RuntimeError("this broker has no AMQPS listener: start it with amqp=True, tls=True")
+        return address[1]
+
     def amqp_connection_string(self, namespace: str | None = None, policy: str | None = None,
                                hub: str | None = None) -> str:
         """:meth:`connection_string` for the Azure SDKs: its Endpoint is this broker's
