@@ -136,6 +136,9 @@ class PublishLink(LinkHandler):
                 log.error("AMQP append to %s-%d failed: %s", self.hub, partition, exc)
             return _condition(code, str(exc))
         conn.server.count_in(len(raw), len(messages))
+        observer = conn.services.observer
+        if observer is not None:
+            observer.on_amqp(runtime.name, self.hub, partition, True, len(messages), len(records))
         if admission.throttle_ms > 0:
             conn.services.clock.call_later(admission.throttle_ms, lambda: self._accept(delivery))
         else:

@@ -81,6 +81,8 @@ class BrokerMetrics(BrokerObserver):
         # (namespace, hub) -> [throttled requests that hub's traffic drew, throttle ms]
         self.throttled_hubs: dict[tuple[str, str], list[int]] = {}
         self.throttle_events: deque[ThrottleEvent] = deque(maxlen=_THROTTLE_EVENTS)
+        # AMQP's share of the partition counters: [in events, in bytes, out events, out bytes]
+        self.amqp = [0, 0, 0, 0]
 
     # -- hooks on the Kafka path --------------------------------------------------
     def on_request(self, header, seconds: float, ctx=None) -> None:
@@ -134,6 +136,28 @@ class BrokerMetrics(BrokerObserver):
                 c = parts[key] = [0, 0, 0, 0]
             c[2] += r.events
             c[3] += len(records)
+
+    def on_amqp(self, namespace: str, hub: str, partition: int, incoming: bool, events: int,
+                nbytes: int) -> None:
+        i = 0 if incoming else 2
+        self.amqp[i] += events
+        self.amqp[i + 1] += nbytes
+        if not incoming:  # appends reach the partition counters through the append hook
+            key = (namespace, hub, partition)
+            c = self.partitions.get(key)
+            if c is None:
+                c = self.partitions[key] = [0, 0, 0, 0]
+            c[2] += events
+            c[3] += nbytes
+
+    def protocol_counters(self) -> dict[str, list[int]]:
+        """{protocol: [in events, in bytes, out events, out bytes]}: Kafka's is what the
+        partitions saw less AMQP's."""
+        total = [0, 0, 0, 0]
+        for c in self.partitions.values():
+            for i in range(4):
+                total[i] += c[i]
+        return {"amqp": list(self.amqp), "kafka": [max(t - a, 0) for t, a in zip(total, self.amqp)]}
 
     def record_throttle(self, namespace: str, hub: str | None, ms: int, *,
                         api: str = "", client_id: str | None = None) -> None:

@@ -6,8 +6,10 @@ Metric names (all prefixed ``kafkawire_``; labels in braces):
   {namespace, hub, partition}: gauges from the log (sequence numbers; bytes on disk)
 - ``partition_incoming_messages_total`` / ``partition_incoming_bytes_total`` /
   ``partition_outgoing_messages_total`` / ``partition_outgoing_bytes_total``
-  {namespace, hub, partition}: events and record-batch bytes appended / served by Fetch
-  since start
+  {namespace, hub, partition}: events and record-batch bytes appended / served (Kafka
+  Fetch and AMQP receivers) since start
+- ``protocol_events_total`` / ``protocol_bytes_total`` {protocol (kafka, amqp), direction
+  (in, out)}: the same, per protocol
 - ``hub_partitions`` {namespace, hub}
 - ``throttled_requests_total`` / ``throttle_seconds_total`` {namespace, api}: requests
   answered with a throttle time, and the sum of those times
@@ -100,13 +102,21 @@ def render(views: ConsoleViews) -> str:
     for i, (name, help_) in enumerate((
             ("partition_incoming_messages_total", "Events appended since start."),
             ("partition_incoming_bytes_total", "Record-batch bytes appended since start."),
-            ("partition_outgoing_messages_total", "Events served by Fetch since start."),
-            ("partition_outgoing_bytes_total", "Record-batch bytes served by Fetch since start."))):
+            ("partition_outgoing_messages_total", "Events served (Kafka Fetch, AMQP) since start."),
+            ("partition_outgoing_bytes_total", "Record-batch bytes served since start."))):
         out.family(name, "counter", help_)
         for ns, hub, p, _plog in logs:
             out.sample(name, metrics.partition_counters(ns, hub, p)[i],
                        namespace=ns, hub=hub, partition=p)
 
+    protocols = metrics.protocol_counters()
+    for i, (name, help_) in enumerate((
+            ("protocol_events_total", "Events appended (in) / served (out) since start, per protocol."),
+            ("protocol_bytes_total", "Record-batch bytes appended / served, per protocol."))):
+        out.family(name, "counter", help_)
+        for protocol, counts in sorted(protocols.items()):
+            out.sample(name, counts[i], protocol=protocol, direction="in")
+            out.sample(name, counts[i + 2], protocol=protocol, direction="out")
     out.family("throttled_requests_total", "counter",
                "Requests answered with a throttle time (throughput units exceeded).")
     for (ns, api), (n, _ms) in sorted(metrics.throttled.items()):
