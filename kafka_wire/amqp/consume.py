@@ -6,7 +6,7 @@ with ``>`` or ``>=`` and a quoted value (``-1``: the start of the partition,
 ``@latest``: its end). Events go out as the client grants credit; with none
 left, or with the partition read to its end, the link waits (for credit, or
 for the next append). An owner level (``com.microsoft:epoch``) takes the
-partition from receivers with a lower one, which are detached with
+partition from receivers with a lower or equal one, which are detached with
 ``amqp:link:stolen``; without owner levels a partition takes at most five
 receivers per consumer group, as the service allows. Reads are charged to
 the namespace's egress quota, shared with Kafka fetches.
@@ -79,14 +79,14 @@ def attach(conn: AmqpConnection, link, address: Address) -> LinkHandler | None:
     props = link.remote_properties or {}
     epoch = props.get(symbol(EPOCH), props.get(EPOCH))
     key = (runtime.name, view.name.lower(), group.lower(), address.partition)
-    readers = conn.server.readers.setdefault(key, set())
-    problem = _admit(readers, None if epoch is None else int(epoch), key)
+    problem = _admit(conn.server.readers.get(key, set()), None if epoch is None else int(epoch), key)
     if problem is not None:
         refuse(link, *problem)
         return None
     handler = ConsumeLink(conn, link, view.name, address.partition, start,
                           None if epoch is None else int(epoch), key)
-    readers.add(handler)
+    # Fetched after _admit: a receiver it displaced removed an emptied set from the registry.
+    conn.server.readers.setdefault(key, set()).add(handler)
     return handler
 
 
@@ -100,8 +100,10 @@ def _consumer_group(runtime, hub: str, wanted: str) -> str | None:
 
 
 def _admit(readers: set, epoch: int | None, key) -> tuple[str, str] | None:
-    """Owner levels: a higher one steals, a lower one (or none, against one) is
-    refused; without them at most five readers."""
+    """Owner levels: an equal or higher one takes the partition (the service
+    disconnects the older receiver of two with the same level, so a processor
+    that takes over a partition at level 0 ends the one that held it); a lower
+    one, or none against one, is refused; without them at most five readers."""
     where = f"partition {key[3]} of {key[1]} in consumer group {key[2]}"
     levels = [r.epoch for r in readers if r.epoch is not None]
     if epoch is None:
@@ -116,7 +118,7 @@ def _admit(readers: set, epoch: int | None, key) -> tuple[str, str] | None:
         return (LINK_STOLEN, f"a receiver with the higher owner level {max(levels)} holds {where}; "
                              f"owner level {epoch} cannot take it")
     for other in list(readers):
-        if other.epoch is None or other.epoch < epoch:
+        if other.epoch is None or other.epoch <= epoch:
             other.detach(LINK_STOLEN, f"a receiver with owner level {epoch} took {where}"
                          + (f" from owner level {other.epoch}" if other.epoch is not None else ""))
     return None

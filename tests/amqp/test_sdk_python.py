@@ -281,6 +281,47 @@ def test_send_only_policy_cannot_receive(broker):
     assert errors and "unauthorized-access" in str(errors[0])
 
 
+def test_an_equal_owner_level_takes_over_and_the_partition_stays_owned(broker):
+    """As the service does (and SDK processors rely on when one takes a partition
+    over at level 0): the newer receiver of two with the same owner level wins;
+    then a receiver without an owner level is still refused."""
+    broker.create_hub("handover", 1)
+    send_one_by_one(broker, "handover", ["x"])
+    first_errors: list = []
+    first = consumer(broker, "handover", retry_total=0)
+    t1 = threading.Thread(target=first.receive, kwargs=dict(
+        on_event=lambda ctx, e: None, on_error=lambda ctx, e: first_errors.append(e),
+        partition_id="0", owner_level=0, starting_position="-1"), daemon=True)
+    t1.start()
+    time.sleep(2)
+    second = consumer(broker, "handover")
+    second_got: list = []
+    t2 = threading.Thread(target=second.receive, kwargs=dict(
+        on_event=lambda ctx, e: second_got.append(e), partition_id="0", owner_level=0,
+        starting_position="-1"), daemon=True)
+    t2.start()
+    deadline = time.monotonic() + 10
+    while not (first_errors and second_got) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert first_errors and "amqp:link:stolen" in str(first_errors[0])
+    first.close()
+    t1.join(10)
+    third_errors: list = []
+    third = consumer(broker, "handover", retry_total=0)
+    t3 = threading.Thread(target=third.receive, kwargs=dict(
+        on_event=lambda ctx, e: None, on_error=lambda ctx, e: third_errors.append(e),
+        partition_id="0", starting_position="-1"), daemon=True)
+    t3.start()
+    deadline = time.monotonic() + 10
+    while not third_errors and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for client, thread in ((third, t3), (second, t2)):
+        client.close()
+        thread.join(10)
+    assert [e.body_as_str() for e in second_got] == ["x"]
+    assert third_errors, "a receiver without an owner level joined an owned partition"
+
+
 def test_higher_owner_level_takes_the_partition(broker):
     broker.create_hub("owned", 1)
     first_errors: list = []
