@@ -54,7 +54,7 @@ def start_broker(work: Path) -> tuple[subprocess.Popen, str]:
     log = open(work / "broker.log", "wb")
     proc = subprocess.Popen([sys.executable, "-m", "kafka_wire.cli", "--log-level", "WARNING",
                              "serve", "--data-dir", str(work / "data"),
-                             "--listen", f"127.0.0.1:{port}", "--no-http"],
+                             "--listen", f"127.0.0.1:{port}", "--no-http", "--no-amqp"],
                             stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

@@ -98,7 +98,7 @@ def start_broker(name: str) -> BrokerProc:
     work = Path(tempfile.mkdtemp(prefix=f"bench-{name}-"))
     if name == "kafka-wire":
         cmd = [sys.executable, "-m", "kafka_wire.cli", "--log-level", "WARNING", "serve",
-               "--data-dir", str(work / "data"), "--listen", f"127.0.0.1:{port}", "--no-http"]
+               "--data-dir", str(work / "data"), "--listen", f"127.0.0.1:{port}", "--no-http", "--no-amqp"]
     elif name == "tansu":
         binary = tansu_binary()
         cmd = [str(binary), "broker", "--listener-url", f"tcp://127.0.0.1:{port}",

@@ -279,11 +279,18 @@ class Broker:
                 raise StartupError("AMQPS needs the TLS listener's certificate: add --tls-listen "
                                    "(or [server] tls_listen), or drop --amqps-listen")
             server = AmqpServer(self.services)
-            self.amqps_address = await listen(
-                "AMQPS", "--amqps-listen", cfg.amqps_listen_host, cfg.amqps_listen_port,
-                lambda: server.start(cfg.amqps_listen_host, cfg.amqps_listen_port, ssl=self._tls_context))
-            self.amqps_server = server
-            log.info("AMQPS listener on %s:%d", *self.amqps_address)
+            try:
+                self.amqps_address = await listen(
+                    "AMQPS", "--amqps-listen (or --no-amqp)", cfg.amqps_listen_host,
+                    cfg.amqps_listen_port,
+                    lambda: server.start(cfg.amqps_listen_host, cfg.amqps_listen_port,
+                                         ssl=self._tls_context))
+                self.amqps_server = server
+                log.info("AMQPS listener on %s:%d", *self.amqps_address)
+            except StartupError as exc:
+                if not cfg.amqps_optional:
+                    raise
+                log.warning("AMQPS listener not started: %s", exc)
 
     def _open_namespace(self, data_dir: Path, name: str) -> NamespaceRuntime:
         cfg = self.config

@@ -125,6 +125,7 @@ def _serve(args: argparse.Namespace) -> int:
             config.amqps_listen_host, config.amqps_listen_port = args.amqps_listen
         elif config.amqps_listen_host is None and config.tls_listen_host:
             config.amqps_listen_host = config.tls_listen_host
+            config.amqps_optional = True  # the default port: if taken, serve the rest anyway
     if args.capture_dir:
         config.capture_dir = Path(args.capture_dir)
     _check_files(config)

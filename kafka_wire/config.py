@@ -101,6 +101,7 @@ class BrokerConfig:
     amqp_listen_host: str | None = None
     amqp_listen_port: int = 5672
     amqp_optional: bool = False
+    amqps_optional: bool = False  # likewise for AMQPS's default port 5671
     amqps_listen_host: str | None = None
     amqps_listen_port: int = 5671
     # Capture output directory whose _capture_events.jsonl the console reads

@@ -56,6 +56,8 @@ class BrokerProcess:
                "--listen", f"127.0.0.1:{self.port}", *self.extra]
         if not any(a.startswith("--http-listen") for a in self.extra):
             cmd.append("--no-http")  # never the fixed port 5300 unless a test asks for HTTP
+        if not any(a.startswith(("--amqp-listen", "--amqps-listen", "--no-amqp")) for a in self.extra):
+            cmd.append("--no-amqp")  # nor 5672/5671
         self._log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, cwd=ROOT)
         deadline = time.monotonic() + timeout

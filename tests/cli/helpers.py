@@ -35,6 +35,8 @@ class Serve:
     def __init__(self, *args: str, env: dict | None = None, log: Path) -> None:
         self.log_path = log
         self._log = open(log, "w")
+        if not any(a.startswith(("--amqp-listen", "--no-amqp")) for a in args):
+            args = (*args, "--no-amqp")  # never the fixed port 5672 in tests
         self.proc = subprocess.Popen([sys.executable, "-m", "kafka_wire.cli", "serve", *args],
                                      stdout=self._log, stderr=subprocess.STDOUT, env=env)
 

@@ -29,7 +29,7 @@ def _taken_port():
     return sock, sock.getsockname()[1]
 
 
-@pytest.mark.parametrize("flag", ["--listen", "--tls-listen", "--http-listen"])
+@pytest.mark.parametrize("flag", ["--listen", "--tls-listen", "--http-listen", "--amqp-listen"])
 def test_address_in_use_names_the_flag(tmp_path, flag):
     sock, port = _taken_port()
     try:
@@ -38,6 +38,8 @@ def test_address_in_use_names_the_flag(tmp_path, flag):
             args += ["--listen", "127.0.0.1:0"]
         if flag != "--http-listen":
             args += ["--no-http"]
+        if flag != "--amqp-listen":
+            args += ["--no-amqp"]
         res = kafka_wire(*args)
     finally:
         sock.close()
