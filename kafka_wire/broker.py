@@ -124,9 +124,8 @@ class Broker:
         self.tls_server: KafkaServer | None = None
         self.tls_address: tuple[str, int] | None = None
         self.tls_ca_file: Path | None = None
-        self.amqp_server = None   # kafka_wire.amqp.server.AmqpServer when AMQP is on
+        self.amqp_server = None   # kafka_wire.amqp.server.AmqpServer when AMQP is on (all its listeners)
         self.amqp_address: tuple[str, int] | None = None
-        self.amqps_server = None
         self.amqps_address: tuple[str, int] | None = None
         self._tls_context = None
         self.console = None  # kafka_wire.console.Console when HTTP is on
@@ -205,6 +204,8 @@ class Broker:
             counts = {"kafka": len(self.server.connections) if self.server else 0}
             if self.tls_server is not None:
                 counts["kafka_sasl_ssl"] = len(self.tls_server.connections)
+            if self.amqp_server is not None:
+                counts["amqp"] = len(self.amqp_server.connections)
             return counts
 
         self.console = attach(self.services, ready=lambda: self._serving,
@@ -212,6 +213,8 @@ class Broker:
 
     async def _start_console(self) -> None:
         cfg = self.config
+        if self.amqp_server is not None:  # AMQP over WebSockets on the HTTP listener too
+            self.console.http.websocket = self.amqp_server.serve_upgrade
         try:
             self.http_address = await listen(
                 "HTTP", "--http-listen (or --no-http)", cfg.http_listen_host, cfg.http_listen_port,
@@ -262,13 +265,14 @@ class Broker:
             return
         from kafka_wire.amqp.server import AmqpServer
 
+        # One server for every AMQP listener (AMQP, AMQPS, WebSockets on the HTTP
+        # listener): receivers of a partition are one set, whichever way they came.
+        server = self.amqp_server = AmqpServer(self.services)
         if cfg.amqp_listen_host is not None:
-            server = AmqpServer(self.services)
             try:
                 self.amqp_address = await listen(
                     "AMQP", "--amqp-listen (or --no-amqp)", cfg.amqp_listen_host,
                     cfg.amqp_listen_port, lambda: server.start(cfg.amqp_listen_host, cfg.amqp_listen_port))
-                self.amqp_server = server
                 log.info("AMQP listener on %s:%d", *self.amqp_address)
             except StartupError as exc:
                 if not cfg.amqp_optional:
@@ -278,14 +282,12 @@ class Broker:
             if self._tls_context is None:
                 raise StartupError("AMQPS needs the TLS listener's certificate: add --tls-listen "
                                    "(or [server] tls_listen), or drop --amqps-listen")
-            server = AmqpServer(self.services)
             try:
                 self.amqps_address = await listen(
                     "AMQPS", "--amqps-listen (or --no-amqp)", cfg.amqps_listen_host,
                     cfg.amqps_listen_port,
                     lambda: server.start(cfg.amqps_listen_host, cfg.amqps_listen_port,
                                          ssl=self._tls_context))
-                self.amqps_server = server
                 log.info("AMQPS listener on %s:%d", *self.amqps_address)
             except StartupError as exc:
                 if not cfg.amqps_optional:
@@ -374,11 +376,9 @@ class Broker:
         if self._flusher is not None:
             self._flusher.shutdown(wait=True)  # a flush in progress finishes first
             self._flusher = None
-        for attr in ("amqp_server", "amqps_server"):
-            server = getattr(self, attr)
-            if server is not None:
-                await server.stop()
-                setattr(self, attr, None)
+        if self.amqp_server is not None:
+            await self.amqp_server.stop()
+            self.amqp_server = None
         if self.tls_server is not None:
             await self.tls_server.stop()
             self.tls_server = None

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from proton import Collector, Condition, Connection, Event, Transport, symbol
 
-from kafka_wire.amqp import addresses
+from kafka_wire.amqp import addresses, websocket
 from kafka_wire.amqp.frames import FramePadder, InputFrames
 from kafka_wire.amqp.sasl import SaslError, SaslServer
 from kafka_wire.eventhubs import oauth
@@ -95,6 +95,10 @@ class AmqpConnection(asyncio.Protocol):
         self._in_pump = False
         self.handlers: set[LinkHandler] = set()
         self.scanner = None
+        # AMQP over WebSockets: the first bytes decide (b"GET " is an upgrade request)
+        self._sniff: bytearray | None = bytearray()
+        self._handshake: websocket.Handshake | None = None
+        self._frames: websocket.FrameReader | None = None
 
     # -- asyncio ------------------------------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -106,6 +110,67 @@ class AmqpConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._closed:
             return
+        if self._frames is not None:
+            self._websocket_received(data)
+            return
+        if self._sniff is not None:
+            self._sniff += data
+            if len(self._sniff) < 4:
+                return
+            data, self._sniff = bytes(self._sniff), None
+            if data.startswith(b"GET "):
+                self._handshake = websocket.Handshake()
+        if self._handshake is not None:
+            self._upgrade(data)
+            return
+        self._amqp_received(data)
+
+    def upgraded(self) -> None:
+        """The HTTP listener has already answered the upgrade: WebSocket frames from here."""
+        self._sniff = None
+        self._frames = websocket.FrameReader()
+        self.transport = websocket.FramedTransport(self.transport)
+
+    def _upgrade(self, data: bytes) -> None:
+        done = self._handshake.feed(data)
+        if done is None:
+            return
+        reply, accepted, rest = done
+        self._handshake = None
+        self._write(reply)
+        if not accepted:
+            status = reply.split(b"\r\n", 1)[0].decode("latin-1")
+            _repeats.warn("amqp-handshake", client_address(self.peer),
+                          f"closing connection from {self.peer}: a WebSocket upgrade that cannot "
+                          f"be served ({status})")
+            self.abort()
+            return
+        self.upgraded()
+        if rest:
+            self._websocket_received(rest)
+
+    def _websocket_received(self, data: bytes) -> None:
+        try:
+            messages = self._frames.feed(data)
+        except websocket.WebSocketError as exc:
+            _repeats.warn("amqp-websocket", client_address(self.peer),
+                          f"closing WebSocket from {self.peer}: {exc}")
+            self.transport.close(exc.status)
+            self._closed = True
+            return
+        for opcode, payload in messages:
+            if self._closed:
+                return
+            if opcode == websocket.BINARY:
+                self._amqp_received(payload)
+            elif opcode == websocket.PING:
+                self.transport.control(websocket.PONG, payload)
+            elif opcode == websocket.CLOSE:
+                self.transport.close(1000)
+                self._closed = True
+                return
+
+    def _amqp_received(self, data: bytes) -> None:
         if self.engine is None:
             try:
                 reply = self.sasl.feed(data)

@@ -131,7 +131,7 @@ def _describe_header(header: bytes) -> str:
     if header.startswith(b"AMQP"):
         return f"unsupported AMQP protocol header {header!r}"
     if header[:4] in (b"GET ", b"POST", b"PUT ", b"HEAD"):
-        return "an HTTP request on the AMQP port (WebSockets use the HTTP listener's /$servicebus/websocket)"
+        return "an HTTP request on the AMQP port (only GET /$servicebus/websocket, a WebSocket upgrade, is served)"
     if header[:1] == b"\x16":
         return "a TLS ClientHello on the plain AMQP port: use the AMQPS listener"
     return f"not an AMQP protocol header: {header!r}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from kafka_wire.amqp import websocket
 from kafka_wire.amqp.connection import AmqpConnection
 from kafka_wire.context import Services
 
@@ -19,14 +20,15 @@ class AmqpServer:
         # (namespace, hub, consumer group, partition) -> its receive links
         self.readers: dict[tuple[str, str, str, int], set] = {}
         self._round_robin: dict[tuple[str, str], int] = {}
-        self._server: asyncio.base_events.Server | None = None
+        self._servers: list[asyncio.base_events.Server] = []  # AMQP, AMQPS
         self.bytes_in = self.events_in = self.bytes_out = self.events_out = 0
 
     async def start(self, host: str, port: int, ssl=None) -> tuple[str, int]:
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(lambda: AmqpConnection(self), host, port,
-                                                ssl=ssl, reuse_address=True)
-        return self._server.sockets[0].getsockname()[:2]
+        server = await loop.create_server(lambda: AmqpConnection(self), host, port,
+                                          ssl=ssl, reuse_address=True)
+        self._servers.append(server)
+        return server.sockets[0].getsockname()[:2]
 
     def next_partition(self, namespace: str, hub: str, partitions: int) -> int:
         """Round robin over a hub's partitions, for sends without a key."""
@@ -43,14 +45,42 @@ class AmqpServer:
         self.bytes_out += nbytes
         self.events_out += events
 
+    async def serve_upgrade(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                            target: str, headers: dict[str, str]) -> None:
+        """AMQP over WebSockets on the HTTP listener: answer the upgrade request the
+        HTTP server read (``headers`` with lower-case names), then carry the
+        connection until either side closes."""
+        reply, accepted = websocket.respond(["GET", target, "HTTP/1.1"], headers)
+        writer.write(reply)
+        if not accepted:
+            writer.close()
+            return
+        conn = AmqpConnection(self)
+        conn.connection_made(writer)
+        conn.upgraded()
+        try:
+            while not writer.is_closing():
+                data = await reader.read(65536)
+                if not data:
+                    conn.eof_received()
+                    break
+                conn.data_received(data)
+                await writer.drain()
+        except ConnectionError:
+            pass
+        finally:
+            if not writer.is_closing():
+                writer.close()
+            conn.connection_lost(None)
+
     def close_connections(self) -> None:
         for conn in list(self.connections):
             conn.close()
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         self.close_connections()
-        if self._server is not None:
-            await self._server.wait_closed()
-            self._server = None
+        for server in self._servers:
+            await server.wait_closed()
+        self._servers.clear()

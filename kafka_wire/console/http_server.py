@@ -63,6 +63,9 @@ class HttpServer:
         self.static = _load_static()
         self._server: asyncio.base_events.Server | None = None
         self._clients: set[asyncio.StreamWriter] = set()
+        # AMQP over WebSockets (kafka_wire.amqp.websocket), set when AMQP is on: called
+        # with (reader, writer, target, headers) for an upgrade request to its path.
+        self.websocket: Callable | None = None
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
         self._server = await asyncio.start_server(self._serve, host, port, reuse_address=True)
@@ -104,6 +107,11 @@ class HttpServer:
                     name, sep, value = line.partition(":")
                     if sep:
                         headers[name.strip().lower()] = value.strip()
+                if (self.websocket is not None and method == "GET"
+                        and target.split("?", 1)[0] == "/$servicebus/websocket"
+                        and headers.get("upgrade", "").lower() == "websocket"):
+                    await self.websocket(reader, writer, target, headers)
+                    return
                 conn = headers.get("connection", "").lower()
                 keep = conn != "close" and (version == "HTTP/1.1" or conn == "keep-alive")
                 if headers.get("content-length", "0") not in ("", "0") or "transfer-encoding" in headers:

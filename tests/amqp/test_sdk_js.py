@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import shutil
 import subprocess
 from collections import defaultdict
@@ -47,10 +48,11 @@ def node():
     return exe
 
 
-def run_js(node: str, *args, stdin=None) -> dict:
-    """Run one eventhubs_sdk.js command; its JSON result."""
+def run_js(node: str, *args, stdin=None, env: dict | None = None) -> dict:
+    """Run one eventhubs_sdk.js command; its JSON result. ``env``: extra variables."""
     res = subprocess.run([node, str(SCRIPT), *map(str, args)], cwd=JS, capture_output=True, text=True,
-                         input=json.dumps(stdin) if stdin is not None else "", timeout=60)
+                         input=json.dumps(stdin) if stdin is not None else "", timeout=60,
+                         env={**os.environ, **(env or {})})
     lines = [line for line in res.stdout.splitlines() if line.startswith("{")]
     assert res.returncode == 0 and lines, (
         f"node eventhubs_sdk.js {args[0]} exited {res.returncode}\n{res.stdout}\n{res.stderr[-6000:]}")

@@ -18,6 +18,7 @@
 //
 // Prints one JSON object on stdout and exits 0; on failure prints {"error": ...} and
 // exits 1; gives up after 50 s. DEBUG=azure*,rhea* shows the AMQP traffic on stderr.
+// EH_WEBSOCKET and EH_CA (below) switch to AMQP over WebSockets.
 'use strict'
 const path = require('path')
 const {
@@ -47,6 +48,16 @@ function readStdin() {
 
 // Fail fast instead of retrying for minutes; the test reads the first error.
 const clientOptions = { retryOptions: { maxRetries: 1, retryDelayInMs: 200, timeoutInMs: 20000 } }
+// AMQP over WebSockets (always wss:// in the SDK): EH_WEBSOCKET=HOST:PORT of the broker's
+// AMQPS listener, EH_CA the CA file to trust.
+if (process.env.EH_WEBSOCKET) {
+  const fs = require('fs')
+  clientOptions.customEndpointAddress = `sb://${process.env.EH_WEBSOCKET}`
+  clientOptions.webSocketOptions = {
+    webSocket: require('ws'),
+    webSocketConstructorOptions: { ca: fs.readFileSync(process.env.EH_CA) },
+  }
+}
 
 // close() waits for the broker's answer to AMQP detach, end and close; fail clearly
 // (not by the global timeout) when one does not come.

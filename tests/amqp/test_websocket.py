@@ -1,0 +1,139 @@
+"""AMQP over WebSockets (subprotocol AMQPWSB10 on /$servicebus/websocket): on the HTTP
+listener, on the AMQP port (ws://) and on AMQPS (wss://, which the JavaScript SDK
+always uses); the same endpoint behind it, and bad upgrades refused."""
+from __future__ import annotations
+
+import base64
+import os
+import socket
+import struct
+
+import pytest
+from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient, TransportType
+
+from kafka_wire.amqp.websocket import accept_key
+from kafka_wire.eventhubs import connection_string
+from kafka_wire.testing import EmulatedBroker
+
+from .conftest import receive
+from .test_sdk_js import node, run_js  # noqa: F401  (node is a fixture)
+
+
+@pytest.fixture(scope="module")
+def ws_broker(tmp_path_factory):
+    with EmulatedBroker(tmp_path_factory.mktemp("ws") / "data", amqp=True, tls=True, http=True) as b:
+        yield b
+
+
+def _cs(broker) -> str:
+    parsed = connection_string.parse(broker.connection_string())
+    return connection_string.build("localhost", key_name=parsed.key_name, key=parsed.key)
+
+
+def _roundtrip(broker, hub: str, cs: str, **options) -> list[str]:
+    broker.create_hub(hub, 1)
+    with EventHubProducerClient.from_connection_string(cs, eventhub_name=hub, **options) as p:
+        assert p.get_partition_ids() == ["0"]
+        p.send_batch([EventData(f"{hub}-{i}") for i in range(3)], partition_id="0")
+    c = EventHubConsumerClient.from_connection_string(
+        cs, consumer_group="$Default", eventhub_name=hub, load_balancing_interval=1, **options)
+    return [e.body_as_str() for _, e in receive(c, 3, partition_id="0", starting_position="-1")]
+
+
+def test_python_sdk_over_websockets_on_the_http_listener(ws_broker):
+    cs = connection_string.build("localhost", key_name="RootManageSharedAccessKey", key="x",
+                                 emulator=True)
+    got = _roundtrip(ws_broker, "ws-http", cs, transport_type=TransportType.AmqpOverWebsocket,
+                     custom_endpoint_address=f"sb://127.0.0.1:{ws_broker.http_port}")
+    assert got == ["ws-http-0", "ws-http-1", "ws-http-2"]
+
+
+def test_python_sdk_over_websockets_on_the_amqp_port(ws_broker):
+    cs = connection_string.build("localhost", key_name="RootManageSharedAccessKey", key="x",
+                                 emulator=True)
+    got = _roundtrip(ws_broker, "ws-amqp", cs, transport_type=TransportType.AmqpOverWebsocket,
+                     custom_endpoint_address=f"sb://127.0.0.1:{ws_broker.amqp_port}")
+    assert got == ["ws-amqp-0", "ws-amqp-1", "ws-amqp-2"]
+
+
+def test_python_sdk_over_secure_websockets_on_amqps(ws_broker):
+    got = _roundtrip(ws_broker, "ws-tls", _cs(ws_broker),
+                     transport_type=TransportType.AmqpOverWebsocket,
+                     custom_endpoint_address=f"sb://localhost:{ws_broker.amqps_port}",
+                     connection_verify=str(ws_broker.ca_file))
+    assert got == ["ws-tls-0", "ws-tls-1", "ws-tls-2"]
+
+
+def test_js_sdk_over_secure_websockets(ws_broker, node):  # noqa: F811
+    ws_broker.create_hub("ws-js", 2)
+    env = {"EH_WEBSOCKET": f"localhost:{ws_broker.amqps_port}", "EH_CA": str(ws_broker.ca_file)}
+    cs = _cs(ws_broker)
+    props = run_js(node, "properties", cs, "ws-js", env=env)
+    assert props["partitionIds"] == ["0", "1"], props
+    run_js(node, "send", cs, "ws-js", env=env, stdin={"batches": [
+        {"partitionId": "1", "events": [{"body": "js-ws-0"}, {"body": "js-ws-1"}]}]})
+    events = run_js(node, "receive", cs, "ws-js", 2, "1", env=env)["events"]
+    assert [e["body"] for e in events] == ["js-ws-0", "js-ws-1"]
+
+
+def _upgrade(port: int, path: str = "/$servicebus/websocket", protocol: str = "AMQPWSB10") -> tuple[socket.socket, bytes]:
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    key = base64.b64encode(os.urandom(16)).decode()
+    s.sendall((f"GET {path} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+               f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
+               f"Sec-WebSocket-Protocol: {protocol}\r\n\r\n").encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        head += chunk
+    if head.startswith(b"HTTP/1.1 101"):
+        assert f"Sec-WebSocket-Accept: {accept_key(key)}".encode() in head
+    return s, head
+
+
+def _until_closed(s: socket.socket) -> bytes:
+    out = b""
+    while True:
+        chunk = s.recv(65536)  # a hang fails with socket.timeout
+        if not chunk:
+            return out
+        out += chunk
+
+
+@pytest.mark.parametrize("where", ["amqp", "http"])
+def test_bad_upgrades_and_frames_close_cleanly(ws_broker, where):
+    port = ws_broker.amqp_port if where == "amqp" else ws_broker.http_port
+    s, head = _upgrade(port, protocol="chat")
+    assert head.startswith(b"HTTP/1.1 400"), head
+    s.close()
+    if where == "amqp":
+        s, head = _upgrade(port, path="/other")
+        assert head.startswith(b"HTTP/1.1 404"), head
+        s.close()
+    # An unmasked client frame: a close frame with status 1002, then the end.
+    s, head = _upgrade(port)
+    assert head.startswith(b"HTTP/1.1 101"), head
+    s.sendall(struct.pack(">BB", 0x82, 8) + b"AMQP\x00\x01\x00\x00")
+    rest = _until_closed(s)
+    assert rest[:1] == b"\x88" and struct.unpack(">H", rest[2:4])[0] == 1002, rest
+    s.close()
+    # Garbage inside a proper frame: AMQP's answer (its header), then the close.
+    s, head = _upgrade(port)
+    mask = b"\x01\x02\x03\x04"
+    payload = b"GARBAGE!"
+    masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    s.sendall(struct.pack(">BB", 0x82, 0x80 | len(payload)) + mask + masked)
+    rest = _until_closed(s)
+    assert b"AMQP" in rest and b"\x88" in rest, rest
+    s.close()
+    # ... and the endpoint still serves.
+    cs = connection_string.build("localhost", key_name="RootManageSharedAccessKey", key="x",
+                                 emulator=True)
+    ws_broker.create_hub(f"ws-bad-{where}", 1)
+    with EventHubProducerClient.from_connection_string(
+            cs, eventhub_name=f"ws-bad-{where}",
+            transport_type=TransportType.AmqpOverWebsocket,
+            custom_endpoint_address=f"sb://127.0.0.1:{port}") as p:
+        assert p.get_partition_ids() == ["0"]
