@@ -62,8 +62,7 @@ class Record(NamedTuple):
 # -- varints --------------------------------------------------------------------
 
 
-def encode_varint(value: int) -> bytes:
-    """Zigzag varint (Kafka's record fields)."""
+def _encode_varint(value: int) -> bytes:
     v = (value << 1) ^ (value >> 63)
     out = bytearray()
     while v & ~0x7F:
@@ -71,6 +70,17 @@ def encode_varint(value: int) -> bytes:
         v >>= 7
     out.append(v)
     return bytes(out)
+
+
+# Lengths and deltas are nearly always small: a table answers them (-1 is a null's length).
+_SMALL_VARINTS = [_encode_varint(v) for v in range(-1, 1 << 14)]
+
+
+def encode_varint(value: int) -> bytes:
+    """Zigzag varint (Kafka's record fields)."""
+    if -1 <= value < (1 << 14) - 1:
+        return _SMALL_VARINTS[value + 1]
+    return _encode_varint(value)
 
 
 # -- codecs ---------------------------------------------------------------------
@@ -219,25 +229,16 @@ def record_keys(buf):
 def encode_record(offset_delta: int, timestamp_delta: int, key: bytes | None, value: bytes | None,
                   headers: list[tuple[bytes, bytes | None]] = ()) -> bytes:
     """One record; ``headers`` are (UTF-8 name, value) pairs."""
-    body = bytearray(b"\x00")
-    body += encode_varint(timestamp_delta)
-    body += encode_varint(offset_delta)
-    for field in (key, value):
-        if field is None:
-            body += encode_varint(-1)
-        else:
-            body += encode_varint(len(field))
-            body += field
-    body += encode_varint(len(headers))
+    varint = encode_varint
+    parts = [b"\x00", varint(timestamp_delta), varint(offset_delta),
+             b"\x01" if key is None else varint(len(key)), key or b"",
+             b"\x01" if value is None else varint(len(value)), value or b"",
+             varint(len(headers))]
     for name, field in headers:
-        body += encode_varint(len(name))
-        body += name
-        if field is None:
-            body += encode_varint(-1)
-        else:
-            body += encode_varint(len(field))
-            body += field
-    return encode_varint(len(body)) + bytes(body)
+        parts += (varint(len(name)), name,
+                  b"\x01" if field is None else varint(len(field)), field or b"")
+    body = b"".join(parts)
+    return varint(len(body)) + body
 
 
 def rebuild_batch(header: BatchHeader, records: list[Record]) -> bytearray:

@@ -31,7 +31,8 @@ from proton import Data, Described
 from kafka_wire.log import batch as rb
 from kafka_wire.log.records import compress, encode_record
 
-__all__ = ["Incoming", "MessageError", "decode_message", "is_batch", "split_batch", "records_batch",
+__all__ = ["Incoming", "MessageError", "decode_message", "is_batch", "split_batch", "batch_messages",
+           "records_batch",
            "encode_event", "BATCH_FORMAT", "PARTITION_KEY", "SEQUENCE_NUMBER", "OFFSET",
            "ENQUEUED_TIME"]
 
@@ -137,8 +138,11 @@ def _binary_value(buf, pos: int) -> bytes | None:
 _PARTITION_KEY_SYM = PARTITION_KEY.encode()
 
 
-def _decode(buf) -> Incoming:
+def _decode(buf, strict: bool = False) -> Incoming:
+    """``strict``: also require each section's value to have the encoding its kind
+    allows and a body section (how a batch's inner message is recognized)."""
     pos, end = 0, len(buf)
+    has_body = False
     key: str | None = None
     props: list[tuple[bytes, bytes]] = []
     sections: list[bytes] = []
@@ -148,6 +152,11 @@ def _decode(buf) -> Incoming:
             raise MessageError(f"a message section must be a described type (at {pos})")
         code = buf[pos + 2]
         value = pos + 3
+        if strict:
+            allowed = _SECTION_VALUES.get(code, b"")
+            if allowed is not None and buf[value] not in allowed:
+                raise MessageError(f"section 0x{code:02x} with constructor 0x{buf[value]:02x}")
+            has_body = has_body or _DATA <= code <= _VALUE
         after = _skip(buf, value)
         if after > end:
             raise MessageError("a message section runs past the message's end")
@@ -172,6 +181,8 @@ def _decode(buf) -> Incoming:
         elif not _HEADER <= code <= _FOOTER:
             raise MessageError(f"0x{code:02x} is not a message section")
         pos = after
+    if strict and not has_body:
+        raise MessageError("no body section")
     if sections:
         body = sections[0] if len(sections) == 1 else b"".join(sections)
     return Incoming(key, props, body, sections)
@@ -218,6 +229,19 @@ def _is_encoded_message(raw: bytes) -> bool:
     except Exception:
         return False
     return body and pos == end
+
+
+def batch_messages(outer: Incoming) -> list[Incoming] | None:
+    """The messages of a batch-format message, or None when it is not one (see
+    :func:`is_batch`): each data section decoded once, strictly."""
+    if not outer.data_sections:
+        return None
+    try:
+        inner = [_decode(memoryview(section), strict=True) for section in outer.data_sections]
+    except Exception:
+        return None
+    return [m if m.partition_key is not None or outer.partition_key is None
+            else m._replace(partition_key=outer.partition_key) for m in inner]
 
 
 def split_batch(outer: Incoming) -> list[Incoming]:

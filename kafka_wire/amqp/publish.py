@@ -18,7 +18,7 @@ import kafka.errors as Errors
 from proton import Condition, Delivery
 
 from kafka_wire.amqp.connection import NOT_FOUND, UNAUTHORIZED, LinkHandler, refuse
-from kafka_wire.amqp.messages import MessageError, decode_message, is_batch, records_batch, split_batch
+from kafka_wire.amqp.messages import MessageError, batch_messages, decode_message, records_batch
 from kafka_wire.amqp.nodes import open_link
 from kafka_wire.context import SEND
 from kafka_wire.eventhubs.partition_key import partition_for_key
@@ -106,7 +106,7 @@ class PublishLink(LinkHandler):
                              f"{self.hub!r} accepts at most {self.limit} bytes per send")
         try:
             outer = decode_message(raw)
-            messages = split_batch(outer) if is_batch(outer) else [outer]
+            messages = batch_messages(outer) or [outer]
         except MessageError as exc:
             return Condition("amqp:decode-error", str(exc))
         if not messages:

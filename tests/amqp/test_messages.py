@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
 from proton import Data, Message, symbol
 
-from kafka_wire.amqp.messages import (decode_message, encode_event, is_batch, records_batch,
-                                      runtime_metric_annotations, split_batch)
+from kafka_wire.amqp.messages import (batch_messages, decode_message, encode_event, is_batch,
+                                      records_batch, runtime_metric_annotations, split_batch)
 from kafka_wire.log import batch as rb
 
 names = st.text(string.ascii_letters + string.digits + "-_.", min_size=1, max_size=300)
@@ -100,4 +100,24 @@ def test_the_sdk_batch_format_splits_into_its_messages():
     parts = split_batch(message)
     assert [p.body for p in parts] == [b"e0", b"e1", b"e2"]
     assert {p.partition_key for p in parts} == {"pk"}
+    assert batch_messages(message) == parts  # the send path's one-pass version
     assert not is_batch(decode_message(bytes(Message(body=b"\x00\x53\x75plain", inferred=True).encode())))
+
+
+@settings(max_examples=300, deadline=None)
+@given(sections=st.lists(st.one_of(
+    st.binary(max_size=40),
+    st.builds(lambda b, p: bytes(Message(body=b, properties=p, inferred=True).encode()),
+              st.binary(max_size=40), st.dictionaries(names, amqp_values, max_size=2))),
+    min_size=1, max_size=4))
+def test_batch_recognition_agrees_in_both_forms(sections):
+    """Random data sections, some encoded messages, some bytes: the one-pass check the
+    send path uses says "batch" exactly when the two-pass one does, with the same messages."""
+    raw = bytes(Message(body=None).encode())
+    for section in sections:
+        raw += b"\x00\x53\x75\xb0" + len(section).to_bytes(4, "big") + section
+    message = decode_message(raw)
+    found = batch_messages(message)
+    assert (found is not None) == is_batch(message)
+    if found is not None:
+        assert found == split_batch(message)
