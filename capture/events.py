@@ -3,16 +3,16 @@
 The mapping of a Kafka record onto an Event Hubs event:
 
 - Kafka offset -> ``SequenceNumber`` (and ``x-opt-sequence-number``, long);
-- the batch's byte position in the partition -> ``Offset`` (and
-  ``x-opt-offset``), a decimal string. Every event of a batch shares it: the
-  log stores batches, and that is also the offset the checkpoint store gives
-  for any event of the batch, so a checkpoint and a capture agree;
+- the event's Event Hubs offset (its batch's byte position scaled, plus its
+  place in the batch: ``kafka_wire.log.batch.event_offset``) -> ``Offset`` (and
+  ``x-opt-offset``), a decimal string, as AMQP receivers and checkpoints see it;
 - the broker's append time of the batch -> ``EnqueuedTimeUtc`` (formatted as
   real capture files show it, ``M/d/yyyy h:mm:ss AM|PM``, UTC) and
   ``x-opt-enqueued-time`` (long, ms since the epoch);
 - Kafka headers -> ``Properties``, values as bytes (Kafka header values are
   raw bytes; a null header value stays null; a repeated header name keeps its
-  last value, as a map must);
+  last value, as a map must); events an AMQP client sent (their batch carries
+  ``AMQP_HEADERS_BIT``) have typed properties, decoded from AMQP;
 - Kafka key -> ``x-opt-partition-key`` when it is valid UTF-8. Event Hubs
   historically did not do this, but without it the key of
   a Kafka event would appear nowhere in the archive; ``partition_key=False``
@@ -30,10 +30,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
 from typing import Iterator
+from uuid import UUID
 
 import pyarrow as pa
 from kafka.record.default_records import DefaultRecordBatch
-from kafka_wire.log.batch import event_offset
+from proton import Data
+
+from kafka_wire.log.batch import AMQP_HEADERS_BIT, event_offset, parse_header
 
 from .schema import ARROW_SCHEMA, PROPERTY_MAP, union_member
 
@@ -71,9 +74,11 @@ def decode_batch(data: bytes, position: int, append_time_ms: int, out: EventBatc
     """Append the records of one stored RecordBatch v2 to ``out`` (a new
     EventBatch if None). Control batches hold no events and add nothing."""
     out = EventBatch() if out is None else out
-    batch = DefaultRecordBatch(bytes(data))
+    data = bytes(data)
+    batch = DefaultRecordBatch(data)
     if batch.is_control_batch:
         return out
+    typed = bool(parse_header(data, 0).attributes & AMQP_HEADERS_BIT)
     seqs, offs, times, keys, hdrs, bodies = out.columns()
     base = batch.base_offset
     for record in batch:
@@ -81,9 +86,34 @@ def decode_batch(data: bytes, position: int, append_time_ms: int, out: EventBatc
         offs.append(event_offset(position, record.offset - base))
         times.append(append_time_ms)
         keys.append(record.key)
-        hdrs.append(record.headers)
+        headers = record.headers
+        hdrs.append([(n, amqp_property(v)) for n, v in headers] if typed and headers else headers)
         bodies.append(record.value)
     return out
+
+
+def amqp_property(raw: bytes | None):
+    """An application property an AMQP client sent (stored AMQP-encoded) as the value
+    Capture's union holds: long (integers, booleans, timestamps in ms), double,
+    string (also uuids and symbols), bytes (binary, and any other type as its
+    AMQP encoding)."""
+    if raw is None:
+        return None
+    data = Data()
+    try:
+        data.decode(raw)
+        data.rewind()
+        data.next()
+        value = data.get_object()
+    except Exception:
+        return bytes(raw)
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return int(value) if isinstance(value, bool) else value
+    if isinstance(value, UUID):
+        return str(value)
+    if isinstance(value, (bytes, memoryview, bytearray)):
+        return bytes(value)
+    return bytes(raw)
 
 
 @lru_cache(maxsize=4096)

@@ -162,3 +162,34 @@ def test_repeating_the_last_append_of_events_adds_nothing(tmp_path):
 def test_an_event_batch_is_plain_columns():
     e = EventBatch()
     assert len(e) == 0 and len(e.columns()) == 6
+
+
+def test_properties_an_amqp_client_sent_are_captured_typed(tmp_path):
+    """AMQP application properties are stored AMQP-encoded (as Kafka consumers get
+    them); Capture decodes them to the union's types, in Avro and in Parquet."""
+    import uuid
+
+    from proton import Message, symbol, timestamp
+
+    from kafka_wire.amqp.messages import decode_message, records_batch
+
+    ident = uuid.UUID("12345678-1234-5678-1234-567812345678")
+    sent = Message(body=b"amqp body", inferred=True, properties={
+        "s": "text", "n": 42, "f": 1.5, "b": b"\x00\x01", "t": True, "u": ident,
+        "when": timestamp(1_700_000_000_123), "sym": symbol("sym-value"), "none": None})
+    sent.annotations = {symbol("x-opt-partition-key"): "pk"}
+    data = bytes(records_batch([decode_message(bytes(sent.encode()))], now_ms=1_700_000_000_000))
+    events = decode_batch(data, 9, 1_700_000_000_000)
+    assert dict(events.headers[0]) == {
+        "s": "text", "n": 42, "f": 1.5, "b": b"\x00\x01", "t": 1, "u": str(ident),
+        "when": 1_700_000_000_123, "sym": "sym-value", "none": None}
+    w = CaptureWriter(tmp_path, "typed/0.avro", 0, "avro")
+    w.write(events)
+    _, (rec,) = read_avro(w.close().path)
+    assert rec["Properties"]["n"] == 42 and rec["Properties"]["s"] == "text"
+    assert rec["SystemProperties"]["x-opt-partition-key"] == "pk" and rec["Body"] == b"amqp body"
+    w = CaptureWriter(tmp_path, "typed/0.parquet", 0, "parquet")
+    w.write(events)
+    row = pq.read_table(w.close().path).to_pylist()[0]
+    props = dict(row["Properties"])
+    assert props["f"]["member1"] == 1.5 and props["b"]["member3"] == b"\x00\x01"
