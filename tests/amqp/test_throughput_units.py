@@ -1,0 +1,47 @@
+"""Throughput units are one budget per namespace for AMQP and Kafka: an SDK send over
+the quota is settled only after its throttle time (on the broker's virtual clock),
+and a Kafka produce after it pays for what the SDK used."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from azure.eventhub import EventData, EventHubProducerClient
+
+from kafka_wire.coordinator.clock import VirtualClock
+from kafka_wire.eventhubs.model import EventHubsModel, Namespace
+from kafka_wire.testing import EmulatedBroker
+from tests.eventhubs.test_quotas import _advance, _produce
+from tests.rawclient import RawClient
+from tests.unit.log.log_helpers import make_batch
+
+
+@pytest.fixture
+def metered(tmp_path):
+    clock = VirtualClock(start_ms=time.time_ns() // 1_000_000)
+    model = EventHubsModel({"tu-ns1": Namespace("tu-ns1", units=1)}, "tu-ns1")
+    with EmulatedBroker(tmp_path / "data", clock=clock, eventhubs=model, amqp=True) as broker:
+        broker.create_hub("hub", 1)
+        yield broker, clock
+
+
+def test_sdk_sends_share_the_namespace_quota_with_kafka(metered):
+    broker, clock = metered
+    body = b"x" * (700 * 1024)
+    with EventHubProducerClient.from_connection_string(broker.amqp_connection_string(),
+                                                       eventhub_name="hub") as p:
+        p.send_batch([EventData(body)], partition_id="0")  # within the one-second burst
+        done = threading.Event()
+        thread = threading.Thread(target=lambda: (p.send_batch([EventData(body)], partition_id="0"),
+                                                  done.set()), daemon=True)
+        thread.start()
+        assert not done.wait(2), "the send over the quota was settled before its throttle time"
+        _advance(broker, clock, 1000)
+        assert done.wait(10), "the send was not settled after its throttle time"
+        thread.join(10)
+    # The SDK's 1.4 MB drew the bucket down: a Kafka produce now pays too.
+    with RawClient(broker.bootstrap_servers) as c:
+        answer = _produce(c, make_batch(1, value_size=900 * 1024))
+        assert answer.responses[0].partition_responses[0].error_code == 0
+        assert answer.throttle_time_ms > 0
