@@ -147,6 +147,30 @@ def test_events_of_one_batch_have_their_own_offsets(broker):
     assert [str(stored[(0, o)][0]) for o in range(6)] == [e.offset for e in events]
 
 
+def test_runtime_metric_reports_the_last_enqueued_event(broker):
+    broker.create_hub("metric", 1)
+    send_one_by_one(broker, "metric", ["m0", "m1", "m2"])
+    seen: list = []
+    client = consumer(broker, "metric")
+    thread = threading.Thread(target=client.receive, kwargs=dict(
+        on_event=lambda ctx, e: seen.append((e, ctx.last_enqueued_event_properties)),
+        partition_id="0", starting_position="-1", track_last_enqueued_event_properties=True),
+        daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while len(seen) < 3 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    client.close()
+    thread.join(15)
+    assert [e.body_as_str() for e, _ in seen] == ["m0", "m1", "m2"]
+    last_event = seen[-1][0]
+    for _, props in seen:  # every delivery knows where the partition ends
+        assert props["sequence_number"] == 2
+        assert props["offset"] == last_event.offset
+        assert props["enqueued_time"] == last_event.enqueued_time
+        assert props["retrieval_time"] is not None
+
+
 def test_latest_reads_only_what_comes_after(broker):
     broker.create_hub("latest", 1)
     send_one_by_one(broker, "latest", ["old"])
