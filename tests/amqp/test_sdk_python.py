@@ -346,6 +346,32 @@ def test_an_equal_owner_level_takes_over_and_the_partition_stays_owned(broker):
     assert third_errors, "a receiver without an owner level joined an owned partition"
 
 
+def test_a_sixth_reader_of_a_partition_and_group_is_refused(broker):
+    """Standard allows five receivers per partition and consumer group."""
+    broker.create_hub("crowded", 1)
+    clients, threads, errors = [], [], []
+    started = threading.Semaphore(0)
+    for i in range(6):
+        client = consumer(broker, "crowded", retry_total=0)
+        thread = threading.Thread(target=client.receive, kwargs=dict(
+            on_event=lambda ctx, e: None, on_error=lambda ctx, e, i=i: errors.append((i, e)),
+            on_partition_initialize=lambda ctx: started.release(), partition_id="0",
+            starting_position="-1"), daemon=True)
+        thread.start()
+        clients.append(client)
+        threads.append(thread)
+        assert started.acquire(timeout=15)
+        time.sleep(0.5 if i < 5 else 0)  # each link attached before the next
+    deadline = time.monotonic() + 10
+    while not errors and time.monotonic() < deadline:
+        time.sleep(0.1)
+    for client, thread in zip(clients, threads):
+        client.close()
+        thread.join(15)
+    assert errors and errors[0][0] == 5, errors
+    assert "resource-limit-exceeded" in str(errors[0][1]), errors
+
+
 def test_higher_owner_level_takes_the_partition(broker):
     broker.create_hub("owned", 1)
     first_errors: list = []
