@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from proton import UNDESCRIBED, Array, Data, Message, timestamp
 
 from kafka_wire.amqp.cbs import reply
+from kafka_wire.amqp.connection import verify_jwt
 from kafka_wire.context import LISTEN, MANAGE, SEND
 from kafka_wire.eventhubs.auth import AuthError, authenticate_sas_token
 
@@ -72,9 +73,16 @@ def _ok(body: dict) -> Message:
 def _denied(conn: AmqpConnection, token, hub: str) -> str | None:
     policy = conn.namespace.policy
     if isinstance(token, str) and token:
+        now_s = conn.services.clock.now_ms() / 1000
+        model = conn.services.eventhubs
         try:
-            principal = authenticate_sas_token(conn.services.eventhubs, conn.namespace.name, token,
-                                               conn.services.clock.now_ms() / 1000)
+            if token.startswith("SharedAccessSignature") or not (
+                    conn.namespace.model is not None and conn.namespace.model.oauth):
+                principal = authenticate_sas_token(model, conn.namespace.name, token, now_s)
+            else:  # the bearer token a TokenCredential gave, as on $cbs
+                principal = verify_jwt(model, token, now_s)
+                if principal.namespace != conn.namespace.name:
+                    return f"the token is for namespace {principal.namespace!r}"
         except AuthError as exc:
             return str(exc)
         if any(policy.allows(principal, right, hub) for right in (SEND, LISTEN, MANAGE)):
