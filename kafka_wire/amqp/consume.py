@@ -17,17 +17,17 @@ import logging
 import re
 from typing import TYPE_CHECKING
 
-from kafka.record.default_records import DefaultRecordBatch
 from cproton import pn_delivery, pn_delivery_settle, pn_link_advance, pn_link_credit, pn_link_send
 from proton import Link, symbol
 
-from kafka_wire.amqp.connection import NOT_FOUND, UNAUTHORIZED, LinkHandler, refuse
+from kafka_wire.amqp.connection import INTERNAL, NOT_FOUND, UNAUTHORIZED, LinkHandler, refuse
 from kafka_wire.amqp.messages import encode_event, runtime_metric_annotations
 from kafka_wire.amqp.nodes import open_link
 from kafka_wire.context import LISTEN
 from kafka_wire.eventhubs.model import DEFAULT_CONSUMER_GROUP
 from kafka_wire.log import batch as rb
 from kafka_wire.log import errors as log_errors
+from kafka_wire.log.records import read_events
 
 if TYPE_CHECKING:
     from kafka_wire.amqp.addresses import Address
@@ -261,13 +261,20 @@ class ConsumeLink(LinkHandler):
                     self.next_offset = header.last_offset + 1
                     continue
             amqp_headers = bool(header.attributes & rb.AMQP_HEADERS_BIT)
-            for record in DefaultRecordBatch(bytes(data)):
-                if record.offset < self.next_offset:
+            base, skip = header.base_offset, self.next_offset - header.base_offset
+            try:
+                records = read_events(data, header)
+            except log_errors.LogError as exc:  # a codec that is not installed, or bit rot
+                log.error("AMQP receiver of %s-%d: the batch at offset %d cannot be read: %s",
+                          self.hub, self.partition, header.base_offset, exc)
+                self.detach(INTERNAL, f"the batch at sequence number {header.base_offset} cannot "
+                                      f"be read: {exc}")
+                return False
+            for delta, key, value, headers in records:
+                if delta < skip:
                     continue
-                events.append(encode_event(record.offset,
-                                           rb.event_offset(position, record.offset - header.base_offset),
-                                           append_ms, record.key,
-                                           record.value, record.headers, amqp_headers, metric))
+                events.append(encode_event(base + delta, rb.event_offset(position, delta), append_ms,
+                                           key, value, headers, amqp_headers, metric))
             self.next_offset = header.last_offset + 1
         if not events:
             if self.next_offset >= min(plog.log_end_offset, upper) or not batches:

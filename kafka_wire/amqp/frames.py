@@ -32,7 +32,7 @@ class FramePadder:
     def feed(self, data) -> bytes:
         buf = self._carry + bytes(data) if self._carry else bytes(data)
         self._carry = b""
-        out = []
+        out: list = []
         pos, end = 0, len(buf)
         if not self._header_done:
             if end < 8:
@@ -41,55 +41,64 @@ class FramePadder:
             out.append(buf[:8])  # the protocol header
             pos = 8
             self._header_done = True
-        while pos < end:
-            if end - pos < 8:
-                break
+        view = memoryview(buf)
+        start = pos  # a run of frames that need nothing, passed on whole
+        while end - pos >= 8:
             size = _SIZE.unpack_from(buf, pos)[0]
             if end - pos < size:
                 break
-            out.append(_pad(buf, pos, size))
+            padded = _pad(buf, view, pos, size)
+            if padded is not None:
+                out.append(view[start:pos])
+                out.extend(padded)
+                start = pos + size
             pos += size
+        out.append(view[start:pos])
         if pos < end:
             self._carry = buf[pos:]
         return b"".join(out)
 
 
-def _pad(buf: bytes, pos: int, size: int) -> bytes:
-    frame = buf[pos:pos + size]
-    doff = frame[4] * 4
-    if frame[5] != 0 or size <= doff + 3:  # not an AMQP frame, or empty (a heartbeat)
-        return frame
-    body = doff
-    if frame[body] != 0x00:
-        return frame
-    if frame[body + 1] == 0x53:        # smallulong descriptor
-        code, at = frame[body + 2], body + 3
-    elif frame[body + 1] == 0x80:      # ulong descriptor
-        code, at = int.from_bytes(frame[body + 2:body + 10], "big"), body + 10
+def _pad(buf: bytes, view: memoryview, pos: int, size: int) -> tuple | None:
+    """The frame at ``pos`` with its performative padded, as parts to join (the
+    payload of a transfer is not copied); None when it needs nothing."""
+    doff = buf[pos + 4] * 4
+    if buf[pos + 5] != 0 or size <= doff + 3:  # not an AMQP frame, or empty (a heartbeat)
+        return None
+    body = pos + doff
+    if buf[body] != 0x00:
+        return None
+    if buf[body + 1] == 0x53:        # smallulong descriptor
+        code, at = buf[body + 2], body + 3
+    elif buf[body + 1] == 0x80:      # ulong descriptor
+        code, at = int.from_bytes(buf[body + 2:body + 10], "big"), body + 10
     else:
-        return frame
+        return None
     want = FIELDS.get(code)
     if want is None:
-        return frame
-    constructor = frame[at]
+        return None
+    constructor = buf[at]
     if constructor == 0x45:            # list0
         count, items_at, items_end = 0, at + 1, at + 1
     elif constructor == 0xC0:          # list8: size, count
-        lsize, count = _LIST8.unpack_from(frame, at + 1)
+        lsize, count = _LIST8.unpack_from(buf, at + 1)
         items_at, items_end = at + 3, at + 2 + lsize
     elif constructor == 0xD0:          # list32
-        lsize, count = _LIST32.unpack_from(frame, at + 1)
+        lsize, count = _LIST32.unpack_from(buf, at + 1)
         items_at, items_end = at + 9, at + 5 + lsize
     else:
-        return frame
+        return None
     if count >= want:
-        return frame
-    items = frame[items_at:items_end] + b"\x40" * (want - count)
-    new_list = b"\xd0" + _LIST32.pack(len(items) + 4, want) + items
-    rest = frame[items_end:]  # a transfer's payload
-    head = frame[:at]
-    total = len(head) + len(new_list) + len(rest)
-    return _SIZE.pack(total) + head[4:] + new_list + rest
+        return None
+    pad = want - count
+    items_len = items_end - items_at + pad
+    # frame size grows by the padding and by the list header's growth to list32
+    total = size + pad + 9 - (items_at - at)
+    return (_SIZE.pack(total), view[pos + 4:at], b"\xd0", _LIST32.pack(items_len + 4, want),
+            view[items_at:items_end], _NULLS[pad], view[items_end:pos + size])
+
+
+_NULLS = [b"\x40" * n for n in range(16)]
 
 
 class InputFrames:

@@ -1,0 +1,67 @@
+"""The frame shims around proton: outgoing performatives padded to full length (what
+the SDKs' pyamqp indexes), incoming frames scanned (property-based, against proton's codec)."""
+from __future__ import annotations
+
+import struct
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from proton import Data, Described, ulong
+
+from kafka_wire.amqp.frames import FIELDS, FramePadder, InputFrames
+
+HEADER = b"AMQP\x00\x01\x00\x00"
+values = st.one_of(st.none(), st.integers(0, 2**31), st.text(max_size=20), st.booleans())
+
+
+def frame(code: int, fields: list, payload: bytes = b"", channel: int = 0) -> bytes:
+    d = Data()
+    d.put_object(Described(ulong(code), fields))
+    body = bytes(d.encode()) + payload
+    return struct.pack(">IBBH", 8 + len(body), 2, 0, channel) + body
+
+
+def parse(data: bytes) -> list[tuple[int, list, bytes]]:
+    out, pos = [], 0
+    while pos < len(data):
+        size = struct.unpack_from(">I", data, pos)[0]
+        body = data[pos + 8:pos + size]
+        d = Data()
+        used = d.decode(body)
+        d.rewind()
+        d.next()
+        performative = d.get_object()
+        out.append((int(performative.descriptor), list(performative.value), body[used:]))
+        pos += size
+    assert pos == len(data), "frame sizes must add up"
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(sorted(FIELDS)), st.lists(values, max_size=14),
+                          st.binary(max_size=300)), min_size=1, max_size=6),
+       st.integers(1, 64))
+def test_padded_frames_carry_every_field_and_the_same_payload(frames, chunk):
+    sent = [(code, fields[:FIELDS[code]], payload if code == 0x14 else b"")
+            for code, fields, payload in frames]
+    raw = HEADER + b"".join(frame(c, f, p) for c, f, p in sent)
+    padder = FramePadder()
+    out = b"".join(padder.feed(raw[i:i + chunk]) for i in range(0, len(raw), chunk))
+    assert out[:8] == HEADER
+    for (code, fields, payload), (got_code, got_fields, got_payload) in zip(sent, parse(out[8:])):
+        assert got_code == code and got_payload == payload
+        assert len(got_fields) == FIELDS[code]
+        assert got_fields[:len(fields)] == fields and set(got_fields[len(fields):]) <= {None}
+
+
+def test_frames_on_an_ended_channel_are_dropped_but_the_connections_close_is_not():
+    scanner = InputFrames(max_frame=65536)
+    attach = frame(0x12, ["link", 0, False, None, None, None, None, None, None, None, None, None,
+                          "com.microsoft:enable-receiver-runtime-metric"], channel=1)
+    end = frame(0x17, [None], channel=1)
+    detach = frame(0x16, [0, True], channel=1)
+    close = frame(0x18, [None], channel=1)
+    passed = scanner.feed(HEADER + attach + end + detach + close)
+    assert passed == HEADER + attach + end + close
+    assert scanner.dropped == 1
+    assert "com.microsoft:enable-receiver-runtime-metric" in scanner.capabilities["link"]
