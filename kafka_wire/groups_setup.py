@@ -30,7 +30,7 @@ def _position_resolver(ns: NamespaceRuntime):
         if offset == plog.log_end_offset:
             # Caught up: the checkpoint points where the next event will be written.
             seg = plog.active_segment
-            return event_offset(seg.base_position + seg.size, 0)
+            return event_offset(seg.end_position, 0)
         return None
     return resolve
 

@@ -24,12 +24,13 @@ Kafka's LogCleaner, simplified where a single local broker allows it:
 - Consecutive segments are merged while their old sizes fit segment.bytes,
   as Kafka's groupSegmentsBySize does.
 
-Event Hubs byte offsets: a rewritten segment keeps its byte range's start
-(``base_position``) and its batches get positions from their new place in the
-file, so positions of surviving events may move down but stay strictly
-increasing across the partition (the next segment keeps its own base
-position). A client that checkpointed a byte offset inside a compacted
-segment resumes at the first event at or after it, as with any gap.
+Event Hubs offsets: a surviving batch keeps the position it was written at.
+A rewritten segment keeps its byte range's start (``base_position``) and gets
+a ``.positions`` file listing each batch's original position, taken from the
+segment it came from (its own ``.positions`` if it was compacted before), so
+event offsets survive compaction, restarts and recovery, and stay strictly
+increasing across the partition. A client that checkpointed the offset of an
+event compaction removed resumes at the first event after it, as with any gap.
 
 The rewrite runs on the cleaner's thread reading its own maps of the sealed
 segments; the partition lock is taken only to take a consistent view and for
@@ -44,17 +45,18 @@ import dataclasses
 import logging
 import mmap
 import threading
+from array import array
 from pathlib import Path
 from typing import Callable, NamedTuple
 
 from . import batch as rb
 from . import records as rec
 from .errors import LogClosed, LogError, StorageError, UnknownTopic
-from .index import TXN_ENTRY, BatchIndex, AbortedTxn
+from .index import TXN_ENTRY, BatchIndex, AbortedTxn, pack_positions
 from .manager import LogManager
 from .partition_log import CompactionView, PartitionLog, SegmentInfo
 from .recovery import CLEANED_SUFFIX, SWAP_FILE, write_atomic
-from .segment import INT32_MAX, SUFFIXES, LogSegment, segment_path
+from .segment import INT32_MAX, POSITIONS_SUFFIX, SUFFIXES, TXN_INDEX_SUFFIX, LogSegment, segment_path
 
 logger = logging.getLogger(__name__)
 
@@ -215,14 +217,16 @@ class _SourceSegment:
                 self.map = mmap.mmap(f.fileno(), info.size, access=mmap.ACCESS_READ)
         raw = seg.batch_index.path.read_bytes()
         self.times = [t for _, _, t in BatchIndex.ENTRY.iter_unpack(raw[BatchIndex.HEADER_SIZE :])]
+        self.positions = seg.positions  # never changed in place: a reload replaces it
 
     def batches(self):
-        """(position, header, append time) of each batch."""
+        """(file position, header, append time, Event Hubs position) of each batch."""
         if self.map is None:
             return
+        positions = self.positions if self.positions is not None else ()
         for n, (pos, header) in enumerate(rb.iter_batches(self.map)):
             t = self.times[n] if n < len(self.times) else header.max_timestamp
-            yield pos, header, t
+            yield pos, header, t, positions[n] if n < len(positions) else self.info.base_position + pos
 
     def close(self) -> None:
         if self.map is not None:
@@ -307,7 +311,7 @@ class _Cleaning:
     def _build_offset_map(self, dirty: list[_SourceSegment]) -> dict[bytes, int]:
         latest: dict[bytes, int] = {}
         for src in dirty:
-            for pos, header, _ in src.batches():
+            for pos, header, _, _ in src.batches():
                 if header.is_control or not header.records_count or self._is_aborted(header):
                     continue
                 try:
@@ -342,11 +346,12 @@ class _Cleaning:
         cleaned = LogSegment.create(directory, first.base_offset, first.base_position, out_cfg,
                                     file_suffix=CLEANED_SUFFIX)
         changed = False
+        positions = array("q")  # where each kept batch was first written: its Event Hubs position
         try:
             chunk, headers, times = bytearray(), [], []
             for src in group:
                 horizon_passed = (src.info.last_append_ms or 0) < self.tombstone_horizon
-                for pos, header, t in src.batches():
+                for pos, header, t, position in src.batches():
                     original = src.map[pos : pos + header.size]
                     out = self._clean_batch(original, header, offset_map, horizon_passed, stats)
                     if out is not original:
@@ -356,6 +361,7 @@ class _Cleaning:
                     chunk += out
                     headers.append(rb.parse_header(out))
                     times.append(t)
+                    positions.append(position)
                     if len(chunk) >= _WRITE_CHUNK:
                         cleaned.append(chunk, headers, times)  # type: ignore[arg-type]
                         chunk, headers, times = bytearray(), [], []
@@ -367,8 +373,10 @@ class _Cleaning:
             cleaned.close()
         # Every suffix is written, an empty .txnindex included: the swap relies on it.
         entries = [e for src in group for e in src.info.segment.txn_index.entries]
-        write_atomic(segment_path(directory, first.base_offset, SUFFIXES[-1] + CLEANED_SUFFIX),
+        write_atomic(segment_path(directory, first.base_offset, TXN_INDEX_SUFFIX + CLEANED_SUFFIX),
                       b"".join(TXN_ENTRY.pack(0, *e) for e in entries))
+        write_atomic(segment_path(directory, first.base_offset, POSITIONS_SUFFIX + CLEANED_SUFFIX),
+                     pack_positions(positions))
         return changed
 
     def _clean_batch(self, original, header: rb.BatchHeader, offset_map: dict[bytes, int], horizon_passed: bool,

@@ -5,7 +5,9 @@ entry formats and are sparse: one entry every index.interval.bytes of log.
 ``BatchIndex`` (``.batches``) is ours and dense: one entry per batch with its
 byte position and broker append time, which Event Hubs exposes as the event's
 offset and enqueued time. ``TransactionIndex`` (``.txnindex``) is Kafka's
-index of aborted transactions.
+index of aborted transactions. A segment written by the cleaner also has a
+``.positions`` file (``pack_positions``): the Event Hubs position each of its
+batches had before compaction moved it.
 
 Writable (active) files are extended sparse with ftruncate and mapped read-only
 for lookups. Entries are written with os.pwrite, never through the map, so a
@@ -19,8 +21,13 @@ import logging
 import mmap
 import os
 import struct
+import sys
+from array import array
+from itertools import islice
 from pathlib import Path
 from typing import NamedTuple
+
+from crc32c import crc32c
 
 logger = logging.getLogger(__name__)
 
@@ -326,6 +333,42 @@ class BatchIndex(_EntryFile):
 
     def position(self, i: int) -> int:
         return self.ENTRY.unpack_from(self._map, self.HEADER_SIZE + i * self.ENTRY.size)[1]  # type: ignore[arg-type]
+
+
+POSITIONS_MAGIC = b"KWEP"
+POSITIONS_HEADER = struct.Struct(">4sHHII")  # magic, version, reserved, entry count, CRC-32C of the entries
+
+
+def pack_positions(positions) -> bytes:
+    """``.positions``: one int64 (big-endian) per batch of the segment, in
+    ``.batches`` order, after a header with the count and a CRC of the entries."""
+    body = array("q", positions)
+    if sys.byteorder == "little":
+        body.byteswap()
+    data = body.tobytes()
+    return POSITIONS_HEADER.pack(POSITIONS_MAGIC, 1, 0, len(body), crc32c(data)) + data
+
+
+def unpack_positions(data: bytes) -> array:
+    """The positions of a ``.positions`` file; ValueError if it is damaged or
+    they are not strictly increasing."""
+    if len(data) < POSITIONS_HEADER.size:
+        raise ValueError("shorter than its header")
+    magic, version, reserved, count, crc = POSITIONS_HEADER.unpack_from(data)
+    body = memoryview(data)[POSITIONS_HEADER.size :]
+    if magic != POSITIONS_MAGIC or version != 1 or reserved:
+        raise ValueError("bad header")
+    if len(body) != count * 8:
+        raise ValueError(f"{len(body)} bytes of entries for {count} entries")
+    if crc32c(body) != crc:
+        raise ValueError("CRC mismatch")
+    positions = array("q")
+    positions.frombytes(body)
+    if sys.byteorder == "little":
+        positions.byteswap()
+    if (positions and positions[0] < 0) or not all(map(int.__lt__, positions, islice(positions, 1, None))):
+        raise ValueError("positions are not strictly increasing")
+    return positions
 
 
 def _pwrite_all(fd: int, data, offset: int) -> None:

@@ -283,8 +283,7 @@ class PartitionLog:
         old = self._segments[-1]
         old.seal()
         new = LogSegment.create(
-            self.directory, old.next_offset if base_offset is None else base_offset,
-            old.base_position + old.size, self.config,
+            self.directory, old.next_offset if base_offset is None else base_offset, old.end_position, self.config,
         )
         self._segments.append(new)
         logger.debug("%s: rolled to segment %d", self.directory, new.base_offset)
@@ -391,11 +390,11 @@ class PartitionLog:
         segments = self._segments
         seg = segments[_index_of(segments, first)]
         loc = seg.locate(first)
-        bi, base, i = seg.batch_index, seg.base_position, loc.index
+        bi, i = seg.batch_index, loc.index
         out, p, end = [], 0, len(view)
         while p < end:
             size = rb.parse_header(view, p).size
-            out.append((base + bi.position(i), bi.entry(i)[2], view[p:p + size]))
+            out.append((seg.position_of(i), bi.entry(i)[2], view[p:p + size]))
             p += size
             i += 1
         return out
@@ -413,13 +412,13 @@ class PartitionLog:
         position, delta = divmod(max(event_offset, 0), rb.EVENTS_PER_POSITION)
         for seg in list(self._segments):
             bi = seg.batch_index
-            if not bi.entries or seg.base_position + bi.position(bi.entries - 1) < position:
+            if not bi.entries or seg.position_of(bi.entries - 1) < position:
                 continue
-            i = max(bi.first_above(position - seg.base_position - 1, 1), 0)
+            i = seg.first_at_position(position)
             if i >= bi.entries:
                 continue
             rel = bi.entry(i)[0]
-            if seg.base_position + bi.position(i) == position and delta:
+            if seg.position_of(i) == position and delta:
                 # Inside this batch: its events from the delta on (or the next batch's first).
                 if i + 1 < bi.entries:
                     return max(seg.base_offset + min(rel + delta, bi.entry(i + 1)[0]), self.log_start_offset)
@@ -636,6 +635,8 @@ class PartitionLog:
             if self.log_start_offset > self.log_end_offset:
                 self._set_log_start_offset(self.log_end_offset, allow_decrease=True)
             self._producers.rebuild(self._segments, upto=self.log_end_offset)
+            if self._segments[i].positions is not None:
+                self._roll()  # a compacted segment takes no appends (see LogSegment)
 
     # -- durability -------------------------------------------------------------
 

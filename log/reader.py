@@ -16,6 +16,9 @@ nothing here may disturb the writer or trust more than it has finished:
 - Nothing is created, truncated, locked or renamed. A segment deleted by
   retention or replaced by the cleaner while we read is re-listed; a start
   offset below the new log start moves up to it (those events are gone).
+- A segment the cleaner rewrote lists its batches' Event Hubs positions in
+  ``.positions``, which the broker serves too; it is read before ``.batches``,
+  which a swap renames first, so it is never older than the entries it names.
 
 Transactions: control batches (markers) are never returned. A transactional
 batch is returned once its producer's COMMIT marker is in the log; it is
@@ -34,6 +37,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, NamedTuple
@@ -42,7 +46,7 @@ from crc32c import crc32c
 
 from . import batch as rb
 from .batch import BatchHeader
-from .index import BATCH_INDEX_HEADER, BATCH_INDEX_MAGIC, TXN_ENTRY, BatchIndex
+from .index import BATCH_INDEX_HEADER, BATCH_INDEX_MAGIC, TXN_ENTRY, BatchIndex, unpack_positions
 from .records import CONTROL_ABORT, CONTROL_COMMIT, read_control
 
 logger = logging.getLogger(__name__)
@@ -58,12 +62,13 @@ class StoredBatch(NamedTuple):
 
     base_offset: int
     next_offset: int
-    position: int  # Event Hubs offset: the segment's base position + file position
+    position: int  # Event Hubs position: the segment's base position + file position, or from .positions
     append_time_ms: int  # broker append time = Event Hubs enqueued time
     size: int  # bytes on disk, header included
     segment: int  # base offset of the segment holding it
     header: BatchHeader
     data: bytes | None = None
+    file_position: int = -1  # where it starts in its segment's .log
 
 
 @dataclass
@@ -156,11 +161,12 @@ class PartitionReader:
                 seg = self._segments[base] = _Segment(base, st.st_ino)
             if seg.complete:
                 return seg
+            positions = self._positions(base)
             try:
                 index = (self.directory / f"{base:020d}.batches").read_bytes()
             except FileNotFoundError:
                 return seg  # the index is written right after the .log is created: nothing readable yet
-            self._extend(seg, fd, index, st.st_size)
+            self._extend(seg, fd, index, st.st_size, positions)
             # A segment followed by another is sealed: once its entries are read through, it is done.
             consumed = BATCH_INDEX_HEADER.size + len(seg.batches) * _ENTRY.size
             seg.complete = not last and consumed >= len(index)
@@ -168,7 +174,18 @@ class PartitionReader:
         finally:
             os.close(fd)
 
-    def _extend(self, seg: _Segment, fd: int, index: bytes, file_size: int) -> None:
+    def _positions(self, base: int) -> array | None:
+        """The Event Hubs positions compaction kept for segment ``base``, if any."""
+        path = self.directory / f"{base:020d}.positions"
+        try:
+            return unpack_positions(path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except ValueError as exc:  # the broker falls back the same way when it loads the segment
+            logger.warning("%s: %s; using file positions", path, exc)
+            return None
+
+    def _extend(self, seg: _Segment, fd: int, index: bytes, file_size: int, positions: array | None) -> None:
         if len(index) < BATCH_INDEX_HEADER.size:
             return  # being created
         magic, version, _, base_position = BATCH_INDEX_HEADER.unpack_from(index)
@@ -183,13 +200,17 @@ class PartitionReader:
             if prev is None:
                 if pos != 0:
                     return
-            elif rel <= prev.base_offset - seg.base_offset or pos != prev.position - base_position + prev.size:
+            elif rel <= prev.base_offset - seg.base_offset or pos != prev.file_position + prev.size:
                 return  # the zero tail of the growable index, or a stale entry of an undone append
+            if positions is not None and i >= len(positions):
+                return  # not the batches these positions were written for
             header = _check_batch(fd, pos, file_size, seg.base_offset + rel)
             if header is None:
                 return
+            position = positions[i] if positions is not None else base_position + pos
             prev = StoredBatch(
-                header.base_offset, header.next_offset, base_position + pos, append_ms, header.size, seg.base_offset, header
+                header.base_offset, header.next_offset, position, append_ms, header.size, seg.base_offset, header,
+                file_position=pos,
             )
             seg.batches.append(prev)
             i += 1
@@ -207,7 +228,7 @@ class PartitionReader:
         except FileNotFoundError:
             raise LogChanged(batch.base_offset) from None
         try:
-            data = os.pread(fd, batch.size, batch.position - seg.base_position)
+            data = os.pread(fd, batch.size, batch.file_position)
         finally:
             os.close(fd)
         if len(data) != batch.size or crc32c(memoryview(data)[rb.ATTRIBUTES_OFFSET:]) != batch.header.crc:

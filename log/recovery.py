@@ -16,7 +16,9 @@ atomically; that is the commit point. Then the old segments' files are
 removed and the cleaned ones renamed into place, ``.log`` last. Opening a
 directory first rolls a committed swap forward and deletes the ``*.cleaned``
 files of an uncommitted one, so a crash leaves either the old segments or the
-new ones.
+new ones. A cleaned segment's ``.positions`` (the Event Hubs positions its
+batches had before) is one of those files; if it is later lost or damaged the
+segment's positions fall back to its file positions, with a warning.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ LOG_START_OFFSET_FILE = "log-start-offset"
 POSITION_ANCHOR_FILE = "first-segment-position"
 SWAP_FILE = "cleaner-swap"
 CLEANED_SUFFIX = ".cleaned"
-_SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index|timeindex|batches|txnindex)$")
+_SEGMENT_NAME = re.compile(r"^(\d{20})\.(log|index|timeindex|batches|txnindex|positions)$")
 FULLY_CHECKED_SEGMENTS = 2  # the active one and the one a crash during roll may leave untrimmed
 
 
@@ -86,12 +88,18 @@ def load_segments(directory: Path, config: LogConfig) -> tuple[list[LogSegment],
             "%s: log start offset %d is past the end of the log (%d); starting empty there",
             directory, persisted_start, segments[-1].next_offset,
         )
-        position = segments[-1].base_position + segments[-1].size
+        position = segments[-1].end_position
         for seg in segments:
             seg.delete()
         segments = [LogSegment.create(directory, persisted_start, position, config)]
-    if not segments[-1].active:
-        segments[-1].open_for_append()
+    last = segments[-1]
+    if last.positions is not None:
+        # A compacted segment left last (a crash during truncation, later segments lost) takes no appends.
+        if last.active:
+            last.seal()
+        segments.append(LogSegment.create(directory, last.next_offset, last.end_position, config))
+    elif not last.active:
+        last.open_for_append()
     return segments, max(persisted_start, segments[0].base_offset)
 
 
@@ -132,7 +140,7 @@ def _fix_base_positions(segments: list[LogSegment], anchor: tuple[int, int] | No
         if seg.base_position_known:
             continue
         if i > 0:
-            value = segments[i - 1].base_position + segments[i - 1].size
+            value = segments[i - 1].end_position
         else:
             later = next((j for j in range(1, len(segments)) if segments[j].base_position_known), None)
             anchored = None

@@ -2,7 +2,10 @@
 
 Three indexes are dense or sparse maps of the log (``.index``, ``.timeindex``,
 ``.batches``); the fourth, ``.txnindex``, lists the aborted transactions whose
-ABORT marker is in this segment and exists only once there is one.
+ABORT marker is in this segment and exists only once there is one. A segment
+the cleaner rewrote also has ``.positions``: the Event Hubs position of each
+batch from before compaction moved it (``position_of``). Such a segment is
+never appended to: positions of new batches could not follow.
 
 The ``.log`` file holds RecordBatch v2 bytes exactly as appended. The active
 segment's file is extended sparse to segment.bytes (preallocate), written with
@@ -13,9 +16,11 @@ closed: we drop our reference and let the last view unmap it.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import mmap
 import os
+from array import array
 from pathlib import Path
 from typing import NamedTuple
 
@@ -24,7 +29,7 @@ from .batch import BatchHeader
 from .config import LogConfig
 from .errors import CorruptRecord
 from .index import (BatchIndex, OffsetIndex, TimeIndex, TransactionIndex, fsync_path, map_read_only,
-                    pwrite_all, release_map)
+                    pack_positions, pwrite_all, release_map, unpack_positions)
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +38,10 @@ INDEX_SUFFIX = ".index"
 TIME_INDEX_SUFFIX = ".timeindex"
 BATCH_INDEX_SUFFIX = ".batches"
 TXN_INDEX_SUFFIX = ".txnindex"
-SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, BATCH_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+POSITIONS_SUFFIX = ".positions"
+# A compaction swap renames them in this order, .log last; log.reader relies on
+# .batches being renamed before .positions.
+SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, BATCH_INDEX_SUFFIX, TXN_INDEX_SUFFIX, POSITIONS_SUFFIX)
 INT32_MAX = 2**31 - 1
 
 _EMPTY = memoryview(b"")
@@ -79,6 +87,8 @@ class LogSegment:
         self.time_index = TimeIndex(self.path_of(TIME_INDEX_SUFFIX), config.segment_index_bytes)
         self.batch_index = BatchIndex(self.path_of(BATCH_INDEX_SUFFIX))
         self.txn_index = TransactionIndex(self.path_of(TXN_INDEX_SUFFIX))
+        # Event Hubs positions of the batches, by .batches index, when the cleaner kept them.
+        self.positions: array | None = None
         self._fd: int | None = None
         self._map: mmap.mmap | None = None
         self._map_len = 0
@@ -116,6 +126,7 @@ class LogSegment:
         reason = "unclean shutdown" if recover else seg._index_problem(full_check)
         if reason is None:
             seg._load_from_indexes()
+            seg._attach_positions()
         else:
             seg.dropped_bytes = seg.recover(reason, keep_active=recover)
         problem = seg.txn_index.problem(seg.base_offset, seg.next_offset)
@@ -225,9 +236,35 @@ class LogSegment:
         self.size = pos
         self.verified_end = pos
         self.txn_index.truncate_to(self.next_offset)
+        self._attach_positions()
         if not keep_active:
             self.seal()
         return dropped
+
+    def _attach_positions(self) -> None:
+        """Take the Event Hubs positions the cleaner kept (``.positions``) if they
+        fit the batches; without them positions follow the file, as before."""
+        self.positions = self._read_positions()  # one assignment: lock-free readers see old or new
+
+    def _read_positions(self) -> array | None:
+        path = self.path_of(POSITIONS_SUFFIX)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        n = self.batch_index.entries
+        try:
+            positions = unpack_positions(data)
+            if len(positions) < n:
+                raise ValueError(f"{len(positions)} positions for {n} batches")
+        except ValueError as exc:
+            logger.warning("%s: %s; Event Hubs offsets in this segment now follow its file positions", path, exc)
+            path.unlink(missing_ok=True)  # so log.reader falls back the same way
+            return None
+        if len(positions) > n or not n:  # batches cut off since (recovery, truncation): their positions go too
+            del positions[n:]
+            _rewrite_positions(path, positions)
+        return positions or None
 
     # -- append -----------------------------------------------------------------
 
@@ -470,12 +507,34 @@ class LogSegment:
                 return record_offset
         return loc.header.base_offset
 
+    def position_of(self, i: int) -> int:
+        """The Event Hubs position of batch i: where it was written, which the
+        cleaner's ``.positions`` remembers; else base_position + file position."""
+        if self.positions is not None:
+            return self.positions[i]
+        return self.base_position + self.batch_index.position(i)
+
+    def first_at_position(self, position: int) -> int:
+        """Index of the first batch whose Event Hubs position is >= ``position``
+        (``batch_index.entries`` if none)."""
+        if self.positions is not None:
+            return bisect.bisect_left(self.positions, position)
+        return self.batch_index.first_above(position - self.base_position - 1, 1)
+
+    @property
+    def end_position(self) -> int:
+        """The Event Hubs position just past the last batch: the lowest a next segment may start at."""
+        if self.positions is not None:
+            last = self.batch_index.entries - 1
+            return self.positions[last] + self.size - self.batch_index.position(last)
+        return self.base_position + self.size
+
     def batch_position(self, offset: int) -> tuple[int, int] | None:
-        """(base_position + file position, append time) of the batch holding offset."""
+        """(Event Hubs position, append time) of the batch holding offset."""
         loc = self.locate(offset)
         if loc is None or loc.header.base_offset > offset:
             return None
-        return self.base_position + loc.position, self.batch_index.entry(loc.index)[2]
+        return self.position_of(loc.index), self.batch_index.entry(loc.index)[2]
 
     def event_position(self, offset: int) -> tuple[int, int] | None:
         """(Event Hubs offset, append time) of the event at ``offset``; an offset in
@@ -484,8 +543,7 @@ class LogSegment:
         if loc is None or loc.header.base_offset > offset:
             return None
         delta = min(offset, loc.header.last_offset) - loc.header.base_offset
-        return (rb.event_offset(self.base_position + loc.position, delta),
-                self.batch_index.entry(loc.index)[2])
+        return rb.event_offset(self.position_of(loc.index), delta), self.batch_index.entry(loc.index)[2]
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -551,6 +609,7 @@ class LogSegment:
         self._drop_map()
         for index in (self.offset_index, self.time_index, self.batch_index, self.txn_index):
             index.delete()
+        self.path_of(POSITIONS_SUFFIX).unlink(missing_ok=True)
         self.log_path.unlink(missing_ok=True)
         self.active = False
 
@@ -566,3 +625,13 @@ class LogSegment:
         release_map(self._map)
         self._map = None
         self._map_len = 0
+
+
+def _rewrite_positions(path: Path, positions: array) -> None:
+    """Replace a ``.positions`` file atomically; none is kept for no batches."""
+    if not positions:
+        path.unlink(missing_ok=True)
+        return
+    from .recovery import write_atomic  # recovery imports this module
+
+    write_atomic(path, pack_positions(positions))

@@ -21,7 +21,9 @@ from kafka_wire.log import records as rec
 from kafka_wire.log.cleaner import CHECKPOINT_FILE, LogCleaner
 from kafka_wire.log.config import LogConfig
 from kafka_wire.log.errors import StorageError
+from kafka_wire.log.index import unpack_positions
 from kafka_wire.log.manager import LogManager
+from kafka_wire.log.reader import PartitionReader
 
 from .log_helpers import GZIP, LZ4, SNAPPY, ZSTD, keyed_batch, make_batch, read_all, records_of
 
@@ -72,6 +74,34 @@ def latest(log) -> dict[bytes, tuple[int, bytes | None]]:
         if key is not None:
             out[key] = (offset, value)
     return out
+
+
+def event_positions(log) -> dict[int, tuple[int, int]]:
+    """(Event Hubs offset, enqueued time) of every record in the log, by Kafka offset."""
+    return {o: log.event_position(o) for o, _, _ in records_of(read_all(log))}
+
+
+def check_positions_kept(log, before: dict[int, tuple[int, int]], directory: Path) -> dict[int, tuple[int, int]]:
+    """Every surviving record has the Event Hubs offset it had in ``before``, which
+    leads back to it; the broker's batches and a PartitionReader agree."""
+    now = event_positions(log)
+    assert now == {o: before[o] for o in now}
+    for o, (event_offset, _) in now.items():
+        assert log.offset_at_event_offset(event_offset) == o
+    served = {}
+    offset = log.log_start_offset
+    while batches := log.stored_batches(offset, 1 << 20):
+        for position, append_ms, data in batches:
+            header = rb.parse_header(data)
+            served[header.base_offset] = (position, append_ms, bytes(data))
+            offset = header.next_offset
+    assert {o: p[:2] for o, p in served.items()} == {o: log.batch_position(o) for o in served}
+    # Another process reads the same positions and bytes (control and emptied batches left out).
+    seen = {b.base_offset: (b.position, b.append_time_ms, b.data) for b in PartitionReader(directory).batches(0)}
+    data_batches = {o for o, (_, _, data) in served.items() if rb.parse_header(data).records_count
+                    and not rb.parse_header(data).is_control}
+    assert seen == {o: served[o] for o in data_batches}
+    return now
 
 
 def fill(env, rounds=6, keys=10, **kw):
@@ -253,6 +283,119 @@ def test_event_hubs_positions_stay_strictly_increasing(tmp_path):
     assert [env.log.batch_position(h.base_offset)[0] for _, h in rb.iter_batches(read_all(env.log))] == positions
 
 
+def test_surviving_events_keep_their_event_hubs_offsets(tmp_path):
+    """Compaction, a restart, a second compaction merging compacted segments and
+    a crash never move a surviving event's Event Hubs offset."""
+    env = Env(tmp_path)
+    directory = tmp_path / "t-0"
+    fill(env)
+    for r in range(3):  # batches of several records, which compaction thins out
+        env.put(*[kv(i, f"m{r}-") for i in range(r, 10, 2)])
+    env.log.roll()
+    before = event_positions(env.log)
+    assert env.clean().records_removed
+    kept = check_positions_kept(env.log, before, directory)
+    assert len(kept) < len(before) and list(directory.glob("*.positions"))
+    assert any(s.position_of(i) != s.base_position + s.batch_index.position(i)  # batches did move in the file
+               for s in env.log.segments for i in range(s.batch_index.entries))
+    env.reopen()
+    assert check_positions_kept(env.log, before, directory) == kept
+
+    fill(env, rounds=2)
+    before.update(event_positions(env.log))
+    again = env.clean()
+    assert again.segments_after < again.segments_before and again.records_removed
+    kept = check_positions_kept(env.log, before, directory)
+    env.reopen(crash=True)
+    assert check_positions_kept(env.log, before, directory) == kept
+
+    # The Event Hubs offset of a removed event leads to the first survivor after it.
+    for o, (event_offset, _) in before.items():
+        if o not in kept:
+            found = env.log.offset_at_event_offset(event_offset)
+            assert max((k for k in kept if k < o), default=-1) < found
+            assert found <= min((k for k in kept if k > o), default=env.log.log_end_offset)
+    info = env.put(kv(1, "new"))
+    assert rb.event_offset(info.position, 0) > max(p for p, _ in kept.values())
+
+
+def test_a_lost_or_damaged_positions_file_falls_back_to_file_positions(tmp_path, caplog):
+    env = Env(tmp_path)
+    directory = tmp_path / "t-0"
+    for i in range(60):
+        env.put(kv(i))
+    for i in range(0, 60, 3):  # every segment loses some batches and keeps others
+        env.put(kv(i, "new"))
+    env.log.roll()
+    env.clean()
+    before = event_positions(env.log)
+    records = records_of(read_all(env.log))
+    sidecars = sorted(directory.glob("*.positions"))
+    assert len(sidecars) >= 3
+    env.manager.close()
+    sidecars[0].unlink()
+    damaged = bytearray(sidecars[1].read_bytes())
+    damaged[-1] ^= 1
+    sidecars[1].write_bytes(damaged)
+    env.manager = LogManager(tmp_path, LogConfig(), clock=lambda: env.now)
+    log = env.log
+    assert "CRC mismatch" in caplog.text and not sidecars[1].exists()  # a reader falls back with the broker
+    assert records_of(read_all(log)) == records
+    moved = {int(p.name.split(".")[0]) for p in sidecars[:2]}
+    for seg in log.segments:
+        for i in range(seg.batch_index.entries):
+            expected = seg.base_position + seg.batch_index.position(i)
+            if seg.base_offset not in moved:  # the other compacted segments keep theirs
+                expected = before[seg.base_offset + seg.batch_index.entry(i)[0]][0] // rb.EVENTS_PER_POSITION
+            assert seg.position_of(i) == expected
+    now = check_positions_kept(log, event_positions(log), directory)  # increasing, and found again
+    assert list(now) == sorted(now) and [p for p, _ in now.values()] == sorted(p for p, _ in now.values())
+    assert len({p for p, _ in now.values()}) == len(now)
+
+
+def test_truncating_into_a_compacted_segment_keeps_positions_below_and_appends_above(tmp_path):
+    env = Env(tmp_path)
+    directory = tmp_path / "t-0"
+    fill(env)
+    env.clean()
+    before = event_positions(env.log)
+    seg = next(s for s in env.log.segments if s.positions is not None and s.batch_index.entries > 2)
+    cut = max(o for o in before if o < seg.next_offset)  # its last batch (one record each) goes
+    env.log.truncate_to(cut)
+    assert env.log.log_end_offset == cut and env.log.active_segment is not seg
+    kept = check_positions_kept(env.log, before, directory)
+    assert set(kept) == {o for o in before if o < cut}
+    assert len(unpack_positions(seg.path_of(".positions").read_bytes())) == seg.batch_index.entries
+    info = env.put(kv(1, "after"))
+    assert rb.event_offset(info.position, 0) > max(p for p, _ in kept.values())
+    before[info.base_offset] = env.log.event_position(info.base_offset)
+    env.reopen(crash=True)
+    check_positions_kept(env.log, before, directory)
+
+
+def test_recovery_cutting_a_compacted_segment_keeps_the_positions_of_what_is_left(tmp_path):
+    env = Env(tmp_path)
+    directory = tmp_path / "t-0"
+    fill(env)
+    env.clean()
+    before = event_positions(env.log)
+    seg = next(s for s in env.log.segments if s.positions is not None and s.batch_index.entries > 2)
+    end, size = seg.next_offset, seg.size
+    env.reopen(crash=True)
+    # Its .batches lost and its last batch torn: recovery rebuilds it, cuts it and drops what follows.
+    seg.path_of(".batches").unlink()
+    os.truncate(seg.log_path, size - 1)
+    env.reopen(crash=True)
+    log = env.log
+    kept = check_positions_kept(log, before, directory)
+    assert set(kept) == {o for o in before if o < end - 1}
+    cut = next(s for s in log.segments if s.base_offset == seg.base_offset)
+    assert len(unpack_positions(cut.path_of(".positions").read_bytes())) == cut.batch_index.entries
+    assert log.active_segment.base_offset == end - 1 and log.active_segment.positions is None
+    info = env.put(kv(1, "after"))
+    assert rb.event_offset(info.position, 0) > max(p for p, _ in kept.values())
+
+
 def test_a_reader_holding_a_view_of_a_replaced_segment_keeps_valid_bytes(tmp_path):
     env = Env(tmp_path)
     fill(env)
@@ -274,11 +417,12 @@ def test_leftover_cleaned_files_without_a_marker_are_deleted(tmp_path):
     assert not list(directory.glob("*.cleaned"))
 
 
-@pytest.mark.parametrize("fail_at", range(0, 12))
+@pytest.mark.parametrize("fail_at", range(0, 22))  # the cleaned files, the marker, the first group's renames
 def test_a_crash_during_the_swap_leaves_the_old_or_the_new_segments(tmp_path, monkeypatch, fail_at):
     env = Env(tmp_path)
     fill(env)
     old = read_all(env.log)
+    positions = event_positions(env.log)
     # Learn the outcome of an uninterrupted cleaning on a copy.
     twin_path = tmp_path.parent / (tmp_path.name + "-copy")
     shutil.copytree(tmp_path, twin_path)
@@ -321,8 +465,36 @@ def test_a_crash_during_the_swap_leaves_the_old_or_the_new_segments(tmp_path, mo
     if not crashed:
         assert after == expected_new
     assert not list((tmp_path / "t-0").glob("*.cleaned")) and not (tmp_path / "t-0" / "cleaner-swap").exists()
+    check_positions_kept(env.log, positions, tmp_path / "t-0")
     env.clean()  # and cleaning again reaches the same result
     assert read_all(env.log) == expected_new
+    check_positions_kept(env.log, positions, tmp_path / "t-0")
+
+
+def test_a_reader_never_sees_a_moved_position_at_any_step_of_the_swap(tmp_path, monkeypatch):
+    env = Env(tmp_path)
+    directory = tmp_path / "t-0"
+    fill(env)
+    for r in range(3):
+        env.put(*[kv(i, f"m{r}-") for i in range(r, 10, 2)])
+    env.log.roll()
+    env.clean()  # the second cleaning below merges segments that already have .positions
+    fill(env, rounds=2)
+    cached = PartitionReader(directory)
+    before = {b.base_offset: b.position for b in cached.batches(0)}
+    real_replace = os.replace
+    steps = []
+
+    def replace(src, dst):
+        real_replace(src, dst)
+        for reader in (PartitionReader(directory), cached):
+            for b in reader.batches(0):
+                assert b.position == before[b.base_offset], (Path(dst).name, b.base_offset)
+        steps.append(Path(dst).name)
+
+    monkeypatch.setattr(recovery.os, "replace", replace)
+    assert env.clean().segments_after < len(before)
+    assert any(name.endswith(".positions") for name in steps) and any(name.endswith(".log") for name in steps)
 
 
 def test_a_failed_swap_takes_the_log_offline_until_it_is_reopened(tmp_path, monkeypatch):
@@ -394,16 +566,20 @@ def test_cleaning_runs_while_the_owner_appends_reads_and_deletes(tmp_path, polic
     cleaner = LogCleaner(env.manager, interval_ms=1, clock=lambda: env.now)
     cleaner.start()
     model = {}
+    positions = {}
 
     def check():
         start = env.log.log_start_offset
         assert latest(env.log) == {k: v for k, v in model.items() if v[0] >= start}
+        for o, found in event_positions(env.log).items():
+            assert found in (positions[o], None)  # None: compacted away since it was read
 
     try:
         for n in range(1200):
             key = f"k{n % 17}".encode()
             info = env.put((key, f"v{n}".encode()))
             model[key] = (info.base_offset, f"v{n}".encode())
+            positions[info.base_offset] = (rb.event_offset(info.position, 0), info.append_time_ms)
             if n % 10 == 0:
                 env.log.enforce_retention(env.now)  # races with the cleaner over old segments
             if n % 100 == 0:
@@ -428,17 +604,19 @@ writes = st.lists(
 def test_compaction_preserves_the_latest_value_of_every_key(writes, codec, clean_every, retention):
     """Random writes (values and tombstones), rolls and cleanings: the latest
     value of each key and its offset never change, every surviving record is
-    one that was written at that offset, and tombstones go only after
-    delete.retention.ms."""
+    one that was written at that offset and keeps its Event Hubs offset, and
+    tombstones go only after delete.retention.ms."""
     directory = Path(tempfile.mkdtemp(prefix="clean-"))
     try:
         env = Env(directory, **{"segment.bytes": "512", "delete.retention.ms": str(retention)})
         written: dict[int, tuple[bytes, bytes | None]] = {}
+        positions: dict[int, tuple[int, int]] = {}
         model: dict[bytes, tuple[int, bytes | None]] = {}
         for n, (key, value, tick) in enumerate(writes):
             k = f"key{key}".encode()
             info = env.put((k, value), compression=codec)
             written[info.base_offset] = (k, value)
+            positions[info.base_offset] = env.log.event_position(info.base_offset)
             model[k] = (info.base_offset, value)
             env.now += tick * 20
             if n % clean_every == clean_every - 1:
@@ -456,6 +634,9 @@ def test_compaction_preserves_the_latest_value_of_every_key(writes, codec, clean
             assert written[offset] == (k, value)
         offsets = [o for o, _, _ in records_of(read_all(env.log))]
         assert offsets == sorted(set(offsets))
+        kept = check_positions_kept(env.log, positions, directory / "t-0")  # Event Hubs offsets never move
+        env.reopen()
+        assert check_positions_kept(env.log, positions, directory / "t-0") == kept
         env.manager.close()
     finally:
         shutil.rmtree(directory, ignore_errors=True)

@@ -6,8 +6,10 @@ import errno
 import os
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from kafka_wire.log.index import BatchIndex, OffsetIndex, TimeIndex
+from kafka_wire.log.index import BatchIndex, OffsetIndex, TimeIndex, pack_positions, unpack_positions
 
 
 def test_offset_index_is_preallocated_sparse_and_trimmed(tmp_path):
@@ -56,6 +58,25 @@ def test_batch_index_grows_and_keeps_its_base_position(tmp_path):
     assert reopened.entries == 3000 and reopened.entry(2999) == (2999, 2999 * 70, 3999)
     assert reopened.floor_offset(1500) == 1500 and reopened.floor_position(71) == 1
     assert reopened.problem(log_size=3000 * 70, max_rel_offset=3000, full=True) is None
+
+
+@given(st.lists(st.integers(0, 2**62), unique=True).map(sorted), st.data())
+def test_positions_files_round_trip_and_any_damage_is_refused(positions, data):
+    packed = pack_positions(positions)
+    assert list(unpack_positions(packed)) == positions
+    damaged = bytearray(packed)
+    damaged[data.draw(st.integers(0, len(packed) - 1))] ^= data.draw(st.integers(1, 255))
+    with pytest.raises(ValueError):
+        unpack_positions(bytes(damaged))
+    with pytest.raises(ValueError):
+        unpack_positions(packed[: data.draw(st.integers(0, len(packed) - 1))])
+
+
+def test_positions_must_strictly_increase():
+    with pytest.raises(ValueError, match="increasing"):
+        unpack_positions(pack_positions([5, 9, 9]))
+    with pytest.raises(ValueError, match="increasing"):
+        unpack_positions(pack_positions([-1, 3]))
 
 
 def test_index_writes_go_through_pwrite_so_enospc_is_an_oserror(tmp_path, monkeypatch):
