@@ -47,7 +47,22 @@ class FramePadder:
             size = _SIZE.unpack_from(buf, pos)[0]
             if end - pos < size:
                 break
-            padded = _pad(buf, view, pos, size)
+            if (buf[pos + 4] == 2 and buf[pos + 8] == 0 and buf[pos + 9] == 0x53
+                    and buf[pos + 10] == 0x14 and buf[pos + 11] == 0xC0 and buf[pos + 5] == 0):
+                # A transfer as proton writes it (list8 after a smallulong descriptor),
+                # one per event sent: padded here without the general path's parsing.
+                lsize, count = buf[pos + 12], buf[pos + 13]
+                pad = 11 - count
+                padded = None
+                if 0 < pad and lsize + pad < 256:
+                    items_end = pos + 13 + lsize
+                    padded = (_SIZE.pack(size + pad), view[pos + 4:pos + 11],
+                              bytes((0xC0, lsize + pad, 11)), view[pos + 14:items_end], _NULLS[pad],
+                              view[items_end:pos + size])
+                elif pad > 0:
+                    padded = _pad(buf, view, pos, size)
+            else:
+                padded = _pad(buf, view, pos, size)
             if padded is not None:
                 out.append(view[start:pos])
                 out.extend(padded)

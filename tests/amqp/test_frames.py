@@ -65,3 +65,27 @@ def test_frames_on_an_ended_channel_are_dropped_but_the_connections_close_is_not
     assert passed == HEADER + attach + end + close
     assert scanner.dropped == 1
     assert "com.microsoft:enable-receiver-runtime-metric" in scanner.capabilities["link"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(values, min_size=1, max_size=11), st.binary(max_size=2000), st.integers(1, 97))
+def test_transfers_in_list8_form_are_padded_on_the_fast_path(fields, payload, chunk):
+    """Proton writes a transfer's fields as a list8; that shape has its own path."""
+    d = Data()
+    d.put_list()
+    d.enter()
+    for value in fields:
+        d.put_object(value)
+    d.exit()
+    items = bytes(d.encode())
+    # re-encode the list as list8: constructor, size (count byte + items), count
+    inner = items[9:] if items[0] == 0xD0 else items[3:] if items[0] == 0xC0 else b""
+    list8 = bytes((0xC0, len(inner) + 1, len(fields))) + inner
+    body = b"\x00\x53\x14" + list8 + payload
+    raw = HEADER + struct.pack(">IBBH", 8 + len(body), 2, 0, 3) + body
+    padder = FramePadder()
+    out = b"".join(padder.feed(raw[i:i + chunk]) for i in range(0, len(raw), chunk))
+    ((code, got_fields, got_payload),) = parse(out[8:])
+    assert code == 0x14 and got_payload == payload and len(got_fields) == 11
+    assert got_fields[:len(fields)] == fields and set(got_fields[len(fields):]) <= {None}
+    assert struct.unpack_from(">H", out, 8 + 6)[0] == 3  # the channel is kept
