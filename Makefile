@@ -64,8 +64,10 @@ test: $(TEST_STAMP) $(JS_STAMP) chromium
 soak: $(TEST_STAMP)
 	KAFKA_WIRE_SOAK=1 $(PY) -m pytest -q -p no:cacheprovider --timeout=28800 $(or $(PYTEST_ARGS),tests/faults)
 
+# Kafka beside Tansu, then AMQP (the Azure SDK) beside Kafka on one broker.
 bench: $(BENCH_STAMP)
 	$(PY) -m bench.run $(BENCH_ARGS)
+	$(PY) -m bench.amqp $(filter --quick,$(BENCH_ARGS))
 
 clean:
 	rm -rf $(VENV) build *.egg-info tests/js/node_modules
