@@ -41,6 +41,9 @@ _ids = itertools.count(1)
 
 MAX_FRAME = 65536
 IDLE_TIMEOUT_S = 120.0
+# Until proton's engine runs (and its idle timeout with it), the SASL exchange, the AMQP
+# header and any WebSocket upgrade must be done within this, or the connection is closed.
+HANDSHAKE_TIMEOUT_S = 30.0
 
 UNAUTHORIZED = "amqp:unauthorized-access"
 NOT_FOUND = "amqp:not-found"
@@ -90,6 +93,7 @@ class AmqpConnection(asyncio.Protocol):
         self.tokens: dict[str, Principal] = {}   # audience -> principal, from $cbs
         self.container: str | None = None
         self._tick: asyncio.TimerHandle | None = None
+        self._deadline: asyncio.TimerHandle | None = None
         self._closed = False
         self._write_paused = False
         self._in_pump = False
@@ -106,6 +110,15 @@ class AmqpConnection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.server.connections.add(self)
+        self._deadline = asyncio.get_running_loop().call_later(HANDSHAKE_TIMEOUT_S, self._too_slow)
+
+    def _too_slow(self) -> None:
+        self._deadline = None
+        if self.engine is None and not self._closed:
+            _repeats.warn("amqp-handshake", client_address(self.peer),
+                          f"closing AMQP connection from {self.peer}: no AMQP header within "
+                          f"{HANDSHAKE_TIMEOUT_S:g} s of connecting")
+            self.abort()
 
     def data_received(self, data: bytes) -> None:
         if self._closed:
@@ -200,6 +213,9 @@ class AmqpConnection(asyncio.Protocol):
         self.server.connections.discard(self)
         if self._tick is not None:
             self._tick.cancel()
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
         for handler in list(self.handlers):
             try:
                 handler.on_close()
@@ -233,6 +249,9 @@ class AmqpConnection(asyncio.Protocol):
         conn.collect(collector)
         engine.bind(conn)
         self.engine, self.connection, self.collector = engine, conn, collector
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
         self.padder = FramePadder()
         self.scanner = InputFrames(MAX_FRAME)
 

@@ -4,6 +4,7 @@ broker keeps serving everyone else."""
 from __future__ import annotations
 
 import socket
+import time
 import struct
 
 import pytest
@@ -95,3 +96,16 @@ def test_the_broker_keeps_serving_while_others_send_garbage(broker):
         assert p.get_eventhub_properties()["partition_ids"] == ["0"]
     got = receive(consumer(broker, "steady"), 5, partition_id="0", starting_position="-1")
     assert [e.body_as_str() for _, e in got] == [f"e{i}" for i in range(5)]
+
+
+@pytest.mark.parametrize("payload", [b"", b"AM", b"GET /$servicebus/websocket HTTP/1.1\r\n"],
+                         ids=["silent", "half-header", "half-upgrade"])
+def test_a_client_that_never_finishes_its_handshake_is_closed(broker, monkeypatch, payload):
+    from kafka_wire.amqp import connection
+
+    monkeypatch.setattr(connection, "HANDSHAKE_TIMEOUT_S", 0.5)
+    started = time.monotonic()
+    with socket.create_connection(("127.0.0.1", broker.amqp_port), timeout=10) as s:
+        s.sendall(payload)
+        assert s.recv(100) == b""  # closed by the broker, not left open
+    assert time.monotonic() - started < 5
