@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING
 from cproton import pn_delivery, pn_delivery_settle, pn_link_advance, pn_link_credit, pn_link_send
 from proton import Link, symbol
 
-from kafka_wire.amqp.connection import INTERNAL, NOT_FOUND, UNAUTHORIZED, LinkHandler, refuse
+from kafka_wire.amqp.connection import INTERNAL, INVALID_FIELD, NOT_FOUND, UNAUTHORIZED, LinkHandler, refuse
 from kafka_wire.amqp.messages import encode_event, runtime_metric_annotations
-from kafka_wire.amqp.nodes import open_link
+from kafka_wire.amqp.nodes import hub_for, open_link
 from kafka_wire.context import LISTEN
 from kafka_wire.eventhubs.model import DEFAULT_CONSUMER_GROUP
 from kafka_wire.log import batch as rb
@@ -52,14 +52,8 @@ class FilterError(ValueError):
 
 def attach(conn: AmqpConnection, link, address: Address) -> LinkHandler | None:
     runtime = conn.namespace
-    view = runtime.topics.get(address.node)
+    view = hub_for(conn, link, address)
     if view is None:
-        refuse(link, NOT_FOUND, f"event hub {address.node!r} does not exist in namespace "
-                                f"{runtime.name!r}")
-        return None
-    if address.partition >= view.partitions:
-        refuse(link, NOT_FOUND, f"event hub {view.name!r} has no partition {address.partition} "
-                                f"(it has {view.partitions})")
         return None
     group = _consumer_group(runtime, view.name, address.consumer_group)
     if group is None:
@@ -74,7 +68,7 @@ def attach(conn: AmqpConnection, link, address: Address) -> LinkHandler | None:
     try:
         start = start_offset(plog, _selector(link))
     except FilterError as exc:
-        refuse(link, "amqp:invalid-field", str(exc))
+        refuse(link, INVALID_FIELD, str(exc))
         return None
     props = link.remote_properties or {}
     epoch = props.get(symbol(EPOCH), props.get(EPOCH))

@@ -59,6 +59,30 @@ def open_link(link) -> None:
     link.open()
 
 
+def hub_for(conn: AmqpConnection, link, address: addresses.Address):
+    """The hub (and partition, if any) a link addresses, or None after refusing the link."""
+    runtime = conn.namespace
+    view = runtime.topics.get(address.node)
+    if view is None:
+        refuse(link, NOT_FOUND, f"event hub {address.node!r} does not exist in namespace "
+                                f"{runtime.name!r}")
+        return None
+    if address.partition is not None and address.partition >= view.partitions:
+        refuse(link, NOT_FOUND, f"event hub {view.name!r} has no partition {address.partition} "
+                                f"(it has {view.partitions})")
+        return None
+    return view
+
+
+def received(link, delivery) -> bytes | None:
+    """A transfer's whole message, once its last frame is in (None before)."""
+    if not delivery.readable or delivery.partial:
+        return None
+    raw = link.recv(delivery.pending)
+    link.advance()
+    return raw
+
+
 class RequestLink(LinkHandler):
     def __init__(self, conn: AmqpConnection, link, answer: Answer, node: str) -> None:
         self.conn, self.link, self.answer, self.node = conn, link, answer, node
@@ -66,11 +90,10 @@ class RequestLink(LinkHandler):
         link.flow(REQUEST_CREDIT)
 
     def on_delivery(self, delivery) -> None:
-        if not delivery.readable or delivery.partial:
+        raw = received(self.link, delivery)
+        if raw is None:
             return
         link = self.link
-        raw = link.recv(delivery.pending)
-        link.advance()
         request = Message()
         try:
             request.decode(raw)

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 import kafka.errors as Errors
 from proton import Condition, Delivery
 
-from kafka_wire.amqp.connection import NOT_FOUND, UNAUTHORIZED, LinkHandler, refuse
+from kafka_wire.amqp.connection import INTERNAL, NOT_ALLOWED, NOT_FOUND, UNAUTHORIZED, LinkHandler, refuse
 from kafka_wire.amqp.messages import MessageError, batch_messages, decode_message, records_batch
-from kafka_wire.amqp.nodes import open_link
+from kafka_wire.amqp.nodes import hub_for, open_link, received
 from kafka_wire.context import SEND
 from kafka_wire.eventhubs.partition_key import partition_for_key
 from kafka_wire.errors import for_log_error
@@ -36,22 +36,14 @@ CREDIT = 500
 SEND_TIMEOUT_MS = 60_000  # the SDKs' default operation timeout: a longer throttle is refused
 MESSAGE_SIZE_EXCEEDED = "amqp:link:message-size-exceeded"
 SERVER_BUSY = "com.microsoft:server-busy"
-NOT_ALLOWED = "amqp:not-allowed"
-INTERNAL = "amqp:internal-error"
 _DENIED = {Errors.TopicAuthorizationFailedError.errno, Errors.ClusterAuthorizationFailedError.errno}
 _TOO_LARGE = {Errors.MessageSizeTooLargeError.errno, Errors.RecordListTooLargeError.errno}
 
 
 def attach(conn: AmqpConnection, link, address: Address) -> LinkHandler | None:
     runtime = conn.namespace
-    view = runtime.topics.get(address.node)
+    view = hub_for(conn, link, address)
     if view is None:
-        refuse(link, NOT_FOUND, f"event hub {address.node!r} does not exist in namespace "
-                                f"{runtime.name!r}")
-        return None
-    if address.partition is not None and address.partition >= view.partitions:
-        refuse(link, NOT_FOUND, f"event hub {view.name!r} has no partition {address.partition} "
-                                f"(it has {view.partitions})")
         return None
     principal, why = conn.principal_for(view.name, SEND)
     if why is not None:
@@ -82,11 +74,10 @@ class PublishLink(LinkHandler):
         self.closed = True
 
     def on_delivery(self, delivery) -> None:
-        if not delivery.readable or delivery.partial:
+        raw = received(self.link, delivery)
+        if raw is None:
             return
         link = self.link
-        raw = link.recv(delivery.pending)
-        link.advance()
         if link.credit < CREDIT // 2:
             link.flow(CREDIT - link.credit)
         if delivery.settled and delivery.remote_state == Delivery.REJECTED:
