@@ -114,7 +114,7 @@ class PublishLink(LinkHandler):
         admission = runtime.policy.produce(
             self.principal, self.hub, summarize(headers, len(records)), SEND_TIMEOUT_MS,
             conn.container, lambda: [m.partition_key.encode() if m.partition_key is not None else None
-                                     for m in messages])
+                                     for m in messages], kafka=False)
         if admission.refusal:
             if admission.throttle_ms > 0:  # over the throughput units for longer than a send waits
                 return Condition(SERVER_BUSY, admission.refusal[1])

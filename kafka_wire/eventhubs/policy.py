@@ -181,19 +181,21 @@ class NamespacePolicy:
 
     # -- the data path ---------------------------------------------------------------------
     def produce(self, principal, hub: str, summary: BatchSummary | None, timeout_ms: int,
-                client_id: str | None, keys: Callable[[], Iterable[bytes | None]]) -> Admission:
+                client_id: str | None, keys: Callable[[], Iterable[bytes | None]],
+                kafka: bool = True) -> Admission:
         """A publication to ``hub``: the Send right, the tier's rules for its size and
         codecs, a publisher's key, and the throughput units. ``summary`` is None when
         the events are invalid (then only the rights and the endpoint are checked, and
         the caller refuses the events after). ``keys()`` yields the events' keys (or
-        partition keys), asked only for a publisher principal."""
+        partition keys), asked only for a publisher principal. ``kafka``: the publication
+        came over the Kafka endpoint, which the Basic tier lacks (AMQP has no such rule)."""
         denied = self._need(principal, SEND, hub, "producing")
         if denied:
             return Admission(denied)
         ns = self.runtime.model
         if ns is None:
             return Admission(None)
-        refusal = self._enforce(strict.kafka_endpoint(ns), hub, client_id)
+        refusal = self._enforce(strict.kafka_endpoint(ns), hub, client_id) if kafka else None
         if refusal or summary is None:
             return Admission(refusal)
         refusal = self._enforce(strict.publication(ns, summary), hub, client_id)

@@ -45,3 +45,14 @@ def test_sdk_sends_share_the_namespace_quota_with_kafka(metered):
         answer = _produce(c, make_batch(1, value_size=900 * 1024))
         assert answer.responses[0].partition_responses[0].error_code == 0
         assert answer.throttle_time_ms > 0
+
+
+def test_a_strict_basic_namespace_takes_amqp_though_it_has_no_kafka_endpoint(tmp_path):
+    from kafka_wire.eventhubs.model import Tier
+
+    model = EventHubsModel({"basic-ns": Namespace("basic-ns", Tier.BASIC, mode="strict")}, "basic-ns")
+    with EmulatedBroker(tmp_path / "data", eventhubs=model, amqp=True) as broker:
+        broker.create_hub("hub", 1)
+        with EventHubProducerClient.from_connection_string(broker.amqp_connection_string(),
+                                                           eventhub_name="hub") as p:
+            p.send_batch([EventData(b"basic")], partition_id="0")  # refused before: "no Kafka endpoint"
