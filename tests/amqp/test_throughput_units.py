@@ -53,6 +53,16 @@ def test_a_strict_basic_namespace_takes_amqp_though_it_has_no_kafka_endpoint(tmp
     model = EventHubsModel({"basic-ns": Namespace("basic-ns", Tier.BASIC, mode="strict")}, "basic-ns")
     with EmulatedBroker(tmp_path / "data", eventhubs=model, amqp=True) as broker:
         broker.create_hub("hub", 1)
-        with EventHubProducerClient.from_connection_string(broker.amqp_connection_string(),
-                                                           eventhub_name="hub") as p:
-            p.send_batch([EventData(b"basic")], partition_id="0")  # refused before: "no Kafka endpoint"
+        sent: list = []
+
+        def send() -> None:
+            with EventHubProducerClient.from_connection_string(
+                    broker.amqp_connection_string(), eventhub_name="hub", retry_total=0) as p:
+                p.send_batch([EventData(b"basic")], partition_id="0")
+            sent.append(True)
+
+        # The SDK does not give up on this refusal: a send that never settles fails the test.
+        thread = threading.Thread(target=send, daemon=True)
+        thread.start()
+        thread.join(20)
+        assert sent, "the AMQP send was refused (before: 'no Kafka endpoint' on Basic)"
