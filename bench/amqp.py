@@ -47,6 +47,7 @@ from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerCl
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.run import free_port
 from kafka_wire.eventhubs import connection_string
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -56,12 +57,6 @@ PER = 100_000                    # figures are CPU seconds per this many events
 BROKER_SHARE_TARGET = 0.25       # broker CPU / client CPU, AMQP
 AMQP_KAFKA_TARGET = 2.0          # AMQP broker CPU per event / Kafka broker CPU per record
 TIMEOUT_S = 300.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def client_cpu_s() -> float:

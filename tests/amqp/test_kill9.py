@@ -6,35 +6,16 @@ import threading
 import time
 
 from azure.eventhub import EventData, EventHubProducerClient
-from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_wire.eventhubs import connection_string
+from tests.faults.test_kill9 import _read_all
 
 
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def _read_all(bootstrap: str, topic: str, partitions: int, timeout: float = 30) -> dict[int, list]:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "verify", "enable.partition.eof": True})
-    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    out: dict[int, list] = {p: [] for p in range(partitions)}
-    eof: set[int] = set()
-    deadline = time.monotonic() + timeout
-    while len(eof) < partitions and time.monotonic() < deadline:
-        m = c.poll(0.5)
-        if m is None:
-            continue
-        if m.error():
-            eof.add(m.partition())
-            continue
-        eof.discard(m.partition())
-        out[m.partition()].append(m.value())
-    c.close()
-    return out
 
 
 def test_settled_sdk_events_survive_kill_9_exactly_once(broker_process):
