@@ -92,6 +92,8 @@ def _pad(buf: bytes, view: memoryview, pos: int, size: int) -> tuple | None:
     want = FIELDS.get(code)
     if want is None:
         return None
+    if code in _WITH_ERROR and _ERROR in buf[body:pos + size]:
+        return _pad_with_error(buf, view, pos, size, body, want)
     constructor = buf[at]
     if constructor == 0x45:            # list0
         count, items_at, items_end = 0, at + 1, at + 1
@@ -114,6 +116,36 @@ def _pad(buf: bytes, view: memoryview, pos: int, size: int) -> tuple | None:
 
 
 _NULLS = [b"\x40" * n for n in range(16)]
+# disposition (a rejected outcome), detach, end and close carry an AMQP error,
+# which pyamqp reads as error[0..2] (condition, description, info)
+_WITH_ERROR = {0x15, 0x16, 0x17, 0x18}
+_ERROR = b"\x00\x53\x1d"
+
+
+def _pad_with_error(buf: bytes, view: memoryview, pos: int, size: int, body: int, want: int) -> tuple:
+    """A frame that holds an error, decoded and written again with the
+    performative and every error in it padded (rare frames: no fast path)."""
+    from proton import Data
+    from proton._data import Described
+
+    def padded(value, fields=None):
+        if isinstance(value, Described):
+            items = value.value
+            if isinstance(items, list):
+                n = fields or (3 if value.descriptor == 0x1D else len(items))
+                items = [padded(item) for item in items] + [None] * (n - len(items))
+            return Described(value.descriptor, items)
+        return value
+
+    data = Data()
+    end = body + data.decode(bytes(view[body:pos + size]))
+    data.rewind()
+    data.next()
+    out = Data()
+    out.put_object(padded(data.get_object(), want))
+    encoded = out.encode()
+    return (_SIZE.pack(size - (end - body) + len(encoded)), view[pos + 4:body], encoded,
+            view[end:pos + size])
 
 
 class InputFrames:

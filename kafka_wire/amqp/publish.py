@@ -116,7 +116,7 @@ class PublishLink(LinkHandler):
             conn.container, lambda: [m.partition_key.encode() if m.partition_key is not None else None
                                      for m in messages], kafka=False)
         if admission.refusal:
-            if admission.throttle_ms > 0:  # over the throughput units for longer than a send waits
+            if admission.busy:  # over the throughput units for longer than a send waits
                 return Condition(SERVER_BUSY, admission.refusal[1])
             return _condition(*admission.refusal)
         try:

@@ -35,9 +35,11 @@ Refusal = tuple[int, str]  # (error code, message)
 
 class Admission(NamedTuple):
     """A publication's answer: refused, or accepted after ``throttle_ms`` (the
-    throughput units' debt the client should wait out)."""
+    throughput units' debt the client should wait out). ``busy``: refused for
+    the throughput units (AMQP's ``server-busy``), not for what was sent."""
     refusal: Refusal | None
     throttle_ms: int = 0
+    busy: bool = False
 
 
 def _same(a: str, b: str) -> bool:
@@ -217,7 +219,7 @@ class NamespacePolicy:
                        "add units, enable auto-inflate, or send more slowly")
             self.report.record(self.runtime.name, "throughput-units", hub, message, enforced=True,
                                error_code=_POLICY_VIOLATION, client_id=client_id)
-            return Admission((_POLICY_VIOLATION, message), throttle)
+            return Admission((_POLICY_VIOLATION, message), throttle, busy=True)
         return Admission(None, quota.ingress(summary.size, summary.events, now_ms))
 
     def egress_delay(self) -> int:

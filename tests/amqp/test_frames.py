@@ -6,7 +6,7 @@ import struct
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from proton import Data, Described, ulong
+from proton import Data, Described, symbol, uint, ulong
 
 from kafka_wire.amqp.frames import FIELDS, FramePadder, InputFrames
 
@@ -89,3 +89,28 @@ def test_transfers_in_list8_form_are_padded_on_the_fast_path(fields, payload, ch
     assert code == 0x14 and got_payload == payload and len(got_fields) == 11
     assert got_fields[:len(fields)] == fields and set(got_fields[len(fields):]) <= {None}
     assert struct.unpack_from(">H", out, 8 + 6)[0] == 3  # the channel is kept
+
+
+def _error(condition: str, description: str | None) -> Described:
+    fields = [symbol(condition)] + ([description] if description is not None else [])
+    return Described(ulong(0x1D), fields)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(["amqp:link:message-size-exceeded", "com.microsoft:server-busy"]),
+       st.one_of(st.none(), st.text(max_size=80)), st.integers(0, 2**31), st.integers(1, 64))
+def test_errors_in_rejections_detaches_and_closes_carry_all_three_fields(condition, description,
+                                                                        delivery, chunk):
+    error = _error(condition, description)
+    sent = [(0x15, [True, uint(delivery), None, True, Described(ulong(0x25), [error])]),
+            (0x16, [uint(1), True, error]), (0x17, [error]), (0x18, [error])]
+    raw = HEADER + b"".join(frame(code, fields) for code, fields in sent)
+    padder = FramePadder()
+    out = b"".join(padder.feed(raw[i:i + chunk]) for i in range(0, len(raw), chunk))
+    got = parse(out[8:])
+    errors = [got[0][1][4].value[0]] + [fields[2 if code == 0x16 else 0] for code, fields, _ in got[1:]]
+    assert [code for code, _, _ in got] == [0x15, 0x16, 0x17, 0x18]
+    assert all(len(fields) == FIELDS[code] for code, fields, _ in got)
+    assert got[0][1][:4] == [True, delivery, None, True]
+    for e in errors:
+        assert e.descriptor == 0x1D and e.value == [condition, description, None]
