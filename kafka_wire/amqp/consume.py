@@ -40,7 +40,6 @@ EPOCH = "com.microsoft:epoch"
 RUNTIME_METRIC = "com.microsoft:enable-receiver-runtime-metric"
 LINK_STOLEN = "amqp:link:stolen"
 RESOURCE_LIMIT = "amqp:resource-limit-exceeded"
-READERS_PER_PARTITION = 5
 READ_BYTES = 1024 * 1024
 _SELECTOR = re.compile(r"^\s*amqp\.annotation\.x-opt-(offset|sequence-number|enqueued-time)\s*"
                        r"(>=|>)\s*'([^']*)'\s*$", re.IGNORECASE)
@@ -73,7 +72,8 @@ def attach(conn: AmqpConnection, link, address: Address) -> LinkHandler | None:
     props = link.remote_properties or {}
     epoch = props.get(symbol(EPOCH), props.get(EPOCH))
     key = (runtime.name, view.name.lower(), group.lower(), address.partition)
-    problem = _admit(conn.server.readers.get(key, set()), None if epoch is None else int(epoch), key)
+    problem = _admit(conn.server.readers.get(key, set()), None if epoch is None else int(epoch), key,
+                     conn.namespace.policy.readers_per_partition())
     if problem is not None:
         refuse(link, *problem)
         return None
@@ -93,19 +93,19 @@ def _consumer_group(runtime, hub: str, wanted: str) -> str | None:
     return None
 
 
-def _admit(readers: set, epoch: int | None, key) -> tuple[str, str] | None:
+def _admit(readers: set, epoch: int | None, key, most: int) -> tuple[str, str] | None:
     """Owner levels: an equal or higher one takes the partition (the service
     disconnects the older receiver of two with the same level, so a processor
     that takes over a partition at level 0 ends the one that held it); a lower
-    one, or none against one, is refused; without them at most five readers."""
+    one, or none against one, is refused; without them at most ``most`` readers."""
     where = f"partition {key[3]} of {key[1]} in consumer group {key[2]}"
     levels = [r.epoch for r in readers if r.epoch is not None]
     if epoch is None:
         if levels:
             return (LINK_STOLEN, f"a receiver with owner level {max(levels)} holds {where}; "
                                  "a receiver without an owner level cannot join it")
-        if len(readers) >= READERS_PER_PARTITION:
-            return (RESOURCE_LIMIT, f"at most {READERS_PER_PARTITION} receivers may read {where} "
+        if len(readers) >= most:
+            return (RESOURCE_LIMIT, f"at most {most} receivers may read {where} "
                                     "(Event Hubs' limit per partition and consumer group)")
         return None
     if levels and max(levels) > epoch:

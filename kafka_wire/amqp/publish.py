@@ -62,8 +62,7 @@ class PublishLink(LinkHandler):
         self.conn, self.link, self.hub, self.principal = conn, link, hub, principal
         self.partition = address.partition
         self.publisher = address.publisher
-        runtime = conn.namespace
-        self.limit = runtime.model.max_publication_bytes() if runtime.model else 1024 * 1024
+        self.limit = conn.namespace.policy.max_publication_bytes()
         self.closed = False
         open_link(link)
         link.max_message_size = self.limit

@@ -80,6 +80,7 @@ class TierLimits:
     transactions: bool
     compaction: bool
     partitions_can_grow: bool
+    readers_per_partition: int = 5             # AMQP receivers per partition and consumer group
 
 
 _TU = dict(ingress_bytes_per_unit=1 * MB, ingress_events_per_unit=1000,

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
 import kafka.errors as Errors
 
 from kafka_wire.eventhubs import strict
-from kafka_wire.eventhubs.model import MANAGE, SEND
+from kafka_wire.eventhubs.model import MANAGE, SEND, TIER_LIMITS, Tier
 
 if TYPE_CHECKING:
     from kafka_wire.context import NamespaceRuntime
@@ -31,6 +31,9 @@ _DENIED = Errors.TopicAuthorizationFailedError.errno
 _POLICY_VIOLATION = Errors.PolicyViolationError.errno
 
 Refusal = tuple[int, str]  # (error code, message)
+
+
+DEFAULT_LIMITS = TIER_LIMITS[Tier.STANDARD]  # a runtime without an Event Hubs model
 
 
 class Admission(NamedTuple):
@@ -221,6 +224,16 @@ class NamespacePolicy:
                                error_code=_POLICY_VIOLATION, client_id=client_id)
             return Admission((_POLICY_VIOLATION, message), throttle, busy=True)
         return Admission(None, quota.ingress(summary.size, summary.events, now_ms))
+
+    def max_publication_bytes(self) -> int:
+        """The largest publication (one event or one batch) the namespace takes."""
+        ns = self.runtime.model
+        return ns.max_publication_bytes() if ns is not None else DEFAULT_LIMITS.max_publication_bytes
+
+    def readers_per_partition(self) -> int:
+        """Receivers (AMQP) one partition and consumer group may have at once."""
+        ns = self.runtime.model
+        return (ns.limits if ns is not None else DEFAULT_LIMITS).readers_per_partition
 
     def egress_delay(self) -> int:
         """ms the namespace's egress is in debt: a read now gets no events."""
