@@ -31,8 +31,6 @@ import argparse
 import json
 import os
 import platform
-import shutil
-import signal
 import socket
 import statistics
 import subprocess
@@ -47,12 +45,12 @@ from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerCl
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from bench.run import free_port
+from bench.run import BrokerProc
+from kafka_wire.testing.ports import free_port
 from kafka_wire.eventhubs import connection_string
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 PER = 100_000                    # figures are CPU seconds per this many events
 BROKER_SHARE_TARGET = 0.25       # broker CPU / client CPU, AMQP
 AMQP_KAFKA_TARGET = 2.0          # AMQP broker CPU per event / Kafka broker CPU per record
@@ -65,17 +63,9 @@ def client_cpu_s() -> float:
 
 
 @dataclass
-class Broker:
-    proc: subprocess.Popen
-    bootstrap: str
-    amqp_port: int
-    workdir: Path
-
-    def cpu_seconds(self) -> float:
-        """utime + stime, as bench/run.py reads them: in clock ticks (10 ms), too
-        coarse for a Kafka phase of 20,000 records; kept as a cross-check."""
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+class Broker(BrokerProc):
+    """bench.run's broker process (its CPU in ticks, stop), with the AMQP port."""
+    amqp_port: int = 0
 
     def cpu_ns_by_thread(self) -> dict[int, int]:
         """Nanoseconds each thread has run (the scheduler's own sum, exact)."""
@@ -99,15 +89,6 @@ class Broker:
         return connection_string.build(f"127.0.0.1:{self.amqp_port}", key_name="RootManageSharedAccessKey",
                                        key="any-key-works", emulator=True)
 
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
-
 
 def _wait_listening(proc: subprocess.Popen, port: int, log: Path, timeout: float = 30) -> None:
     deadline = time.monotonic() + timeout
@@ -129,7 +110,7 @@ def start_broker(work: Path) -> Broker:
                              "--data-dir", str(work / "data"), "--listen", f"127.0.0.1:{port}",
                              "--amqp-listen", f"127.0.0.1:{amqp_port}", "--no-http"],
                             stdout=open(log, "wb"), stderr=subprocess.STDOUT, cwd=ROOT)
-    b = Broker(proc, f"127.0.0.1:{port}", amqp_port, work)
+    b = Broker("kafka-wire", proc, f"127.0.0.1:{port}", work, amqp_port=amqp_port)
     try:
         _wait_listening(proc, port, log)
         _wait_listening(proc, amqp_port, log)
@@ -416,8 +397,7 @@ def main(argv: list[str] | None = None) -> int:
             rounds.append(run_round(b, i, count, args.size, args.partitions))
         threads = b.threads()
     finally:
-        b.stop()
-        shutil.rmtree(work, ignore_errors=True)
+        b.stop()  # removes the work directory too
     load_after = loadavg()
 
     def med(phase: str, key: str) -> float:

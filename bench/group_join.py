@@ -38,19 +38,16 @@ from pathlib import Path
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from kafka_wire.testing.ports import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 PARTITIONS = 6
 TIMEOUT_S = 60.0
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def start_broker(work: Path) -> tuple[subprocess.Popen, str]:
-    port = _free_port()
+    port = free_port()
     log = open(work / "broker.log", "wb")
     proc = subprocess.Popen([sys.executable, "-m", "kafka_wire.cli", "--log-level", "WARNING",
                              "serve", "--data-dir", str(work / "data"),

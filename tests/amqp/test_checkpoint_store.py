@@ -19,6 +19,8 @@ from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerCl
 from azure.eventhub.extensions.checkpointstoreblob import BlobCheckpointStore
 from azure.storage.blob import BlobServiceClient
 
+from kafka_wire.testing.ports import free_port
+
 from .conftest import sdk_cs, wait_for
 
 JS = Path(__file__).resolve().parents[1] / "js"
@@ -31,11 +33,6 @@ CONTAINER = "checkpoints"
 HUB = "ckpt"
 PARTITIONS = ["0", "1", "2", "3"]
 
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _accepts(port: int) -> bool:
@@ -56,7 +53,7 @@ def azurite(tmp_path_factory):
     if not (JS / "node_modules" / "azurite" / "package.json").is_file() or not AZURITE.exists():
         pytest.skip("AZURITE CHECKPOINT STORE TEST SKIPPED: azurite is not installed; run "
                     "`npm install --prefix tests/js` (make test does it when npm exists)")
-    port = _free_port()
+    port = free_port()
     location = tmp_path_factory.mktemp("azurite")
     proc = subprocess.Popen(
         [str(AZURITE), "--blobHost", "127.0.0.1", "--blobPort", str(port), "--location",

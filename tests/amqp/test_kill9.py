@@ -1,7 +1,6 @@
 """Events an SDK producer had settled survive SIGKILL of the broker, exactly once."""
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
@@ -9,17 +8,14 @@ from azure.eventhub import EventData, EventHubProducerClient
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_wire.eventhubs import connection_string
+from kafka_wire.testing.ports import free_port
+
 from tests.faults.test_kill9 import _read_all
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def test_settled_sdk_events_survive_kill_9_exactly_once(broker_process):
-    amqp_port = _free_port()
+    amqp_port = free_port()
     extra = ["--amqp-listen", f"127.0.0.1:{amqp_port}"]
     proc = broker_process(extra=extra)
     admin = AdminClient({"bootstrap.servers": proc.bootstrap_servers})

@@ -40,20 +40,14 @@ def _roundtrip(broker, hub: str, cs: str, **options) -> list[str]:
     return [e.body_as_str() for _, e in receive(c, 3, partition_id="0", starting_position="-1")]
 
 
-def test_python_sdk_over_websockets_on_the_http_listener(ws_broker):
+@pytest.mark.parametrize("hub, port", [("ws-http", "http_port"), ("ws-amqp", "amqp_port")],
+                         ids=["http-listener", "amqp-port"])
+def test_python_sdk_over_websockets(ws_broker, hub, port):
     cs = connection_string.build("localhost", key_name="RootManageSharedAccessKey", key="x",
                                  emulator=True)
-    got = _roundtrip(ws_broker, "ws-http", cs, transport_type=TransportType.AmqpOverWebsocket,
-                     custom_endpoint_address=f"sb://127.0.0.1:{ws_broker.http_port}")
-    assert got == ["ws-http-0", "ws-http-1", "ws-http-2"]
-
-
-def test_python_sdk_over_websockets_on_the_amqp_port(ws_broker):
-    cs = connection_string.build("localhost", key_name="RootManageSharedAccessKey", key="x",
-                                 emulator=True)
-    got = _roundtrip(ws_broker, "ws-amqp", cs, transport_type=TransportType.AmqpOverWebsocket,
-                     custom_endpoint_address=f"sb://127.0.0.1:{ws_broker.amqp_port}")
-    assert got == ["ws-amqp-0", "ws-amqp-1", "ws-amqp-2"]
+    got = _roundtrip(ws_broker, hub, cs, transport_type=TransportType.AmqpOverWebsocket,
+                     custom_endpoint_address=f"sb://127.0.0.1:{getattr(ws_broker, port)}")
+    assert got == [f"{hub}-0", f"{hub}-1", f"{hub}-2"]
 
 
 def test_python_sdk_over_secure_websockets_on_amqps(ws_broker):

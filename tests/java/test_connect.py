@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -33,6 +32,7 @@ import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType
 
+from kafka_wire.testing.ports import free_port
 from tests.java import conftest as java_conftest
 from tests.java import harness
 from tests.rawclient import RawClient
@@ -130,11 +130,6 @@ def _jetty_security_jar() -> Path:
     return jars[-1]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 def _rest(url: str, method: str = "GET", body: dict | None = None, timeout: float = 30):
     data = json.dumps(body).encode() if body is not None else None
@@ -151,7 +146,7 @@ class Connect:
 
     def __init__(self, java_bin: str, classpath: list[Path], workdir: Path, bootstrap: str,
                  name: str) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = workdir / f"connect-{name}.log"
         self.out = workdir / f"connect-{name}.out"
