@@ -88,10 +88,11 @@ class BrokerObserver:
     def on_fetch(self, ctx: RequestContext, reads: list) -> None:
         """Records a Fetch serves (outgoing events and bytes)."""
 
-    def on_amqp(self, namespace: str, hub: str, partition: int, incoming: bool, events: int,
-                nbytes: int) -> None:
-        """Events an AMQP link appended (their batch bytes) or delivered (stored bytes
-        read). Appends are also counted by the log's append hook, as Kafka's are."""
+    def on_events(self, protocol: str, namespace: str, hub: str, partition: int, incoming: bool,
+                  events: int, nbytes: int) -> None:
+        """Events another endpoint than Kafka (``amqp``, ``https``) appended (their
+        batch bytes) or delivered (stored bytes read). Appends are also counted by
+        the log's append hook, as Kafka's are."""
 
 
 @dataclass(slots=True)

@@ -281,7 +281,7 @@ class ConsumeLink(LinkHandler):
         self.conn.server.count_out(nbytes, len(events))
         observer = self.conn.services.observer
         if observer is not None:
-            observer.on_amqp(runtime.name, self.hub, self.partition, False, len(events), nbytes)
+            observer.on_events("amqp", runtime.name, self.hub, self.partition, False, len(events), nbytes)
         return True
 
     def _aborted(self, plog, header) -> bool:

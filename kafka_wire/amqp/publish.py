@@ -11,37 +11,27 @@ holds a throttled send.
 """
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING
 
-import kafka.errors as Errors
 from proton import Condition, Delivery
 
 from kafka_wire.amqp.connection import INTERNAL, NOT_ALLOWED, NOT_FOUND, UNAUTHORIZED, LinkHandler, refuse
-from kafka_wire.amqp.messages import MessageError, batch_messages, decode_message, records_batch
+from kafka_wire.amqp.messages import MessageError, batch_messages, decode_message
 from kafka_wire.amqp.nodes import hub_for, open_link, received
 from kafka_wire.context import SEND
-from kafka_wire.eventhubs.partition_key import partition_for_key
-from kafka_wire.errors import for_log_error
-from kafka_wire.log import errors as log_errors
-from kafka_wire.log.batch import summarize, validate_records
+from kafka_wire.eventhubs.publication import DENIED, STORAGE, TOO_LARGE, choose_partition, publish
 
 if TYPE_CHECKING:
     from kafka_wire.amqp.addresses import Address
     from kafka_wire.amqp.connection import AmqpConnection
 
-log = logging.getLogger(__name__)
-
 CREDIT = 500
 SEND_TIMEOUT_MS = 60_000  # the SDKs' default operation timeout: a longer throttle is refused
 MESSAGE_SIZE_EXCEEDED = "amqp:link:message-size-exceeded"
 SERVER_BUSY = "com.microsoft:server-busy"
-_DENIED = {Errors.TopicAuthorizationFailedError.errno, Errors.ClusterAuthorizationFailedError.errno}
-_TOO_LARGE = {Errors.MessageSizeTooLargeError.errno, Errors.RecordListTooLargeError.errno}
 
 
 def attach(conn: AmqpConnection, link, address: Address) -> LinkHandler | None:
-    runtime = conn.namespace
     view = hub_for(conn, link, address)
     if view is None:
         return None
@@ -106,31 +96,18 @@ class PublishLink(LinkHandler):
         view = runtime.topics.get(self.hub)
         if view is None:
             return Condition(NOT_FOUND, f"event hub {self.hub!r} was deleted")
-        partition = self._partition(messages[0].partition_key, view.partitions)
-        now_ms = conn.services.clock.now_ms()
-        records = records_batch(messages, now_ms)
-        headers = validate_records(records)
-        admission = runtime.policy.produce(
-            self.principal, self.hub, summarize(headers, len(records)), SEND_TIMEOUT_MS,
-            conn.container, lambda: [m.partition_key.encode() if m.partition_key is not None else None
-                                     for m in messages], kafka=False)
-        if admission.refusal:
-            if admission.busy:  # over the throughput units for longer than a send waits
-                return Condition(SERVER_BUSY, admission.refusal[1])
-            return _condition(*admission.refusal)
-        try:
-            runtime.topics.append(self.hub, partition, records, now_ms, headers)
-        except log_errors.LogError as exc:
-            code = for_log_error(exc)
-            if code == Errors.KafkaStorageError.errno:
-                log.error("AMQP append to %s-%d failed: %s", self.hub, partition, exc)
-            return _condition(code, str(exc))
+        partition = choose_partition(self.partition, messages[0].partition_key, view.partitions,
+                                     lambda: conn.server.next_partition(runtime.name, self.hub,
+                                                                        view.partitions))
+        done = publish(conn.services, runtime, self.principal, self.hub, partition, messages,
+                       len(raw), SEND_TIMEOUT_MS, conn.container, "amqp")
+        if done.error is not None:
+            if done.busy:  # over the throughput units for longer than a send waits
+                return Condition(SERVER_BUSY, done.message)
+            return _condition(done.error, done.message)
         conn.server.count_in(len(raw), len(messages))
-        observer = conn.services.observer
-        if observer is not None:
-            observer.on_amqp(runtime.name, self.hub, partition, True, len(messages), len(records))
-        if admission.throttle_ms > 0:
-            conn.services.clock.call_later(admission.throttle_ms, lambda: self._accept(delivery))
+        if done.throttle_ms > 0:
+            conn.services.clock.call_later(done.throttle_ms, lambda: self._accept(delivery))
         else:
             self._accept(delivery)
         return None
@@ -142,20 +119,13 @@ class PublishLink(LinkHandler):
         delivery.settle()
         self.conn.pump()
 
-    def _partition(self, key: str | None, partitions: int) -> int:
-        if self.partition is not None:
-            return self.partition
-        if key is not None:
-            return partition_for_key(key, partitions)
-        return self.conn.server.next_partition(self.conn.namespace.name, self.hub, partitions)
-
 
 def _condition(code: int, message: str) -> Condition:
     """A policy's or the log's answer (a Kafka error code) as the AMQP error Event Hubs sends."""
-    if code in _DENIED:
+    if code in DENIED:
         return Condition(UNAUTHORIZED, message)
-    if code in _TOO_LARGE:
+    if code in TOO_LARGE:
         return Condition(MESSAGE_SIZE_EXCEEDED, message)
-    if code == Errors.KafkaStorageError.errno:
+    if code == STORAGE:
         return Condition(INTERNAL, message)
     return Condition(NOT_ALLOWED, message)

@@ -81,8 +81,9 @@ class BrokerMetrics(BrokerObserver):
         # (namespace, hub) -> [throttled requests that hub's traffic drew, throttle ms]
         self.throttled_hubs: dict[tuple[str, str], list[int]] = {}
         self.throttle_events: deque[ThrottleEvent] = deque(maxlen=_THROTTLE_EVENTS)
-        # AMQP's share of the partition counters: [in events, in bytes, out events, out bytes]
-        self.amqp = [0, 0, 0, 0]
+        # the other endpoints' shares of the partition counters (amqp, https):
+        # protocol -> [in events, in bytes, out events, out bytes]; Kafka's is the rest
+        self.protocols: dict[str, list[int]] = {}
 
     # -- hooks on the Kafka path --------------------------------------------------
     def on_request(self, header, seconds: float, ctx=None) -> None:
@@ -137,11 +138,14 @@ class BrokerMetrics(BrokerObserver):
             c[2] += r.events
             c[3] += len(records)
 
-    def on_amqp(self, namespace: str, hub: str, partition: int, incoming: bool, events: int,
-                nbytes: int) -> None:
+    def on_events(self, protocol: str, namespace: str, hub: str, partition: int, incoming: bool,
+                  events: int, nbytes: int) -> None:
         i = 0 if incoming else 2
-        self.amqp[i] += events
-        self.amqp[i + 1] += nbytes
+        c = self.protocols.get(protocol)
+        if c is None:
+            c = self.protocols[protocol] = [0, 0, 0, 0]
+        c[i] += events
+        c[i + 1] += nbytes
         if not incoming:  # appends reach the partition counters through the append hook
             key = (namespace, hub, partition)
             c = self.partitions.get(key)
@@ -152,12 +156,16 @@ class BrokerMetrics(BrokerObserver):
 
     def protocol_counters(self) -> dict[str, list[int]]:
         """{protocol: [in events, in bytes, out events, out bytes]}: Kafka's is what the
-        partitions saw less AMQP's."""
+        partitions saw less the other endpoints'."""
         total = [0, 0, 0, 0]
         for c in self.partitions.values():
             for i in range(4):
                 total[i] += c[i]
-        return {"amqp": list(self.amqp), "kafka": [max(t - a, 0) for t, a in zip(total, self.amqp)]}
+        out = {"amqp": [0, 0, 0, 0], **{p: list(c) for p, c in self.protocols.items()}}
+        for c in self.protocols.values():
+            total = [t - n for t, n in zip(total, c)]
+        out["kafka"] = [max(t, 0) for t in total]
+        return out
 
     def record_throttle(self, namespace: str, hub: str | None, ms: int, *,
                         api: str = "", client_id: str | None = None) -> None:

@@ -8,7 +8,7 @@ Metric names (all prefixed ``kafkawire_``; labels in braces):
   ``partition_outgoing_messages_total`` / ``partition_outgoing_bytes_total``
   {namespace, hub, partition}: events and record-batch bytes appended / served (Kafka
   Fetch and AMQP receivers) since start
-- ``protocol_events_total`` / ``protocol_bytes_total`` {protocol (kafka, amqp), direction
+- ``protocol_events_total`` / ``protocol_bytes_total`` {protocol (kafka, amqp, https), direction
   (in, out)}: the same, per protocol
 - ``hub_partitions`` {namespace, hub}
 - ``throttled_requests_total`` / ``throttle_seconds_total`` {namespace, api}: requests
