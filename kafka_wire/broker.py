@@ -214,8 +214,12 @@ class Broker:
 
     async def _start_console(self) -> None:
         cfg = self.config
+        from kafka_wire.rest.api import RestApi
+
         if self.amqp_server is not None:  # AMQP over WebSockets on the HTTP listener too
             self.console.http.websocket = self.amqp_server.serve_upgrade
+        self.console.http.rest = RestApi(self.services)  # the Event Hubs REST API
+        self.console.http.clock = self.services.clock
         try:
             self.http_address = await listen(
                 "HTTP", "--http-listen (or --no-http)", cfg.http_listen_host, cfg.http_listen_port,

@@ -58,7 +58,9 @@ class Incoming(NamedTuple):
     data_sections: list[bytes]              # for the batch format: the inner messages
 
 
-def _encoded(obj) -> bytes:
+def encode_value(obj) -> bytes:
+    """A Python value (str, int, float, bool, None) as its AMQP encoding, for an
+    application property made outside AMQP (a REST send's user properties)."""
     data = Data()
     data.put_object(obj)
     return bytes(data.encode())

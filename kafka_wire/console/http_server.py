@@ -1,8 +1,11 @@
 """A small HTTP/1.1 server on the broker's own event loop (stdlib asyncio only).
 
-GET and HEAD only; keep-alive; requests larger than 16 KiB or slower than
-:data:`READ_TIMEOUT_S` are dropped. Every answer is built synchronously from
-in-memory state, so a scrape costs the Kafka path one short turn of the loop.
+The console's pages are GET and HEAD; the Event Hubs REST API (:mod:`kafka_wire.rest`,
+when set) takes the requests it :meth:`handles`, bodies (``Content-Length``, at
+most :data:`MAX_BODY`) included. Keep-alive; heads larger than 16 KiB or
+requests slower than :data:`READ_TIMEOUT_S` are dropped. Every answer is built
+synchronously from in-memory state, so a scrape costs the Kafka path one short
+turn of the loop (a throttled REST send is answered later, on the clock).
 
 Routes (see :mod:`kafka_wire.console` for the JSON shapes):
 
@@ -39,8 +42,11 @@ READ_TIMEOUT_S = 15.0
 _MAX_HEAD = 16 * 1024
 HEALTHY = {"status": "healthy", "message": "Service is healthy."}
 UNHEALTHY = {"status": "unhealthy", "message": "Service not available. Please try after some time."}
-_REASONS = {200: "OK", 304: "Not Modified", 400: "Bad Request", 404: "Not Found",
-            405: "Method Not Allowed", 500: "Internal Server Error", 503: "Service Unavailable"}
+MAX_BODY = 64 * 1024 * 1024  # above any namespace's largest publication, JSON batch included
+_REASONS = {200: "OK", 201: "Created", 204: "No Content", 304: "Not Modified", 400: "Bad Request",
+            401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
+            409: "Conflict", 411: "Length Required", 413: "Payload Too Large",
+            500: "Internal Server Error", 503: "Service Unavailable"}
 _STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
                  ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
 _JSON = "application/json; charset=utf-8"
@@ -66,6 +72,8 @@ class HttpServer:
         # AMQP over WebSockets (kafka_wire.amqp.websocket), set when AMQP is on: called
         # with (reader, writer, target, headers) for an upgrade request to its path.
         self.websocket: Callable | None = None
+        self.rest = None  # kafka_wire.rest.api.RestApi: the Event Hubs REST endpoints
+        self.clock = None  # the broker's clock, on which a throttled REST answer waits
 
     async def start(self, host: str, port: int) -> tuple[str, int]:
         self._server = await asyncio.start_server(self._serve, host, port, reuse_address=True)
@@ -114,11 +122,31 @@ class HttpServer:
                     return
                 conn = headers.get("connection", "").lower()
                 keep = conn != "close" and (version == "HTTP/1.1" or conn == "keep-alive")
-                if headers.get("content-length", "0") not in ("", "0") or "transfer-encoding" in headers:
-                    self._send(writer, 405, b"only GET and HEAD are served\n", "text/plain",
-                               False, False)
+                url = urlsplit(target)
+                rest = self.rest is not None and self.rest.handles(method, unquote(url.path))
+                if "transfer-encoding" in headers:
+                    self._send(writer, 411, b"send a Content-Length (chunked bodies are not taken)\n",
+                               "text/plain", False, False)
                     return
-                if method not in ("GET", "HEAD"):
+                length = headers.get("content-length", "0") or "0"
+                if not length.isdigit() or int(length) > MAX_BODY:
+                    self._send(writer, 413 if length.isdigit() else 400,
+                               b"the request body is too large or its length is not a number\n",
+                               "text/plain", False, False)
+                    return
+                body = b""
+                if int(length):
+                    if not rest:
+                        self._send(writer, 405, b"only GET and HEAD are served here\n", "text/plain",
+                                   False, False)
+                        return
+                    try:
+                        body = await asyncio.wait_for(reader.readexactly(int(length)), READ_TIMEOUT_S)
+                    except (asyncio.IncompleteReadError, asyncio.TimeoutError, ConnectionError):
+                        return
+                if rest:
+                    await self._rest(writer, method, url, headers, body, keep)
+                elif method not in ("GET", "HEAD"):
                     self._send(writer, 405, b"only GET and HEAD are served\n", "text/plain",
                                False, keep, extra={"Allow": "GET, HEAD"})
                 else:
@@ -136,6 +164,27 @@ class HttpServer:
         finally:
             self._clients.discard(writer)
             writer.close()
+
+    async def _rest(self, writer, method: str, url, headers: dict, body: bytes, keep: bool) -> None:
+        from kafka_wire.rest.http import Later, Request, error
+
+        path = unquote(url.path)
+        peer = writer.get_extra_info("peername")
+        request = Request(method, path, {k: v[0] for k, v in parse_qs(url.query).items()}, headers,
+                          body, f"{peer[0]}:{peer[1]}" if peer else "",
+                          [s for s in path.strip("/").split("/")])
+        try:
+            answer = self.rest.handle(request)
+            if isinstance(answer, Later):
+                done = asyncio.get_running_loop().create_future()
+                self.clock.call_later(answer.wait_ms, lambda: done.done() or done.set_result(None))
+                await done
+                answer = answer.response
+        except Exception:
+            log.exception("REST request %s %s failed", method, path)
+            answer = error(500, "internal error: see the broker log")
+        self._send(writer, answer.status, answer.body, answer.content_type, method == "HEAD", keep,
+                   extra=answer.headers)
 
     @staticmethod
     def _send(writer, status: int, body: bytes, ctype: str, head_only: bool, keep: bool,

@@ -1,0 +1,85 @@
+"""Routing of the REST endpoints, and what they share: the namespace a request's
+Host selects, and its ``Authorization`` (a SAS token, or a bearer JWT where the
+namespace has OAuth) checked by the namespace's policy."""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from kafka_wire.amqp.connection import verify_jwt
+from kafka_wire.eventhubs.auth import AuthError, authenticate_sas_token
+from kafka_wire.log_lines import RepeatedWarnings, client_address
+from kafka_wire.rest import send
+from kafka_wire.rest.http import Later, Request, Response, error
+
+if TYPE_CHECKING:
+    from kafka_wire.context import NamespaceRuntime, Services
+
+log = logging.getLogger(__name__)
+_repeats = RepeatedWarnings(log)
+
+
+class RestApi:
+    def __init__(self, services: Services) -> None:
+        self.services = services
+        self._round_robin: dict[tuple[str, str], int] = {}
+
+    def handles(self, method: str, path: str) -> bool:
+        """Is this request for the REST API (not a console page)?"""
+        segs = path.strip("/").split("/")
+        return method == "POST" and segs[-1].lower() == "messages"
+
+    def handle(self, request: Request) -> Response | Later:
+        segs = request.segments
+        low = [s.lower() for s in segs]
+        if request.method != "POST":
+            return error(405, f"{request.method} is not served at {request.path}: send with POST")
+        if len(segs) == 2 and low[1] == "messages":
+            return send.send(self, request, segs[0], None, None)
+        if len(segs) == 4 and low[3] == "messages" and low[1] in ("partitions", "publishers"):
+            partition, publisher = (segs[2], None) if low[1] == "partitions" else (None, segs[2])
+            return send.send(self, request, segs[0], partition, publisher)
+        return error(404, f"no Event Hubs API at {request.path}")
+
+    def next_partition(self, namespace: str, hub: str, partitions: int) -> int:
+        """Round robin over a hub's partitions, for sends without a key."""
+        key = (namespace, hub.lower())
+        n = (self._round_robin.get(key, -1) + 1) % partitions
+        self._round_robin[key] = n
+        return n
+
+    def authorize(self, request: Request, hub: str | None,
+                  right: str) -> tuple[NamespaceRuntime | None, object, Response | None]:
+        """(namespace, principal, None) when the request may exercise ``right`` on
+        ``hub``; else (…, …, the refusal)."""
+        services = self.services
+        model = services.eventhubs
+        host = request.host
+        name = model.namespace_for_host(host) if host else model.default_namespace
+        runtime = services.namespaces.get(name) if name else None
+        if runtime is None:
+            return None, None, error(404, f"host {host!r} names no namespace this server serves")
+        header = request.headers.get("authorization", "")
+        now_s = services.clock.now_ms() / 1000
+        principal = None
+        try:
+            if header.lower().startswith("bearer "):
+                if runtime.model is None or not runtime.model.oauth:
+                    raise AuthError(f"namespace {runtime.name!r} takes SAS tokens, not bearer tokens")
+                principal = verify_jwt(model, header[7:].strip(), now_s)
+                if principal.namespace != runtime.name:
+                    raise AuthError(f"the token is for namespace {principal.namespace!r}, "
+                                    f"not {runtime.name!r}")
+            elif header:
+                principal = authenticate_sas_token(model, runtime.name, header, now_s)
+            elif runtime.model is not None and runtime.model.requires_auth:
+                raise AuthError("no Authorization header: send a SharedAccessSignature token")
+        except AuthError as exc:
+            _repeats.warn("rest-auth", client_address(request.peer),
+                          f"HTTP {request.method} {request.path} from {request.peer} refused: {exc}")
+            return runtime, None, error(401, str(exc))
+        if not runtime.policy.allows(principal, right, hub):
+            what = f"event hub {hub!r}" if hub else f"namespace {runtime.name!r}"
+            return runtime, principal, error(401, f"the token ({principal}) does not grant {right} "
+                                                  f"on {what}")
+        return runtime, principal, None

@@ -1,0 +1,44 @@
+"""The request and response of the REST endpoints, and the service's error shape."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+from xml.sax.saxutils import escape
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    method: str
+    path: str                       # decoded, without the query
+    query: dict[str, str]
+    headers: dict[str, str]         # lower-case names
+    body: bytes
+    peer: str = ""
+    segments: list[str] = field(default_factory=list)
+
+    @property
+    def host(self) -> str:
+        """The Host header's name, without the port (it selects the namespace)."""
+        host = self.headers.get("host", "")
+        if host.startswith("["):  # an IPv6 literal
+            return host[1:host.find("]")] if "]" in host else host
+        return host.rsplit(":", 1)[0] if ":" in host else host
+
+
+class Response(NamedTuple):
+    status: int
+    body: bytes = b""
+    content_type: str = "application/xml; charset=utf-8"
+    headers: dict[str, str] | None = None
+
+
+class Later(NamedTuple):
+    """An answer to give ``wait_ms`` later (on the broker's clock): a throttled send."""
+    wait_ms: int
+    response: Response
+
+
+def error(status: int, detail: str) -> Response:
+    """The data plane's error body, as the service writes it."""
+    text = f"<Error><Code>{status}</Code><Detail>{escape(detail)}</Detail></Error>"
+    return Response(status, text.encode())

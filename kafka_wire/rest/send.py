@@ -1,0 +1,148 @@
+"""Sending over HTTPS: ``POST /{hub}/messages``, ``/{hub}/partitions/{id}/messages``
+and ``/{hub}/publishers/{publisher}/messages``, as the Event Hubs REST API.
+
+A body of type ``application/vnd.microsoft.servicebus.json`` is a batch: a JSON
+array of ``{"Body": "...", "UserProperties": {...}, "BrokerProperties":
+{"PartitionKey": "..."}}``. Any other body is one event, its partition key in
+the ``BrokerProperties`` header. User properties become application properties,
+so Kafka consumers see them as headers, AMQP-encoded, like an SDK's. The events
+of a batch go to their partitions' logs, one RecordBatch per partition.
+
+Answers: 201 sent; 400 malformed; 401 no valid token, or one without the Send
+right; 403 a publisher's token for another publisher, or the tier refuses; 404
+no such hub or partition; 413 over the namespace's largest publication; 503 over
+the throughput units for longer than ``?timeout=`` (seconds, default 60). A
+throttled send is answered after its throttle time, as the service holds it.
+"""
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from kafka_wire.amqp.messages import Incoming, encode_value
+from kafka_wire.context import SEND
+from kafka_wire.eventhubs.publication import DENIED, NOT_FOUND, TOO_LARGE, choose_partition, publish
+from kafka_wire.rest.http import Later, Request, Response, error
+
+if TYPE_CHECKING:
+    from kafka_wire.rest.api import RestApi
+
+BATCH_TYPE = "application/vnd.microsoft.servicebus.json"
+DEFAULT_TIMEOUT_S = 60
+
+
+class BadBody(ValueError):
+    """A body the service answers 400 for; the text says why."""
+
+
+def send(api: RestApi, request: Request, hub: str, partition: str | None,
+         publisher: str | None) -> Response | Later:
+    """The answer, now or after the throttle time."""
+    runtime, principal, refused = api.authorize(request, hub, SEND)
+    if refused is not None:
+        return refused
+    view = runtime.topics.get(hub)
+    if view is None:
+        return error(404, f"event hub {hub!r} does not exist in namespace {runtime.name!r}")
+    if principal is not None and principal.publisher is not None and \
+            (publisher or "").lower() != principal.publisher.lower():
+        return error(403, f"a token for publisher {principal.publisher!r} may only send to "
+                          f"/{hub}/publishers/{principal.publisher}/messages")
+    explicit = None
+    if partition is not None:
+        if not partition.isdigit() or int(partition) >= view.partitions:
+            return error(404, f"event hub {hub!r} has no partition {partition!r} "
+                              f"(it has 0..{view.partitions - 1})")
+        explicit = int(partition)
+    limit = runtime.policy.max_publication_bytes()
+    if len(request.body) > limit:
+        return error(413, f"the request body is {len(request.body)} bytes; event hub {hub!r} "
+                          f"accepts at most {limit} bytes per send")
+    try:
+        events = _events(request)
+        timeout_s = int(request.query.get("timeout", DEFAULT_TIMEOUT_S))
+    except BadBody as exc:
+        return error(400, str(exc))
+    except ValueError:
+        return error(400, f"timeout={request.query.get('timeout')!r} is not a number of seconds")
+    if not events:
+        return error(400, "the batch holds no events")
+    if publisher is not None:
+        events = [e._replace(partition_key=publisher) for e in events]
+    groups: dict[int, list[Incoming]] = {}
+    for event in events:
+        p = choose_partition(explicit, event.partition_key, view.partitions,
+                             lambda: api.next_partition(runtime.name, hub, view.partitions))
+        groups.setdefault(p, []).append(event)
+    wait = 0
+    client = request.headers.get("user-agent")
+    for p, group in groups.items():
+        size = sum(len(e.body or b"") for e in group)
+        done = publish(api.services, runtime, principal, hub, p, group, size, timeout_s * 1000,
+                       client, "https")
+        if done.error is not None:
+            return _refusal(done.error, done.message, done.busy)
+        wait = max(wait, done.throttle_ms)
+    answer = Response(201, b"", "text/plain")
+    return Later(wait, answer) if wait > 0 else answer
+
+
+def _refusal(code: int, message: str, busy: bool) -> Response:
+    if busy:
+        return error(503, message)
+    if code in DENIED:
+        return error(401, message)
+    if code in TOO_LARGE:
+        return error(413, message)
+    if code == NOT_FOUND:
+        return error(404, message)
+    return error(403, message)  # the tier's rules (Event Hubs answers policy refusals with 403)
+
+
+def _events(request: Request) -> list[Incoming]:
+    ctype = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if ctype == BATCH_TYPE:
+        try:
+            items = json.loads(request.body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise BadBody(f"the batch is not JSON: {exc}") from None
+        if not isinstance(items, list):
+            raise BadBody("a batch is a JSON array of events")
+        return [_event(item, i) for i, item in enumerate(items)]
+    key = _broker_properties(request.headers.get("brokerproperties"), "the BrokerProperties header")
+    return [Incoming(key, [], request.body, [])]
+
+
+def _event(item, i: int) -> Incoming:
+    if not isinstance(item, dict) or "Body" not in item:
+        raise BadBody(f"event {i} of the batch is not an object with a Body")
+    body = item["Body"]
+    if not isinstance(body, str):
+        raise BadBody(f"event {i}: Body must be a string, not {type(body).__name__}")
+    props = item.get("UserProperties") or {}
+    if not isinstance(props, dict):
+        raise BadBody(f"event {i}: UserProperties must be an object")
+    encoded = []
+    for name, value in props.items():
+        if value is not None and not isinstance(value, (str, bool, int, float)):
+            raise BadBody(f"event {i}: user property {name!r} must be a string, number or boolean")
+        encoded.append((str(name).encode(), encode_value(value)))
+    key = _broker_properties(item.get("BrokerProperties"), f"event {i}'s BrokerProperties")
+    return Incoming(key, encoded, body.encode("utf-8"), [])
+
+
+def _broker_properties(value, where: str) -> str | None:
+    """The partition key in BrokerProperties (a JSON object, or its text in a header)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise BadBody(f"{where} is not JSON") from None
+    if not isinstance(value, dict):
+        raise BadBody(f"{where} must be a JSON object")
+    key = value.get("PartitionKey")
+    if key is not None and not isinstance(key, str):
+        raise BadBody(f"{where}: PartitionKey must be a string")
+    return key

@@ -1,0 +1,169 @@
+"""Sending over HTTP with `requests`, as the Event Hubs REST API: single events,
+batches, to a partition and as a publisher; read back by Kafka consumers and by
+the Azure SDK; and every refusal with the service's status and error body."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+
+import pytest
+import requests
+from confluent_kafka import Consumer, TopicPartition
+
+from kafka_wire.coordinator.clock import VirtualClock
+from kafka_wire.eventhubs import sas
+from kafka_wire.eventhubs.model import EventHubsModel, Namespace
+from kafka_wire.eventhubs.partition_key import partition_for_key
+from kafka_wire.testing import EmulatedBroker
+from tests.amqp.conftest import LISTENER, MULTI_TOML, ROOT, SENDER, receive
+from tests.amqp.test_cross_protocol import kafka_password, kafka_read
+from tests.amqp.test_sdk_python import consumer
+from tests.eventhubs.conftest import confluent_conf
+from tests.eventhubs.test_quotas import _produce
+from tests.rawclient import RawClient
+from tests.unit.log.log_helpers import make_batch
+
+HOST = "contoso.servicebus.windows.net"
+BATCH = "application/vnd.microsoft.servicebus.json"
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    with EmulatedBroker(tmp_path_factory.mktemp("rest") / "data", config_file=MULTI_TOML,
+                        amqp=True, http=True) as b:
+        yield b
+
+
+def token(policy=ROOT, hub: str | None = None, publisher: str | None = None, ttl: int = 600) -> str:
+    return sas.generate(sas.resource_uri(HOST, hub, publisher), policy[0], policy[1],
+                        int(time.time()) + ttl)
+
+
+def post(broker, path: str, body, *, auth: str | None = "root", batch: bool = False,
+         headers: dict | None = None) -> requests.Response:
+    h = {"Host": HOST, **(headers or {})}
+    if auth == "root":
+        h["Authorization"] = token()
+    elif auth is not None:
+        h["Authorization"] = auth
+    if batch:
+        h["Content-Type"] = BATCH
+        body = json.dumps(body)
+    return requests.post(f"{broker.http_url}{path}", data=body, headers=h, timeout=30)
+
+
+def test_single_events_by_key_and_to_a_partition(broker):
+    hub = "orders"
+    r = post(broker, f"/{hub}/messages", b"keyed \xe2\x9c\x93",
+             headers={"BrokerProperties": json.dumps({"PartitionKey": "customer-7"})})
+    assert r.status_code == 201, r.text
+    p = partition_for_key("customer-7", 2)
+    got = [m for m in kafka_read(broker, hub, p, 1) if m.key() == b"customer-7"]
+    assert [m.value() for m in got] == [b"keyed \xe2\x9c\x93"]
+    r = post(broker, f"/{hub}/partitions/1/messages", b"to partition 1")
+    assert r.status_code == 201, r.text
+    assert b"to partition 1" in [m.value() for m in kafka_read(broker, hub, 1, 10, timeout=3)]
+
+
+def test_a_batch_with_properties_reaches_kafka_and_the_sdk_typed(broker):
+    hub = "payments"
+    events = [{"Body": f"pay-{i}", "UserProperties": {"n": i, "kind": "card", "ok": True, "x": 1.5}}
+              for i in range(3)]
+    r = post(broker, f"/{hub}/messages", events, batch=True)
+    assert r.status_code == 201, r.text
+    got = kafka_read(broker, hub, 0, 3)
+    assert [m.value() for m in got] == [b"pay-0", b"pay-1", b"pay-2"]
+    assert [name for name, _ in got[0].headers()] == ["n", "kind", "ok", "x"]
+    received = receive(consumer(broker, hub), 3, partition_id="0", starting_position="-1")
+    assert [e.properties for _, e in received] == [
+        {b"n": i, b"kind": b"card", b"ok": True, b"x": 1.5} for i in range(3)]
+
+
+def test_a_publisher_sends_under_its_own_name_only(broker):
+    hub = "orders"
+    mine = token(SENDER, hub, "device-1")
+    r = post(broker, f"/{hub}/publishers/device-1/messages", b"from device-1", auth=mine)
+    assert r.status_code == 201, r.text
+    p = partition_for_key("device-1", 2)
+    assert [m.key() for m in kafka_read(broker, hub, p, 10, timeout=3)
+            if m.value() == b"from device-1"] == [b"device-1"]
+    r = post(broker, f"/{hub}/publishers/device-2/messages", b"spoofed", auth=mine)
+    assert r.status_code == 403 and "<Code>403</Code>" in r.text
+
+
+@pytest.mark.parametrize("auth, why", [
+    (None, "no Authorization"),
+    (sas.generate(sas.resource_uri(HOST, "orders"), ROOT[0], "d3Jvbmc=", int(time.time()) + 600),
+     "signature"),
+    (sas.generate(sas.resource_uri(HOST, "orders"), ROOT[0], ROOT[1], int(time.time()) - 3600),  # past the skew allowed
+     "expired"),
+    ("listener", "does not grant Send"),
+], ids=["no-token", "wrong-key", "expired", "listen-only"])
+def test_refused_tokens_are_401(broker, auth, why):
+    if auth == "listener":
+        auth = token(LISTENER)
+    r = post(broker, "/orders/messages", b"nope", auth=auth)
+    assert r.status_code == 401 and why in r.text
+
+
+@pytest.mark.parametrize("path, body, batch, status", [
+    ("/orders/messages", "[not json", False, 400),
+    ("/orders/messages", {"Body": "not an array"}, True, 400),
+    ("/orders/messages", [{"NoBody": 1}], True, 400),
+    ("/orders/messages", [{"Body": "x", "UserProperties": {"nested": {"a": 1}}}], True, 400),
+    ("/orders/messages", [], True, 400),
+    ("/orders/partitions/9/messages", b"x", False, 404),
+    ("/missing/messages", b"x", False, 404),
+    ("/orders/messages", b"x" * (1024 * 1024 + 1), False, 413),
+], ids=["bad-json", "not-array", "no-body", "nested-property", "empty", "no-partition",
+        "no-hub", "too-large"])
+def test_bad_sends_get_the_service_status_and_store_nothing(broker, path, body, batch, status):
+    before = _end_offsets(broker, "orders")
+    if path.endswith("messages") and batch is False and isinstance(body, str):
+        r = post(broker, path, body.encode(), headers={"Content-Type": BATCH})
+    else:
+        r = post(broker, path, body, batch=batch)
+    assert r.status_code == status, r.text
+    assert r.text.startswith(f"<Error><Code>{status}</Code>")
+    assert _end_offsets(broker, "orders") == before
+    assert post(broker, "/orders/partitions/0/messages", b"still serving").status_code == 201
+
+
+def _end_offsets(broker, hub: str) -> list[int]:
+    c = Consumer(confluent_conf(broker.bootstrap_servers, kafka_password(broker), **{"group.id": "offsets"}))
+    try:
+        return [c.get_watermark_offsets(TopicPartition(hub, p), timeout=10)[1] for p in range(2)]
+    finally:
+        c.close()
+
+
+@pytest.fixture
+def metered(tmp_path):
+    clock = VirtualClock(start_ms=time.time_ns() // 1_000_000)
+    model = EventHubsModel({"busy-ns": Namespace("busy-ns", units=1)}, "busy-ns")
+    with EmulatedBroker(tmp_path / "data", clock=clock, eventhubs=model, http=True) as b:
+        b.create_hub("hub", 1)
+        yield b, clock
+
+
+def test_throttled_sends_wait_and_long_throttles_are_503(metered):
+    broker, clock = metered
+    url = f"{broker.http_url}/hub/messages"
+    body = b"x" * (700 * 1024)
+    assert requests.post(url, data=body, timeout=10).status_code == 201  # within the burst
+    answers: list = []
+    thread = threading.Thread(target=lambda: answers.append(requests.post(url, data=body, timeout=30)),
+                              daemon=True)
+    thread.start()
+    thread.join(2)
+    assert not answers, "the send over the quota was answered before its throttle time"
+    clock.advance_threadsafe(broker._loop, 1000).result(5)
+    thread.join(10)
+    assert answers and answers[0].status_code == 201
+    for _ in range(2):  # Kafka traffic: 70,000 events against 1,000 events/s
+        with RawClient(broker.bootstrap_servers) as c:
+            assert _produce(c, make_batch(35_000, value_size=1), timeout_ms=120_000) \
+                .responses[0].partition_responses[0].error_code == 0
+    r = requests.post(url + "?timeout=60", data=b"late", timeout=10)
+    assert r.status_code == 503 and "throughput unit" in r.text
