@@ -131,6 +131,7 @@ class Broker:
         self._tls_context = None
         self.console = None  # kafka_wire.console.Console when HTTP is on
         self.http_address: tuple[str, int] | None = None
+        self.https_address: tuple[str, int] | None = None
         self._serving = False
 
     @property
@@ -229,6 +230,21 @@ class Broker:
                 raise
             log.warning("HTTP console/metrics not started: %s", exc)
             self.console = None
+            return
+        if cfg.https_listen_host is None:
+            return
+        if self._tls_context is None:
+            raise StartupError("HTTPS needs the TLS listener's certificate: add --tls-listen "
+                               "(or [server] tls_listen), or drop --https-listen")
+        try:
+            self.https_address = await listen(
+                "HTTPS", "--https-listen", cfg.https_listen_host, cfg.https_listen_port,
+                lambda: self.console.start_https(cfg.https_listen_host, cfg.https_listen_port,
+                                                 self._tls_context))
+        except StartupError as exc:
+            if not cfg.https_optional:
+                raise
+            log.warning("HTTPS listener not started: %s", exc)
 
     async def _start_tls(self, data_dir: Path, model: EventHubsModel) -> None:
         """The SASL_SSL listener: same broker, its own advertised address."""

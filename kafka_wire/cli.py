@@ -113,6 +113,11 @@ def _serve(args: argparse.Namespace) -> int:
     else:  # the default address: if it is taken, serve Kafka anyway
         config.http_listen_host, config.http_listen_port = "127.0.0.1", 5300
         config.http_optional = True
+    if args.https_listen:
+        config.https_listen_host, config.https_listen_port = args.https_listen
+    elif config.https_listen_host is None and config.tls_listen_host and config.http_listen_host:
+        config.https_listen_host = config.tls_listen_host
+        config.https_optional = True  # the default port: if taken, serve the rest anyway
     if args.no_amqp:
         config.amqp_listen_host = config.amqps_listen_host = None
     else:
@@ -267,6 +272,10 @@ def build_parser() -> argparse.ArgumentParser:
                       help="health API, Prometheus /metrics and web console (default "
                       "127.0.0.1:5300, the official emulator's health port)")
     http.add_argument("--no-http", action="store_true", help="no HTTP listener")
+    serve.add_argument("--https-listen", type=_address(5443), metavar="HOST:PORT",
+                       help="the HTTP listener's pages and Event Hubs REST API over TLS, with the "
+                       "SASL_SSL listener's certificate (default: the --tls-listen host, port 5443, "
+                       "when TLS is on)")
     amqp = serve.add_mutually_exclusive_group()
     amqp.add_argument("--amqp-listen", type=_address(5672), metavar="HOST:PORT",
                       help="AMQP 1.0 for the Azure Event Hubs SDKs (default 127.0.0.1:5672, the "

@@ -104,6 +104,11 @@ class BrokerConfig:
     amqps_optional: bool = False  # likewise for AMQPS's default port 5671
     amqps_listen_host: str | None = None
     amqps_listen_port: int = 5671
+    # HTTPS: the HTTP listener's pages and REST API on the SASL_SSL listener's
+    # certificate; with TLS and HTTP on, `serve` opens it on the TLS host, port 5443.
+    https_listen_host: str | None = None
+    https_listen_port: int = 5443
+    https_optional: bool = False
     # Capture output directory whose _capture_events.jsonl the console reads
     # (capture-enabled hubs' destinations are read as well).
     capture_dir: Path | None = None

@@ -58,6 +58,12 @@ class Console:
                  *self.address)
         return self.address
 
+    async def start_https(self, host: str, port: int, ssl) -> tuple[str, int]:
+        """The same pages and REST API over TLS (the broker's certificate)."""
+        address = await self.http.start(host, port, ssl=ssl)
+        log.info("console, metrics and REST API on https://%s:%d/", *address)
+        return address
+
     async def stop(self) -> None:
         self.views.stop()
         await self.http.stop()

@@ -67,7 +67,7 @@ class HttpServer:
         self.views = views
         self.ready = ready
         self.static = _load_static()
-        self._server: asyncio.base_events.Server | None = None
+        self._servers: list[asyncio.base_events.Server] = []  # HTTP, and HTTPS with TLS
         self._clients: set[asyncio.StreamWriter] = set()
         # AMQP over WebSockets (kafka_wire.amqp.websocket), set when AMQP is on: called
         # with (reader, writer, target, headers) for an upgrade request to its path.
@@ -75,19 +75,21 @@ class HttpServer:
         self.rest = None  # kafka_wire.rest.api.RestApi: the Event Hubs REST endpoints
         self.clock = None  # the broker's clock, on which a throttled REST answer waits
 
-    async def start(self, host: str, port: int) -> tuple[str, int]:
-        self._server = await asyncio.start_server(self._serve, host, port, reuse_address=True)
-        bound = self._server.sockets[0].getsockname()
+    async def start(self, host: str, port: int, ssl=None) -> tuple[str, int]:
+        """Listen on one more address (``ssl``: an SSLContext, for HTTPS)."""
+        server = await asyncio.start_server(self._serve, host, port, reuse_address=True, ssl=ssl)
+        self._servers.append(server)
+        bound = server.sockets[0].getsockname()
         return bound[0], bound[1]
 
     async def stop(self) -> None:
-        if self._server is None:
-            return
-        self._server.close()
+        servers, self._servers = self._servers, []
+        for server in servers:
+            server.close()
         for w in list(self._clients):
             w.close()
-        await self._server.wait_closed()
-        self._server = None
+        for server in servers:
+            await server.wait_closed()
 
     # -- connection -----------------------------------------------------------------
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:

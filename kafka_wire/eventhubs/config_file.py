@@ -140,7 +140,7 @@ def load_config_json(data: dict) -> EventHubsModel:
 _SERVER_KEYS: dict[str, type] = {
     "listen": str, "advertise": str, "tls_listen": str, "tls_advertise": str, "data_dir": str,
     "auto_create_topics": bool, "num_partitions": int, "connections_max_idle_ms": int,
-    "failed_authentication_delay_ms": int, "amqp_listen": str, "amqps_listen": str,
+    "failed_authentication_delay_ms": int, "amqp_listen": str, "amqps_listen": str, "https_listen": str,
 }
 _SERVER_MINIMUM = {"num_partitions": 1, "connections_max_idle_ms": 0,
                    "failed_authentication_delay_ms": 0}
@@ -333,6 +333,8 @@ def _apply_server(config, server: dict) -> None:
             server["tls_advertise"], config.tls_listen_port or 9093)
     if "amqp_listen" in server:
         config.amqp_listen_host, config.amqp_listen_port = parse_host_port(server["amqp_listen"], 5672)
+    if "https_listen" in server:
+        config.https_listen_host, config.https_listen_port = parse_host_port(server["https_listen"], 5443)
     if "amqps_listen" in server:
         config.amqps_listen_host, config.amqps_listen_port = parse_host_port(server["amqps_listen"], 5671)
     if "data_dir" in server:

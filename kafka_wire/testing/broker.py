@@ -69,9 +69,11 @@ class EmulatedBroker:
                 self.config.tls_listen_host, self.config.tls_listen_port = "127.0.0.1", 0
         if tls:
             self.config.tls_listen_host, self.config.tls_listen_port = "127.0.0.1", 0
-        self.config.http_listen_host = None  # off unless asked: test brokers stay light
+        self.config.http_listen_host = self.config.https_listen_host = None  # off unless asked
         if http:
             self.config.http_listen_host, self.config.http_listen_port = "127.0.0.1", 0
+            if self.config.tls_listen_host:  # HTTPS too, on the TLS listener's certificate
+                self.config.https_listen_host, self.config.https_listen_port = "127.0.0.1", 0
         self.config.amqp_listen_host = self.config.amqps_listen_host = None
         if amqp:  # AMQP for the Azure SDKs; AMQPS too when tls=True
             self.config.amqp_listen_host, self.config.amqp_listen_port = "127.0.0.1", 0
@@ -221,6 +223,15 @@ class EmulatedBroker:
             name, key = policy or ROOT_POLICY, "any-key-works"
         return connection_string.build(model.endpoint_host(ns.name), key_name=name, key=key,
                                        entity_path=hub, emulator=ns.emulator)
+
+    @property
+    def https_url(self) -> str:
+        """``https://localhost:PORT`` of the HTTPS listener (``http=True, tls=True``):
+        clients trust :attr:`ca_file`."""
+        address = self._running.https_address
+        if address is None:
+            raise RuntimeError("this broker has no HTTPS listener: start it with http=True, tls=True")
+        return f"https://localhost:{address[1]}"
 
     @property
     def amqp_port(self) -> int:

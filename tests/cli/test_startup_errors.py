@@ -29,14 +29,17 @@ def _taken_port():
     return sock, sock.getsockname()[1]
 
 
-@pytest.mark.parametrize("flag", ["--listen", "--tls-listen", "--http-listen", "--amqp-listen"])
+@pytest.mark.parametrize("flag", ["--listen", "--tls-listen", "--http-listen", "--amqp-listen",
+                                  "--https-listen"])
 def test_address_in_use_names_the_flag(tmp_path, flag):
     sock, port = _taken_port()
     try:
         args = ["serve", "--data-dir", str(tmp_path / "data"), flag, f"127.0.0.1:{port}"]
         if flag != "--listen":
             args += ["--listen", "127.0.0.1:0"]
-        if flag != "--http-listen":
+        if flag == "--https-listen":  # HTTPS needs the HTTP listener and the TLS certificate
+            args += ["--http-listen", "127.0.0.1:0", "--tls-listen", "127.0.0.1:0"]
+        elif flag != "--http-listen":
             args += ["--no-http"]
         if flag != "--amqp-listen":
             args += ["--no-amqp"]

@@ -167,3 +167,15 @@ def test_throttled_sends_wait_and_long_throttles_are_503(metered):
                 .responses[0].partition_responses[0].error_code == 0
     r = requests.post(url + "?timeout=60", data=b"late", timeout=10)
     assert r.status_code == 503 and "throughput unit" in r.text
+
+
+def test_https_send_with_the_brokers_ca(tmp_path):
+    with EmulatedBroker(tmp_path / "data", tls=True, http=True) as broker:
+        broker.create_hub("secure", 1)
+        r = requests.post(f"{broker.https_url}/secure/partitions/0/messages", data=b"over tls",
+                          verify=str(broker.ca_file), timeout=10)
+        assert r.status_code == 201, r.text
+        assert requests.get(f"{broker.https_url}/health", verify=str(broker.ca_file),
+                            timeout=10).json()["status"] == "healthy"
+        with pytest.raises(requests.exceptions.SSLError):  # not without the CA
+            requests.post(f"{broker.https_url}/secure/messages", data=b"x", timeout=10)
