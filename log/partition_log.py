@@ -558,7 +558,10 @@ class PartitionLog:
 
     def enforce_retention(self, now_ms: int) -> int:
         """Delete whole segments past retention.ms (by their last append time)
-        or beyond retention.bytes. Returns the number of segments deleted."""
+        or beyond retention.bytes, then move the log start offset past every
+        batch appended before the retention cutoff, though its segment stays
+        (Event Hubs removes each event when its retention has passed, whatever
+        the segment size). Returns the number of segments deleted."""
         with self._lock:
             self._check_open()
             cfg = self.config
@@ -579,13 +582,20 @@ class PartitionLog:
                 while n < len(segments) - 1 and excess >= segments[n].size:
                     excess -= segments[n].size
                     n += 1
-            if not n:
-                return 0
-            new_start = segments[n - 1].next_offset
-            deleted = self._delete_prefix(n)
-            if new_start > self.log_start_offset:
-                self._set_log_start_offset(new_start)
-            logger.info("%s: retention deleted %d segments; log start offset %d", self.directory, deleted, self.log_start_offset)
+            deleted = 0
+            if n:
+                new_start = segments[n - 1].next_offset
+                deleted = self._delete_prefix(n)
+                if new_start > self.log_start_offset:
+                    self._set_log_start_offset(new_start)
+                logger.info("%s: retention deleted %d segments; log start offset %d", self.directory,
+                            deleted, self.log_start_offset)
+            if cfg.retention_ms >= 0:
+                first_kept = min(self.offset_for_append_time(now_ms - cfg.retention_ms), self.high_watermark)
+                if first_kept > self.log_start_offset:
+                    self._set_log_start_offset(first_kept)
+                    logger.debug("%s: events before offset %d are past retention", self.directory,
+                                 first_kept)
             return deleted
 
     def _delete_prefix(self, n: int) -> int:

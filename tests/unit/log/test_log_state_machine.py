@@ -150,6 +150,8 @@ class PartitionLogMachine(RuleBasedStateMachine):
         for b in self.batches:
             if b.last < new_start and b.base >= self.start:
                 assert b.append_time < self.now - self.config.retention_ms  # only expired data goes
+            if b.append_time < self.now - self.config.retention_ms and b.base >= self.start:
+                assert b.last < new_start  # and all of it, whatever the segment size
         self.start = new_start
         self._drop_below_start()
 
