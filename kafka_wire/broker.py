@@ -22,6 +22,7 @@ from kafka_wire.faults import Faults
 from kafka_wire.context import ClusterInfo, NamespaceRuntime, Services
 from kafka_wire.eventhubs import tls
 from kafka_wire.eventhubs.attach import configure as configure_eventhubs
+from kafka_wire.eventhubs.managed import ManagedState
 from kafka_wire.eventhubs.auth import Authenticator
 from kafka_wire.eventhubs.model import EventHubsModel
 from kafka_wire.eventhubs.policy import NamespacePolicy
@@ -130,6 +131,7 @@ class Broker:
         self.amqps_address: tuple[str, int] | None = None
         self._tls_context = None
         self.console = None  # kafka_wire.console.Console when HTTP is on
+        self.managed: ManagedState | None = None  # the management API's changes
         self.http_address: tuple[str, int] | None = None
         self.https_address: tuple[str, int] | None = None
         self._serving = False
@@ -171,6 +173,9 @@ class Broker:
             fetch_sessions=FetchSessionCache())
         self.logs = self.services.default.topics.logs
         self._attach_coordinators(data_dir)
+        if not cfg.in_memory:  # what the management API changed, over the config file's model
+            self.managed = ManagedState(data_dir)
+            self.managed.apply(model)
         configure_eventhubs(self.services)
         self.server = KafkaServer(self.services, cluster)
         self.services.faults = Faults(asyncio.get_running_loop(), self.services,
@@ -219,7 +224,7 @@ class Broker:
 
         if self.amqp_server is not None:  # AMQP over WebSockets on the HTTP listener too
             self.console.http.websocket = self.amqp_server.serve_upgrade
-        self.console.http.rest = RestApi(self.services)  # the Event Hubs REST API
+        self.console.http.rest = RestApi(self.services, self.managed)  # the Event Hubs REST API
         self.console.http.clock = self.services.clock
         try:
             self.http_address = await listen(

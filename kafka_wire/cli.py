@@ -198,11 +198,18 @@ def _report(args: argparse.Namespace) -> int:
         print(f"kafka-wire report: cannot read data directory {data_dir.resolve()}",
               file=sys.stderr)
         return 1
+    from kafka_wire.eventhubs.managed import ManagedState
+
     entries = load(data_dir)
+    changed = ManagedState(data_dir).differences()
     if args.json:
-        print(json.dumps({"entries": entries}, indent=1))
+        print(json.dumps({"entries": entries, "managed": changed}, indent=1))
     else:
         sys.stdout.write(format_report(entries))
+        if changed:  # where the running namespaces differ from the config file
+            sys.stdout.write("\nChanged through the management API (kept in "
+                             f"{data_dir / '_management'}, not in the config file):\n")
+            sys.stdout.writelines(f"  {line}\n" for line in changed)
     return 0
 
 

@@ -69,6 +69,7 @@ class HttpServer:
         self.static = _load_static()
         self._servers: list[asyncio.base_events.Server] = []  # HTTP, and HTTPS with TLS
         self._clients: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task] = set()
         # AMQP over WebSockets (kafka_wire.amqp.websocket), set when AMQP is on: called
         # with (reader, writer, target, headers) for an upgrade request to its path.
         self.websocket: Callable | None = None
@@ -87,13 +88,21 @@ class HttpServer:
         for server in servers:
             server.close()
         for w in list(self._clients):
-            w.close()
+            w.transport.abort()  # no TLS close_notify exchange with an idle keep-alive client
         for server in servers:
             await server.wait_closed()
+        # Let each connection's task see its close and end: one the loop cancels at
+        # shutdown makes asyncio log a CancelledError (Python 3.11's start_server).
+        tasks = [t for t in self._tasks if not t.done()]
+        if tasks:
+            await asyncio.wait(tasks, timeout=5)
 
     # -- connection -----------------------------------------------------------------
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._clients.add(writer)
+        task = asyncio.current_task()
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
         try:
             while True:
                 try:

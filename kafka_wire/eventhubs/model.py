@@ -241,6 +241,7 @@ class EventHub:
     consumer_groups: list[str] = field(default_factory=list)  # besides $Default
     policies: dict[str, SasPolicy] = field(default_factory=dict)
     capture: CaptureSettings = field(default_factory=CaptureSettings)
+    status: str = "Active"                    # Active | Disabled | SendDisabled (management API)
 
     CLEANUP = {"delete": "delete", "compact": "compact", "deleteorcompact": "compact,delete"}
 

@@ -200,6 +200,10 @@ class NamespacePolicy:
         ns = self.runtime.model
         if ns is None:
             return Admission(None)
+        configured = ns.hubs.get(hub)  # exact: the hot path (topics carry the hub's own name)
+        if configured is not None and configured.status != "Active":
+            return Admission((_POLICY_VIOLATION, f"event hub {hub!r} is {configured.status}: it "
+                                                 "takes no events until its status is Active"))
         refusal = self._enforce(strict.kafka_endpoint(ns), hub, client_id) if kafka else None
         if refusal or summary is None:
             return Admission(refusal)

@@ -9,29 +9,37 @@ from typing import TYPE_CHECKING
 from kafka_wire.amqp.connection import verify_jwt
 from kafka_wire.eventhubs.auth import AuthError, authenticate_sas_token
 from kafka_wire.log_lines import RepeatedWarnings, client_address
-from kafka_wire.rest import send
+from kafka_wire.rest import management, send
 from kafka_wire.rest.http import Later, Request, Response, error
 
 if TYPE_CHECKING:
     from kafka_wire.context import NamespaceRuntime, Services
+    from kafka_wire.eventhubs.managed import ManagedState
 
 log = logging.getLogger(__name__)
 _repeats = RepeatedWarnings(log)
 
 
 class RestApi:
-    def __init__(self, services: Services) -> None:
+    """``state``: where management changes are kept (None: not kept)."""
+
+    def __init__(self, services: Services, state: ManagedState | None = None) -> None:
         self.services = services
+        self.state = state
         self._round_robin: dict[tuple[str, str], int] = {}
 
     def handles(self, method: str, path: str) -> bool:
         """Is this request for the REST API (not a console page)?"""
         segs = path.strip("/").split("/")
+        if segs[0].lower() == "subscriptions":
+            return True
         return method == "POST" and segs[-1].lower() == "messages"
 
     def handle(self, request: Request) -> Response | Later:
         segs = request.segments
         low = [s.lower() for s in segs]
+        if low[0] == "subscriptions":
+            return management.handle(self, request)
         if request.method != "POST":
             return error(405, f"{request.method} is not served at {request.path}: send with POST")
         if len(segs) == 2 and low[1] == "messages":

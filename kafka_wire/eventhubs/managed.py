@@ -1,0 +1,113 @@
+"""What the management API changed, kept under the data directory.
+
+The user's config file is never rewritten: each namespace's changes live in
+``DATA_DIR/_management/{namespace}.json`` as entity overrides — a hub or a SAS
+policy by name, with its whole settings, or ``null`` where it was deleted. At
+start :func:`apply` lays them over the model read from the config, so a hub or
+key created at runtime comes back after a restart, a deleted one stays
+deleted, and what the config file adds later still appears. :func:`differences`
+says where the running namespace differs from the file (``kafka-wire report``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from pathlib import Path
+
+from kafka_wire.eventhubs.model import CaptureSettings, EventHub, EventHubsModel, Namespace, SasPolicy
+from kafka_wire.log.recovery import write_atomic
+
+log = logging.getLogger(__name__)
+
+STATE_DIR = "_management"
+
+
+def _policy_json(p: SasPolicy) -> dict:
+    return {"primary_key": p.primary_key, "secondary_key": p.secondary_key,
+            "rights": sorted(p.rights)}
+
+
+def _policy(name: str, d: dict, hub: str | None = None) -> SasPolicy:
+    return SasPolicy(name, d["primary_key"], d.get("secondary_key"), frozenset(d["rights"]), hub=hub)
+
+
+def hub_json(h: EventHub) -> dict:
+    return {"partitions": h.partitions, "retention_hours": h.retention_hours,
+            "cleanup_policy": h.cleanup_policy, "status": h.status,
+            "consumer_groups": list(h.consumer_groups),
+            "policies": {n: _policy_json(p) for n, p in h.policies.items()},
+            "capture": dataclasses.asdict(h.capture)}
+
+
+def _hub(name: str, d: dict) -> EventHub:
+    return EventHub(name, partitions=d["partitions"], retention_hours=d.get("retention_hours"),
+                    cleanup_policy=d.get("cleanup_policy", "Delete"), status=d.get("status", "Active"),
+                    consumer_groups=list(d.get("consumer_groups", [])),
+                    policies={n: _policy(n, p, name) for n, p in d.get("policies", {}).items()},
+                    capture=CaptureSettings(**d.get("capture", {})))
+
+
+class ManagedState:
+    """The overrides of every namespace, and where they are written."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.directory = Path(data_dir) / STATE_DIR
+        self.overrides: dict[str, dict] = {}
+        if self.directory.is_dir():
+            for path in sorted(self.directory.glob("*.json")):
+                try:
+                    self.overrides[path.stem] = json.loads(path.read_text())
+                except (OSError, ValueError) as exc:
+                    log.error("management state %s cannot be read (%s): its changes are not applied",
+                              path, exc)
+
+    def apply(self, model: EventHubsModel) -> None:
+        """Lay the saved changes over the model from the config file."""
+        for name, state in self.overrides.items():
+            ns = model.namespaces.get(name)
+            if ns is None:
+                log.warning("management state for namespace %s, which the config no longer has: "
+                            "ignored", name)
+                continue
+            for pname, p in state.get("policies", {}).items():
+                if p is None:
+                    ns.policies.pop(pname, None)
+                else:
+                    ns.policies[pname] = _policy(pname, p)
+            for hname, h in state.get("hubs", {}).items():
+                existing = ns.hub(hname)
+                if existing is not None:
+                    del ns.hubs[existing.name]
+                if h is not None:
+                    ns.hubs[hname] = _hub(hname, h)
+            log.info("namespace %s: changes made through the management API applied (%s)", name,
+                     self.directory / f"{name}.json")
+
+    def hub_changed(self, ns: Namespace, name: str) -> None:
+        hub = ns.hub(name)
+        self._set(ns.name, "hubs", name, hub_json(hub) if hub is not None else None)
+
+    def policy_changed(self, ns: Namespace, name: str) -> None:
+        policy = ns.policies.get(name)
+        self._set(ns.name, "policies", name, _policy_json(policy) if policy is not None else None)
+
+    def _set(self, namespace: str, kind: str, name: str, value) -> None:
+        state = self.overrides.setdefault(namespace, {})
+        entries = state.setdefault(kind, {})
+        for existing in [k for k in entries if k.lower() == name.lower()]:
+            del entries[existing]
+        entries[name] = value
+        self.directory.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.directory / f"{namespace}.json",
+                     json.dumps(state, indent=1, sort_keys=True).encode())
+
+    def differences(self) -> list[str]:
+        """One line per entity the management API changed, for the report."""
+        out = []
+        for ns, state in sorted(self.overrides.items()):
+            for kind, what in (("hubs", "event hub"), ("policies", "SAS policy")):
+                for name, value in sorted(state.get(kind, {}).items()):
+                    verb = "deleted" if value is None else "created or changed"
+                    out.append(f"{ns}: {what} {name!r} {verb} through the management API")
+        return out

@@ -1,0 +1,80 @@
+"""Resource shapes of the Azure Resource Manager API for Event Hubs (the JSON
+``azure-mgmt-eventhub`` reads and writes), and its error bodies."""
+from __future__ import annotations
+
+import json
+
+from kafka_wire.rest.http import Response
+
+PROVIDER = "Microsoft.EventHub"
+JSON = "application/json; charset=utf-8"
+# what azure-mgmt-eventhub 11 sends (its profiles) and the service serves
+API_VERSIONS = frozenset({"2015-08-01", "2017-04-01", "2018-01-01-preview", "2021-01-01-preview",
+                          "2021-06-01-preview", "2021-11-01", "2022-01-01-preview",
+                          "2022-10-01-preview", "2024-01-01", "2024-05-01-preview"})
+LOCATION = "local"
+
+
+def ok(value, status: int = 200) -> Response:
+    return Response(status, json.dumps(value, separators=(",", ":")).encode(), JSON)
+
+
+def fail(status: int, code: str, message: str) -> Response:
+    return Response(status, json.dumps({"error": {"code": code, "message": message}}).encode(), JSON)
+
+
+def listing(items: list) -> Response:
+    return ok({"value": items})
+
+
+def namespace_id(subscription: str, group: str, ns: str) -> str:
+    return f"/subscriptions/{subscription}/resourceGroups/{group}/providers/{PROVIDER}/namespaces/{ns}"
+
+
+def namespace(base: str, ns, endpoint_host: str) -> dict:
+    tier = ns.tier.value
+    props = {"provisioningState": "Succeeded", "status": "Active",
+             "serviceBusEndpoint": f"https://{endpoint_host}:443/",
+             "kafkaEnabled": ns.limits.kafka, "isAutoInflateEnabled": ns.auto_inflate_max is not None,
+             "maximumThroughputUnits": ns.auto_inflate_max or 0,
+             "disableLocalAuth": False, "zoneRedundant": False}
+    return {"id": base, "name": ns.name, "type": f"{PROVIDER}/Namespaces", "location": LOCATION,
+            "sku": {"name": tier, "tier": tier, "capacity": ns.units or 1}, "properties": props}
+
+
+def event_hub(base: str, name: str, partitions: int, retention_ms: int | None, hub) -> dict:
+    hours = None if retention_ms is None else (-1 if retention_ms < 0 else max(retention_ms // 3_600_000, 1))
+    cleanup = hub.cleanup_policy if hub is not None else "Delete"
+    props = {"partitionIds": [str(p) for p in range(partitions)], "partitionCount": partitions,
+             "status": hub.status if hub is not None else "Active",
+             "retentionDescription": {"cleanupPolicy": cleanup, "retentionTimeInHours": hours}}
+    if hours is not None and hours > 0:
+        props["messageRetentionInDays"] = max(hours // 24, 1)
+    if hub is not None and hub.capture.enabled:
+        c = hub.capture
+        props["captureDescription"] = {
+            "enabled": True, "encoding": c.encoding, "intervalInSeconds": c.interval_seconds,
+            "sizeLimitInBytes": c.size_limit_bytes, "skipEmptyArchives": c.skip_empty_archives,
+            "destination": {"name": c.destination_type,
+                            "properties": {"archiveNameFormat": c.name_format,
+                                           "blobContainer": c.destination}}}
+    return {"id": f"{base}/eventhubs/{name}", "name": name, "location": LOCATION,
+            "type": f"{PROVIDER}/namespaces/eventhubs", "properties": props}
+
+
+def consumer_group(hub_id: str, name: str) -> dict:
+    return {"id": f"{hub_id}/consumergroups/{name}", "name": name, "location": LOCATION,
+            "type": f"{PROVIDER}/namespaces/eventhubs/consumergroups", "properties": {}}
+
+
+def authorization_rule(owner_id: str, policy, hub_level: bool) -> dict:
+    kind = "namespaces/eventhubs/authorizationRules" if hub_level else "namespaces/authorizationRules"
+    return {"id": f"{owner_id}/authorizationRules/{policy.name}", "name": policy.name,
+            "location": LOCATION, "type": f"{PROVIDER}/{kind}",
+            "properties": {"rights": sorted(policy.rights)}}
+
+
+def access_keys(policy, primary_cs: str, secondary_cs: str | None) -> dict:
+    return {"keyName": policy.name, "primaryKey": policy.primary_key,
+            "secondaryKey": policy.secondary_key, "primaryConnectionString": primary_cs,
+            "secondaryConnectionString": secondary_cs}

@@ -1,0 +1,223 @@
+"""The management API through the real ``azure-mgmt-eventhub`` SDK (over HTTPS with
+the broker's CA, as the SDK's bearer-token policy demands): event hubs, consumer
+groups and SAS rules created, changed and deleted live; Kafka, AMQP and HTTPS
+clients see each change at once, and a restart keeps them."""
+from __future__ import annotations
+
+import time
+
+import pytest
+import requests
+from azure.core.credentials import AccessToken
+from azure.core.exceptions import ClientAuthenticationError, HttpResponseError, ResourceNotFoundError
+from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
+from azure.mgmt.eventhub import EventHubManagementClient
+from confluent_kafka import KafkaException, Producer
+from confluent_kafka.admin import AdminClient
+
+from kafka_wire.eventhubs import connection_string, sas
+from kafka_wire.testing import EmulatedBroker
+from tests.amqp.conftest import LISTENER, MULTI_TOML, ROOT, receive
+from tests.eventhubs.conftest import confluent_conf
+
+SUB, RG, NS = "00000000-0000-0000-0000-000000000000", "local-rg", "contoso"
+
+
+class SasCredential:
+    """A TokenCredential whose bearer token is a SAS token of a namespace policy."""
+
+    def __init__(self, policy=ROOT, namespace: str = NS) -> None:
+        self.policy, self.namespace = policy, namespace
+
+    def get_token(self, *scopes, **kwargs) -> AccessToken:
+        expiry = int(time.time()) + 3600
+        resource = sas.resource_uri(f"{self.namespace}.servicebus.windows.net")
+        return AccessToken(sas.generate(resource, *self.policy, expiry), expiry)
+
+
+def start(data_dir) -> EmulatedBroker:
+    return EmulatedBroker(data_dir, config_file=MULTI_TOML, tls=True, http=True, amqp=True).start()
+
+
+def client(broker, policy=ROOT) -> EventHubManagementClient:
+    return EventHubManagementClient(SasCredential(policy), SUB, base_url=broker.https_url,
+                                    connection_verify=str(broker.ca_file))
+
+
+def kafka_cs(broker, key_name: str, key: str) -> str:
+    return connection_string.build(f"127.0.0.1:{broker.port}", key_name=key_name, key=key)
+
+
+def kafka_send(broker, topic: str, password: str) -> None:
+    """One record produced with SASL PLAIN; raises what the delivery reported."""
+    errors: list = []
+    p = Producer(confluent_conf(broker.bootstrap_servers, password, **{"message.timeout.ms": 8000}))
+    p.produce(topic, b"v", on_delivery=lambda err, msg: errors.append(err))
+    p.flush(15)
+    if not errors:
+        raise AssertionError("no delivery report")
+    if errors[0] is not None:
+        raise KafkaException(errors[0])
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    return tmp_path / "data"
+
+
+def test_event_hubs_and_consumer_groups_live_and_after_restart(data_dir):
+    broker = start(data_dir)
+    try:
+        mgmt = client(broker)
+        assert [n.name for n in mgmt.namespaces.list()] == [NS]
+        assert mgmt.namespaces.get(RG, NS).sku.tier == "Standard"
+        hub = mgmt.event_hubs.create_or_update(RG, NS, "telemetry", {
+            "partition_count": 3, "retention_description": {"retention_time_in_hours": 12}})
+        assert (hub.partition_count, hub.partition_ids, hub.status) == (3, ["0", "1", "2"], "Active")
+        assert hub.retention_description.retention_time_in_hours == 12
+        # Kafka sees the new hub at once, with its partitions and retention.
+        password = broker.connection_string(namespace=NS, policy=ROOT[0])
+        admin = AdminClient(confluent_conf(broker.bootstrap_servers, password))
+        assert len(admin.list_topics("telemetry", timeout=10).topics["telemetry"].partitions) == 3
+        kafka_send(broker, "telemetry", password)
+        # Grown to 4 partitions; a consumer group the SDK can then read with.
+        assert mgmt.event_hubs.create_or_update(RG, NS, "telemetry", {"partition_count": 4}) \
+            .partition_count == 4
+        mgmt.consumer_groups.create_or_update(RG, NS, "telemetry", "analytics", {})
+        assert [g.name for g in mgmt.consumer_groups.list_by_event_hub(RG, NS, "telemetry")] == \
+            ["$Default", "analytics"]
+        with EventHubProducerClient.from_connection_string(
+                broker.amqp_connection_string(namespace=NS, policy=ROOT[0]),
+                eventhub_name="telemetry") as p:
+            p.send_batch([EventData("for analytics")], partition_id="3")
+        c = EventHubConsumerClient.from_connection_string(
+            broker.amqp_connection_string(namespace=NS, policy=ROOT[0]), consumer_group="analytics",
+            eventhub_name="telemetry", load_balancing_interval=1)
+        got = receive(c, 1, partition_id="3", starting_position="-1")
+        assert [e.body_as_str() for _, e in got] == ["for analytics"]
+        with pytest.raises(HttpResponseError) as removed:  # partitions cannot be removed
+            mgmt.event_hubs.create_or_update(RG, NS, "telemetry", {"partition_count": 2})
+        assert removed.value.status_code == 400
+        mgmt.event_hubs.delete(RG, NS, "payments")  # one from the config file
+    finally:
+        broker.stop()
+
+    broker = start(data_dir)  # the config file is read again; the changes are laid over it
+    try:
+        mgmt = client(broker)
+        names = [h.name for h in mgmt.event_hubs.list_by_namespace(RG, NS)]
+        assert sorted(names) == ["orders", "telemetry"]
+        assert mgmt.event_hubs.get(RG, NS, "telemetry").partition_count == 4
+        assert [g.name for g in mgmt.consumer_groups.list_by_event_hub(RG, NS, "telemetry")] == \
+            ["$Default", "analytics"]
+        with pytest.raises(ResourceNotFoundError):
+            mgmt.event_hubs.get(RG, NS, "payments")
+        mgmt.consumer_groups.delete(RG, NS, "telemetry", "analytics")
+        mgmt.event_hubs.delete(RG, NS, "telemetry")
+        password = broker.connection_string(namespace=NS, policy=ROOT[0])
+        admin = AdminClient(confluent_conf(broker.bootstrap_servers, password))
+        assert "telemetry" not in admin.list_topics(timeout=10).topics
+    finally:
+        broker.stop()
+
+
+def test_rules_keys_and_regeneration_take_effect_at_once(data_dir):
+    broker = start(data_dir)
+    try:
+        mgmt = client(broker)
+        rule = mgmt.namespaces.create_or_update_authorization_rule(RG, NS, "app", {"rights": ["Send"]})
+        assert rule.rights == ["Send"]
+        keys = mgmt.namespaces.list_keys(RG, NS, "app")
+        assert keys.key_name == "app" and keys.primary_key and keys.secondary_key
+        assert f"SharedAccessKey={keys.primary_key}" in keys.primary_connection_string
+        old = kafka_cs(broker, "app", keys.primary_key)
+        kafka_send(broker, "orders", old)
+        new = mgmt.namespaces.regenerate_keys(RG, NS, "app", {"key_type": "PrimaryKey"})
+        assert new.primary_key != keys.primary_key and new.secondary_key == keys.secondary_key
+        with pytest.raises(KafkaException):  # the old key is refused now
+            kafka_send(broker, "orders", old)
+        kafka_send(broker, "orders", kafka_cs(broker, "app", new.primary_key))
+        # A hub-level rule, then the namespace rule deleted.
+        mgmt.event_hubs.create_or_update_authorization_rule(RG, NS, "orders", "reader",
+                                                            {"rights": ["Listen"]})
+        assert [r.name for r in mgmt.event_hubs.list_authorization_rules(RG, NS, "orders")] == \
+            ["orders-writer", "reader"]
+        mgmt.namespaces.delete_authorization_rule(RG, NS, "app")
+        with pytest.raises(KafkaException):
+            kafka_send(broker, "orders", kafka_cs(broker, "app", new.primary_key))
+    finally:
+        broker.stop()
+    broker = start(data_dir)
+    try:
+        mgmt = client(broker)
+        assert "app" not in [r.name for r in mgmt.namespaces.list_authorization_rules(RG, NS)]
+        reader = mgmt.event_hubs.list_keys(RG, NS, "orders", "reader")
+        assert reader.primary_connection_string.endswith("EntityPath=orders")
+    finally:
+        broker.stop()
+
+
+def test_a_disabled_hub_refuses_sends(data_dir):
+    broker = start(data_dir)
+    try:
+        mgmt = client(broker)
+        assert mgmt.event_hubs.create_or_update(RG, NS, "orders", {"status": "SendDisabled"}).status \
+            == "SendDisabled"
+        with pytest.raises(KafkaException, match="POLICY_VIOLATION|SendDisabled"):
+            kafka_send(broker, "orders", broker.connection_string(namespace=NS, policy=ROOT[0]))
+        headers = {"Host": f"{NS}.servicebus.windows.net", "Authorization": SasCredential().get_token().token}
+        r = requests.post(f"{broker.https_url}/orders/messages", data=b"x", headers=headers,
+                          verify=str(broker.ca_file), timeout=10)
+        assert r.status_code == 403 and "SendDisabled" in r.text
+        mgmt.event_hubs.create_or_update(RG, NS, "orders", {"status": "Active"})
+        kafka_send(broker, "orders", broker.connection_string(namespace=NS, policy=ROOT[0]))
+    finally:
+        broker.stop()
+
+
+def test_refusals_and_bad_requests(data_dir):
+    broker = start(data_dir)
+    try:
+        with pytest.raises(HttpResponseError) as denied:  # Listen cannot manage
+            list(client(broker, LISTENER).event_hubs.list_by_namespace(RG, NS))
+        assert denied.value.status_code == 403
+        base = (f"{broker.https_url}/subscriptions/{SUB}/resourceGroups/{RG}/providers/"
+                f"Microsoft.EventHub/namespaces/{NS}/eventhubs/x")
+        auth = {"Authorization": "Bearer " + SasCredential().get_token().token}
+        get = dict(headers=auth, verify=str(broker.ca_file), timeout=10)
+        cases = [
+            (requests.get(base, **get), 400, "MissingApiVersionParameter"),
+            (requests.get(base + "?api-version=1999-01-01", **get), 400, "InvalidApiVersionParameter"),
+            (requests.put(base + "?api-version=2024-01-01", data=b"{not json", **get), 400, "BadRequest"),
+            (requests.put(base + "?api-version=2024-01-01", json={"properties": {"partitionCount": 0}},
+                          **get), 400, "BadRequest"),
+            (requests.get(base + "?api-version=2024-01-01", **get), 404, "NotFound"),
+            (requests.get(base.replace(f"/{NS}/", "/elsewhere/") + "?api-version=2024-01-01", **get), 404,
+             "ResourceNotFound"),
+            (requests.get(base + "?api-version=2024-01-01", headers={}, verify=str(broker.ca_file),
+                          timeout=10), 401, "AuthenticationFailed"),
+        ]
+        for answer, status, code in cases:
+            assert (answer.status_code, answer.json()["error"]["code"]) == (status, code), answer.text
+        mgmt = client(broker)
+        assert "x" not in [h.name for h in mgmt.event_hubs.list_by_namespace(RG, NS)]  # nothing changed
+    finally:
+        broker.stop()
+
+
+def test_the_report_says_what_differs_from_the_config_file(data_dir):
+    import subprocess
+    import sys
+
+    broker = start(data_dir)
+    try:
+        mgmt = client(broker)
+        mgmt.event_hubs.create_or_update(RG, NS, "added", {"partition_count": 1})
+        mgmt.namespaces.delete_authorization_rule(RG, NS, "listener")
+    finally:
+        broker.stop()
+    out = subprocess.run([sys.executable, "-m", "kafka_wire.cli", "report", "--data-dir", str(data_dir)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "contoso: event hub 'added' created or changed through the management API" in out.stdout
+    assert "contoso: SAS policy 'listener' deleted through the management API" in out.stdout
