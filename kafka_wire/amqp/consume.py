@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 from cproton import pn_delivery, pn_delivery_settle, pn_link_advance, pn_link_credit, pn_link_send
 from proton import Link, symbol
 
-from kafka_wire.amqp.connection import INTERNAL, INVALID_FIELD, NOT_FOUND, UNAUTHORIZED, LinkHandler, refuse
+from kafka_wire.amqp.connection import (INTERNAL, INVALID_FIELD, NOT_ALLOWED, NOT_FOUND, UNAUTHORIZED,
+                                       LinkHandler, refuse)
 from kafka_wire.amqp.messages import encode_event, runtime_metric_annotations
 from kafka_wire.amqp.nodes import hub_for, open_link
 from kafka_wire.context import LISTEN
@@ -62,6 +63,10 @@ def attach(conn: AmqpConnection, link, address: Address) -> LinkHandler | None:
     principal, why = conn.principal_for(view.name, LISTEN)
     if why is not None:
         refuse(link, UNAUTHORIZED, why)
+        return None
+    why = runtime.policy.disabled(view.name)
+    if why is not None:
+        refuse(link, NOT_ALLOWED, why)
         return None
     plog = runtime.topics.log(view.name, address.partition)
     try:

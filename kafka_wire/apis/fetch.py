@@ -85,7 +85,8 @@ def _read_all(ctx, plan, max_bytes: int, read_committed: bool,
         if view is None or not 0 <= part < view.partitions:
             reads.append(_Read(name, None, part, Errors.UnknownTopicOrPartitionError.errno))
             continue
-        denied = topic_error(ctx, LISTEN, name)
+        denied = topic_error(ctx, LISTEN, name) or (Errors.TopicAuthorizationFailedError.errno
+                                                     if ctx.policy.disabled(name) else 0)
         if denied:
             reads.append(_Read(name, view.topic_id, part, denied))
             continue

@@ -229,6 +229,14 @@ class NamespacePolicy:
             return Admission((_POLICY_VIOLATION, message), throttle, busy=True)
         return Admission(None, quota.ingress(summary.size, summary.events, now_ms))
 
+    def disabled(self, hub: str) -> str | None:
+        """Why ``hub`` serves no reads (its status is Disabled), else None."""
+        ns = self.runtime.model
+        configured = ns.hubs.get(hub) if ns is not None else None
+        if configured is not None and configured.status == "Disabled":
+            return f"event hub {hub!r} is Disabled: it serves no events until its status is Active"
+        return None
+
     def max_publication_bytes(self) -> int:
         """The largest publication (one event or one batch) the namespace takes."""
         ns = self.runtime.model

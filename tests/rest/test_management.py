@@ -12,7 +12,7 @@ from azure.core.credentials import AccessToken
 from azure.core.exceptions import ClientAuthenticationError, HttpResponseError, ResourceNotFoundError
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
 from azure.mgmt.eventhub import EventHubManagementClient
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from kafka_wire.eventhubs import connection_string, sas
@@ -157,7 +157,7 @@ def test_rules_keys_and_regeneration_take_effect_at_once(data_dir):
         broker.stop()
 
 
-def test_a_disabled_hub_refuses_sends(data_dir):
+def test_a_disabled_hub_refuses_sends_and_reads(data_dir):
     broker = start(data_dir)
     try:
         mgmt = client(broker)
@@ -169,8 +169,24 @@ def test_a_disabled_hub_refuses_sends(data_dir):
         r = requests.post(f"{broker.https_url}/orders/messages", data=b"x", headers=headers,
                           verify=str(broker.ca_file), timeout=10)
         assert r.status_code == 403 and "SendDisabled" in r.text
+        # Disabled: no reads either, over Kafka or AMQP.
+        mgmt.event_hubs.create_or_update(RG, NS, "orders", {"status": "Disabled"})
+        password = broker.connection_string(namespace=NS, policy=ROOT[0])
+        c = Consumer(confluent_conf(broker.bootstrap_servers, password, **{"group.id": "disabled"}))
+        try:
+            c.assign([TopicPartition("orders", 0, 0)])
+            m = c.poll(10)
+            assert m is not None and m.error() is not None and \
+                m.error().code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        finally:
+            c.close()
+        sdk = EventHubConsumerClient.from_connection_string(
+            broker.amqp_connection_string(namespace=NS, policy=ROOT[0]), consumer_group="$Default",
+            eventhub_name="orders", load_balancing_interval=1, retry_total=0)
+        with pytest.raises(Exception, match="Disabled"):
+            receive(sdk, 1, timeout=10, partition_id="0", starting_position="-1")
         mgmt.event_hubs.create_or_update(RG, NS, "orders", {"status": "Active"})
-        kafka_send(broker, "orders", broker.connection_string(namespace=NS, policy=ROOT[0]))
+        kafka_send(broker, "orders", password)
     finally:
         broker.stop()
 
