@@ -44,6 +44,7 @@ IDLE_TIMEOUT_S = 120.0
 # Until proton's engine runs (and its idle timeout with it), the SASL exchange, the AMQP
 # header and any WebSocket upgrade must be done within this, or the connection is closed.
 HANDSHAKE_TIMEOUT_S = 30.0
+LINGER_S = 2.0  # after our close frame, how long the client may take to close its side
 
 UNAUTHORIZED = "amqp:unauthorized-access"
 NOT_FOUND = "amqp:not-found"
@@ -95,6 +96,7 @@ class AmqpConnection(asyncio.Protocol):
         self._tick: asyncio.TimerHandle | None = None
         self._deadline: asyncio.TimerHandle | None = None
         self._closed = False
+        self._linger_timer = None
         self._write_paused = False
         self._in_pump = False
         self.handlers: set[LinkHandler] = set()
@@ -202,7 +204,17 @@ class AmqpConnection(asyncio.Protocol):
                 return
         self._push(self.scanner.feed(data))
 
+    def _linger(self) -> None:
+        """Our close frame is out: drop what the client still sends until it closes
+        too, for at most :data:`LINGER_S`. Closing at once would reset the socket
+        under frames it pipelined, and it would see a broken pipe, not our error."""
+        transport = self.transport
+        self._linger_timer = asyncio.get_running_loop().call_later(LINGER_S, transport.close)
+
     def eof_received(self) -> bool:
+        if self._closed:  # lingering after our close: the client has closed too
+            self.transport.close()
+            return False
         if self.engine is not None:
             self.engine.close_tail()
             self.pump()
@@ -210,6 +222,8 @@ class AmqpConnection(asyncio.Protocol):
 
     def connection_lost(self, exc) -> None:
         self._closed = True
+        if self._linger_timer is not None:
+            self._linger_timer.cancel()
         self.server.connections.discard(self)
         if self._tick is not None:
             self._tick.cancel()
@@ -295,8 +309,8 @@ class AmqpConnection(asyncio.Protocol):
             pending = engine.pending()
             if pending < 0:  # everything sent and the connection closed
                 if self.transport is not None and not self._closed:
-                    self.transport.close()
                     self._closed = True
+                    self._linger()
                 return
             if pending == 0:
                 conn = self.connection
@@ -418,6 +432,12 @@ class AmqpConnection(asyncio.Protocol):
             served = ", ".join(sorted(self.services.namespaces))
             self._fail(NOT_FOUND, f"host {host!r} names no namespace this server serves "
                                   f"(it serves: {served})")
+            return
+        refused = runtime.policy.address_refused(client_address(self.peer))
+        if refused is not None:
+            log.warning("AMQP connection from %s to namespace %s refused: %s", self.peer, runtime.name,
+                        refused)
+            self._fail(UNAUTHORIZED, refused)
             return
         if self.sasl_principal is not None and self.sasl_principal.namespace != runtime.name:
             self._fail(UNAUTHORIZED, f"the SASL credentials are for namespace "

@@ -212,6 +212,12 @@ class Authenticator:
         runtime = services.namespaces.get(principal.namespace)
         if runtime is None:
             return f"namespace {principal.namespace!r} is not running on this server"
+        refused = runtime.policy.address_refused(client_address(state.peer))
+        if refused is not None:
+            _failures.warn("ip-filter", client_address(state.peer),
+                           f"{mechanism} login of {state.peer} to namespace {runtime.name} refused: "
+                           f"{refused}")
+            return refused
         state.namespace = runtime
         state.max_request_bytes = runtime.request_limit(services.config.max_request_bytes)
         state.principal = principal

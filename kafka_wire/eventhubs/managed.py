@@ -16,6 +16,7 @@ import logging
 from pathlib import Path
 
 from kafka_wire.eventhubs.model import CaptureSettings, EventHub, EventHubsModel, Namespace, SasPolicy
+from kafka_wire.eventhubs.network import NetworkRuleSet
 from kafka_wire.log.recovery import write_atomic
 
 log = logging.getLogger(__name__)
@@ -75,6 +76,9 @@ class ManagedState:
                     ns.policies.pop(pname, None)
                 else:
                     ns.policies[pname] = _policy(pname, p)
+            if "network_rules" in state:
+                rules = state["network_rules"]
+                ns.network_rules = NetworkRuleSet.from_json(rules) if rules is not None else None
             for hname, h in state.get("hubs", {}).items():
                 existing = ns.hub(hname)
                 if existing is not None:
@@ -92,15 +96,23 @@ class ManagedState:
         policy = ns.policies.get(name)
         self._set(ns.name, "policies", name, _policy_json(policy) if policy is not None else None)
 
+    def network_rules_changed(self, ns: Namespace) -> None:
+        state = self.overrides.setdefault(ns.name, {})
+        state["network_rules"] = ns.network_rules.to_json() if ns.network_rules is not None else None
+        self._write(ns.name)
+
     def _set(self, namespace: str, kind: str, name: str, value) -> None:
         state = self.overrides.setdefault(namespace, {})
         entries = state.setdefault(kind, {})
         for existing in [k for k in entries if k.lower() == name.lower()]:
             del entries[existing]
         entries[name] = value
+        self._write(namespace)
+
+    def _write(self, namespace: str) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         write_atomic(self.directory / f"{namespace}.json",
-                     json.dumps(state, indent=1, sort_keys=True).encode())
+                     json.dumps(self.overrides[namespace], indent=1, sort_keys=True).encode())
 
     def differences(self) -> list[str]:
         """One line per entity the management API changed, for the report."""
@@ -110,4 +122,6 @@ class ManagedState:
                 for name, value in sorted(state.get(kind, {}).items()):
                     verb = "deleted" if value is None else "created or changed"
                     out.append(f"{ns}: {what} {name!r} {verb} through the management API")
+            if "network_rules" in state:
+                out.append(f"{ns}: IP filter rules set through the management API")
         return out

@@ -307,6 +307,7 @@ class Namespace:
     emulator: bool = False                 # came from the official emulator's Config.json
     close_large_frames: bool = False       # mimic the service: drop frames >= KAFKA_FRAME_LIMIT
     oauth: Any = None                      # eventhubs.oauth.OAuthSettings: trusted local tokens
+    network_rules: Any = None              # eventhubs.network.NetworkRuleSet (management API)
 
     @property
     def strict(self) -> bool:

@@ -229,6 +229,12 @@ class NamespacePolicy:
             return Admission((_POLICY_VIOLATION, message), throttle, busy=True)
         return Admission(None, quota.ingress(summary.size, summary.events, now_ms))
 
+    def address_refused(self, address: str) -> str | None:
+        """Why the namespace's IP filter rules refuse a client at ``address``, else None."""
+        ns = self.runtime.model
+        rules = ns.network_rules if ns is not None else None
+        return None if rules is None else rules.refusal(address)
+
     def disabled(self, hub: str) -> str | None:
         """Why ``hub`` serves no reads (its status is Disabled), else None."""
         ns = self.runtime.model

@@ -67,6 +67,11 @@ class RestApi:
         runtime = services.namespaces.get(name) if name else None
         if runtime is None:
             return None, None, error(404, f"host {host!r} names no namespace this server serves")
+        refused = runtime.policy.address_refused(client_address(request.peer))
+        if refused is not None:
+            _repeats.warn("rest-ip-filter", client_address(request.peer),
+                          f"HTTP {request.method} {request.path} from {request.peer} refused: {refused}")
+            return runtime, None, error(403, refused)
         header = request.headers.get("authorization", "")
         now_s = services.clock.now_ms() / 1000
         principal = None

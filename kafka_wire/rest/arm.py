@@ -74,6 +74,15 @@ def authorization_rule(owner_id: str, policy, hub_level: bool) -> dict:
             "properties": {"rights": sorted(policy.rights)}}
 
 
+def network_rule_set(base: str, rules) -> dict:
+    props = {"defaultAction": rules.default_action if rules else "Allow",
+             "publicNetworkAccess": rules.public_network_access if rules else "Enabled",
+             "ipRules": [{"ipMask": r, "action": "Allow"} for r in (rules.ip_rules if rules else [])],
+             "virtualNetworkRules": [], "trustedServiceAccessEnabled": False}
+    return {"id": f"{base}/networkRuleSets/default", "name": "default", "location": LOCATION,
+            "type": f"{PROVIDER}/Namespaces/NetworkRuleSets", "properties": props}
+
+
 def access_keys(policy, primary_cs: str, secondary_cs: str | None) -> dict:
     return {"keyName": policy.name, "primaryKey": policy.primary_key,
             "secondaryKey": policy.secondary_key, "primaryConnectionString": primary_cs,

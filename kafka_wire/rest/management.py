@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from kafka_wire.eventhubs import connection_string
 from kafka_wire.eventhubs.model import DEFAULT_CONSUMER_GROUP, HOUR_MS, MANAGE, EventHub, SasPolicy, normalize_rights
+from kafka_wire.eventhubs.network import NetworkRuleSet
 from kafka_wire.rest import arm
 from kafka_wire.rest.http import Request, Response
 
@@ -166,7 +167,9 @@ class Namespaced:
                 return self._groups(tail[1], tail[3:])
             if low[2] == "authorizationrules":
                 return self._rules(tail[3:], tail[1])
-        if low[0] in ("networkrulesets", "applicationgroups", "schemagroups", "disasterrecoveryconfigs"):
+        if low[0] == "networkrulesets":
+            return self._network_rules(tail[1:])
+        if low[0] in ("applicationgroups", "schemagroups", "disasterrecoveryconfigs"):
             return arm.fail(400, "NotSupported", f"{tail[0]} are not emulated by kafka-wire yet")
         return _no_route(self.request)
 
@@ -186,6 +189,38 @@ class Namespaced:
         elif method != "GET":
             return _not_allowed(self.request)
         return arm.ok(arm.namespace(self.base, ns, self.services.eventhubs.endpoint_host(ns.name)))
+
+    # -- IP filter rules ------------------------------------------------------------------
+    def _network_rules(self, tail: list[str]) -> Response:
+        ns = self.runtime.model
+        method = self.request.method
+        if not tail:
+            if method != "GET":
+                return _not_allowed(self.request)
+            return arm.listing([arm.network_rule_set(self.base, ns.network_rules)])
+        if len(tail) != 1 or tail[0].lower() != "default":
+            return _no_route(self.request)
+        if method == "PUT":
+            props = _body(self.request).get("properties") or {}
+            rules = props.get("ipRules") or []
+            if not isinstance(rules, list) or any(not isinstance(r, dict) for r in rules):
+                raise BadRequest("ipRules must be a list of {ipMask, action}")
+            if any(str(r.get("action", "Allow")).lower() != "allow" for r in rules):
+                raise BadRequest("an IP rule's action can only be Allow")
+            if props.get("virtualNetworkRules"):
+                return arm.fail(400, "NotSupported", "virtual network rules are not emulated")
+            try:
+                ns.network_rules = NetworkRuleSet(str(props.get("defaultAction", "Allow")),
+                                                  [str(r.get("ipMask", "")) for r in rules],
+                                                  str(props.get("publicNetworkAccess") or "Enabled"))
+            except ValueError as exc:
+                raise BadRequest(str(exc)) from None
+            if self.api.state is not None:
+                self.api.state.network_rules_changed(ns)
+            log.info("management API: IP filter rules of %s set: %s", ns.name, ns.network_rules)
+        elif method != "GET":
+            return _not_allowed(self.request)
+        return arm.ok(arm.network_rule_set(self.base, ns.network_rules))
 
     # -- event hubs -----------------------------------------------------------------------
     def _hub_json(self, name: str) -> dict:

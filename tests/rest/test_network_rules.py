@@ -1,0 +1,86 @@
+"""IP filter rules set through the management API: with default action Deny and
+only 127.0.0.2 allowed, clients from 127.0.0.1 are refused on every listener
+(Kafka at SASL, AMQP at open, HTTPS sends) with a log line, while a client bound
+to 127.0.0.2 gets in; the rules survive a restart and Allow lifts them."""
+from __future__ import annotations
+
+import http.client
+import ssl
+import time
+
+import pytest
+from azure.eventhub import EventData, EventHubProducerClient
+from azure.eventhub.exceptions import EventHubError
+from confluent_kafka import KafkaException
+
+from kafka_wire.codec import ApiKey
+from tests.amqp.conftest import ROOT
+from tests.rawclient import RawClient
+
+from .test_management import NS, RG, SasCredential, client, kafka_send, start
+
+ALLOW_ONLY_127_0_0_2 = {"default_action": "Deny", "public_network_access": "Enabled",
+                        "ip_rules": [{"ip_mask": "127.0.0.2/32", "action": "Allow"}]}
+
+
+def https_send(broker, source: str) -> int:
+    """Status of a REST send from ``source`` (a loopback address to bind)."""
+    context = ssl.create_default_context(cafile=str(broker.ca_file))
+    port = int(broker.https_url.rsplit(":", 1)[1])
+    conn = http.client.HTTPSConnection("localhost", port, context=context, timeout=10,
+                                       source_address=(source, 0))
+    try:
+        conn.request("POST", "/orders/partitions/0/messages", body=b"filtered", headers={
+            "Host": f"{NS}.servicebus.windows.net", "Authorization": SasCredential().get_token().token})
+        return conn.getresponse().status
+    finally:
+        conn.close()
+
+
+def kafka_login(broker, source: str) -> int:
+    """SaslAuthenticate's error code for a PLAIN login from ``source``."""
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+    c = RawClient.__new__(RawClient)
+    import socket
+    c.sock = socket.create_connection((host, int(port)), timeout=10, source_address=(source, 0))
+    c.correlation = 0
+    with c:
+        c.request(ApiKey.SaslHandshake, 1, mechanism="PLAIN")
+        password = broker.connection_string(namespace=NS, policy=ROOT[0])
+        answer = c.request(ApiKey.SaslAuthenticate, 2,
+                           auth_bytes=b"\0$ConnectionString\0" + password.encode())
+        return answer.error_code
+
+
+def test_ip_rules_refuse_other_addresses_on_every_listener(tmp_path, caplog):
+    data_dir = tmp_path / "data"
+    broker = start(data_dir)
+    try:
+        mgmt = client(broker)
+        rules = mgmt.namespaces.create_or_update_network_rule_set(RG, NS, ALLOW_ONLY_127_0_0_2)
+        assert rules.default_action == "Deny" and [r.ip_mask for r in rules.ip_rules] == ["127.0.0.2/32"]
+        password = broker.connection_string(namespace=NS, policy=ROOT[0])
+        with pytest.raises(KafkaException):
+            kafka_send(broker, "orders", password)
+        with pytest.raises(EventHubError, match="IP filter"):
+            with EventHubProducerClient.from_connection_string(
+                    broker.amqp_connection_string(namespace=NS, policy=ROOT[0]),
+                    eventhub_name="orders", retry_total=0) as p:
+                p.send_batch([EventData(b"x")], partition_id="0")
+        assert https_send(broker, "127.0.0.1") == 403
+        assert https_send(broker, "127.0.0.2") == 201
+        assert kafka_login(broker, "127.0.0.2") == 0
+        assert kafka_login(broker, "127.0.0.1") != 0
+        assert "IP filter rules" in caplog.text
+    finally:
+        broker.stop()
+    broker = start(data_dir)
+    try:
+        assert https_send(broker, "127.0.0.1") == 403  # kept across the restart
+        mgmt = client(broker)
+        assert mgmt.namespaces.get_network_rule_set(RG, NS).default_action == "Deny"
+        mgmt.namespaces.create_or_update_network_rule_set(RG, NS, {"default_action": "Allow"})
+        kafka_send(broker, "orders", broker.connection_string(namespace=NS, policy=ROOT[0]))
+        assert https_send(broker, "127.0.0.1") == 201
+    finally:
+        broker.stop()
