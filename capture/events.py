@@ -36,7 +36,7 @@ import pyarrow as pa
 from kafka.record.default_records import DefaultRecordBatch
 from proton import Data
 
-from kafka_wire.log.batch import AMQP_HEADERS_BIT, event_offset, parse_header
+from kafka_wire.log.batch import AMQP_HEADERS_BIT, AMQP_PROPERTIES_HEADER, event_offset, parse_header
 
 from .schema import ARROW_SCHEMA, PROPERTY_MAP, union_member
 
@@ -87,7 +87,8 @@ def decode_batch(data: bytes, position: int, append_time_ms: int, out: EventBatc
         times.append(append_time_ms)
         keys.append(record.key)
         headers = record.headers
-        hdrs.append([(n, amqp_property(v)) for n, v in headers] if typed and headers else headers)
+        hdrs.append([(n, amqp_property(v)) for n, v in headers if n != AMQP_PROPERTIES_HEADER]
+                    if typed and headers else headers)
         bodies.append(record.value)
     return out
 

@@ -44,6 +44,9 @@ CONTROL_BIT = 0x20
 # are AMQP-encoded (application properties). Clients ignore attribute bits they do
 # not know, and the CRC covers it, so it survives compaction and recovery.
 AMQP_HEADERS_BIT = 0x4000
+# In such a batch, the header holding an AMQP message's properties section whole
+# (message-id, content-type, correlation-id...: Kafka has no place for them).
+AMQP_PROPERTIES_HEADER = "x-opt-amqp-properties"
 
 # Event Hubs offsets. The log's byte stream gives each batch a position; an
 # event's offset is its batch's position times EVENTS_PER_POSITION plus its

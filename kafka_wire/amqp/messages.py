@@ -56,6 +56,7 @@ class Incoming(NamedTuple):
     properties: list[tuple[bytes, bytes]]   # (UTF-8 name, AMQP-encoded value)
     body: bytes | None
     data_sections: list[bytes]              # for the batch format: the inner messages
+    message_properties: bytes | None = None  # the properties section (content-type, message-id...)
 
 
 def encode_value(obj) -> bytes:
@@ -149,6 +150,7 @@ def _decode(buf, strict: bool = False) -> Incoming:
     props: list[tuple[bytes, bytes]] = []
     sections: list[bytes] = []
     body: bytes | None = None
+    msg_props: bytes | None = None
     while pos < end:
         if buf[pos] != 0 or buf[pos + 1] != 0x53:
             raise MessageError(f"a message section must be a described type (at {pos})")
@@ -180,6 +182,8 @@ def _decode(buf, strict: bool = False) -> Incoming:
             sections.append(chunk)
         elif code in (_VALUE, _SEQUENCE):
             body = bytes(buf[value:after])  # the section's value, as AMQP encodes it
+        elif code == _PROPERTIES and _has_values(buf, value, after):
+            msg_props = bytes(buf[pos:after])  # kept whole, descriptor included
         elif not _HEADER <= code <= _FOOTER:
             raise MessageError(f"0x{code:02x} is not a message section")
         pos = after
@@ -187,7 +191,17 @@ def _decode(buf, strict: bool = False) -> Incoming:
         raise MessageError("no body section")
     if sections:
         body = sections[0] if len(sections) == 1 else b"".join(sections)
-    return Incoming(key, props, body, sections)
+    return Incoming(key, props, body, sections, msg_props)
+
+
+def _has_values(buf, value: int, after: int) -> bool:
+    """Does the properties list at ``value`` hold anything but nulls? (Proton writes
+    an empty one with every message: not worth a header.)"""
+    constructor = buf[value]
+    if constructor == 0x45:  # list0
+        return False
+    first = value + (3 if constructor == 0xC0 else 9)
+    return any(b != 0x40 for b in bytes(buf[first:after]))
 
 
 def decode_message(raw: bytes) -> Incoming:
@@ -261,7 +275,10 @@ def records_batch(messages: Iterable[Incoming], now_ms: int, codec: int = 0) -> 
     count = 0
     for i, m in enumerate(messages):
         key = m.partition_key.encode("utf-8") if m.partition_key is not None else None
-        records.append(encode_record(i, 0, key, m.body, m.properties))
+        headers = m.properties
+        if m.message_properties is not None:
+            headers = [*headers, (PROPERTIES_HEADER, m.message_properties)]
+        records.append(encode_record(i, 0, key, m.body, headers))
         count = i + 1
     payload = compress(codec, b"".join(records)) if codec else b"".join(records)
     return rb.encode_batch(
@@ -269,6 +286,13 @@ def records_batch(messages: Iterable[Incoming], now_ms: int, codec: int = 0) -> 
         last_offset_delta=count - 1, base_timestamp=now_ms, max_timestamp=now_ms,
         producer_id=rb.NO_PRODUCER_ID, producer_epoch=-1, base_sequence=rb.NO_SEQUENCE,
         records_count=count, records=payload)
+
+
+# An AMQP message's properties section (message-id, content-type, correlation-id...)
+# has no Kafka counterpart: it is stored whole as a header of this name in
+# AMQP-written batches, and given back as the section to AMQP receivers.
+_PROPERTIES_NAME = rb.AMQP_PROPERTIES_HEADER
+PROPERTIES_HEADER = _PROPERTIES_NAME.encode()
 
 
 # -- the receive path's encoder --------------------------------------------------------
@@ -326,7 +350,12 @@ def encode_event(sequence: int, offset: int, enqueued_ms: int, key: bytes | None
         out.insert(0, extra_annotations)
     if headers:
         items = []
+        count = len(headers)
         for name, hv in headers:
+            if amqp_headers and name == _PROPERTIES_NAME and hv is not None:
+                out.append(hv)  # the sender's properties section, before the application's
+                count -= 1
+                continue
             items.append(_str(name.encode("utf-8")))
             if hv is None:
                 items.append(_NULL)
@@ -334,7 +363,8 @@ def encode_event(sequence: int, offset: int, enqueued_ms: int, key: bytes | None
                 items.append(hv)
             else:
                 items.append(_binary(hv))
-        out.append(_map(_APP_PROPS, items, len(headers)))
+        if count:
+            out.append(_map(_APP_PROPS, items, count))
     body = value if value is not None else b""
     out.append(b"\x00\x53\x75" + _binary(body))
     return b"".join(out)

@@ -65,11 +65,20 @@ def test_encoded_events_decode_with_proton(sequence, offset, enqueued, key, valu
 
 @settings(max_examples=200, deadline=None)
 @given(props=st.dictionaries(names, amqp_values, max_size=6),
-       key=st.one_of(st.none(), st.text(max_size=100)), body=st.binary(max_size=2000))
-def test_sent_messages_become_records_and_come_back_typed(props, key, body):
+       key=st.one_of(st.none(), st.text(max_size=100)), body=st.binary(max_size=2000),
+       content_type=st.one_of(st.none(), st.text(  # a symbol: ASCII (proton's C strings end at NUL)
+           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/+;=-.", min_size=1,
+           max_size=40).filter(lambda t: t != "None")),
+       message_id=st.one_of(st.none(), st.text(st.characters(min_codepoint=1), min_size=1, max_size=40)))
+def test_sent_messages_become_records_and_come_back_typed(props, key, body, content_type, message_id):
     """SDK message → record (AMQP-encoded header values, key, value) → the message a
-    receiver gets: the same body, key and typed properties."""
+    receiver gets: the same body, key, typed properties and message properties
+    (content type, message id)."""
     m = Message(body=body, properties=props, inferred=True)
+    if content_type is not None:  # (proton would write the text "None" for None)
+        m.content_type = content_type
+    if message_id is not None:
+        m.id = message_id
     if key is not None:
         m.annotations = {symbol("x-opt-partition-key"): key}
     incoming = decode_message(bytes(m.encode()))
@@ -79,9 +88,13 @@ def test_sent_messages_become_records_and_come_back_typed(props, key, body):
     assert header.attributes & rb.AMQP_HEADERS_BIT
     (record,) = list(DefaultRecordBatch(bytes(batch)))
     assert record.value == body and record.key == (None if key is None else key.encode())
-    assert dict(record.headers) == {n: encoded(v) for n, v in props.items()}  # as Azure gives Kafka
+    application = {n: v for n, v in record.headers if n != rb.AMQP_PROPERTIES_HEADER}
+    assert application == {n: encoded(v) for n, v in props.items()}  # as Azure gives Kafka
+    assert (rb.AMQP_PROPERTIES_HEADER in dict(record.headers)) == bool(content_type or message_id)
     back = decoded(encode_event(0, 0, 0, record.key, record.value, record.headers, True))
     assert bytes(back.body) == body
+    got_type = None if back.content_type in (None, "None") else back.content_type  # proton's "unset"
+    assert (got_type, back.id) == (content_type, message_id)
     for n, v in props.items():
         got = back.properties[n]
         assert (bytes(got) if isinstance(v, bytes) else got) == v
