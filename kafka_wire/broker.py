@@ -224,7 +224,8 @@ class Broker:
 
         if self.amqp_server is not None:  # AMQP over WebSockets on the HTTP listener too
             self.console.http.websocket = self.amqp_server.serve_upgrade
-        self.console.http.rest = RestApi(self.services, self.managed)  # the Event Hubs REST API
+        self.console.http.rest = RestApi(  # the Event Hubs REST API
+            self.services, self.managed, None if cfg.in_memory else Path(cfg.data_dir))
         self.console.http.clock = self.services.clock
         try:
             self.http_address = await listen(

@@ -7,12 +7,16 @@ import logging
 from typing import TYPE_CHECKING
 
 from kafka_wire.amqp.connection import verify_jwt
+from kafka_wire.context import LISTEN, MANAGE, SEND
 from kafka_wire.eventhubs.auth import AuthError, authenticate_sas_token
 from kafka_wire.log_lines import RepeatedWarnings, client_address
-from kafka_wire.rest import management, send
+from kafka_wire.eventhubs.schema_registry import SchemaRegistry
+from kafka_wire.rest import management, schemas, send
 from kafka_wire.rest.http import Later, Request, Response, error
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from kafka_wire.context import NamespaceRuntime, Services
     from kafka_wire.eventhubs.managed import ManagedState
 
@@ -23,15 +27,25 @@ _repeats = RepeatedWarnings(log)
 class RestApi:
     """``state``: where management changes are kept (None: not kept)."""
 
-    def __init__(self, services: Services, state: ManagedState | None = None) -> None:
+    def __init__(self, services: Services, state: ManagedState | None = None,
+                 data_dir: Path | None = None) -> None:
         self.services = services
         self.state = state
+        self.data_dir = data_dir
         self._round_robin: dict[tuple[str, str], int] = {}
+        self._registries: dict[str, SchemaRegistry] = {}
+
+    def registry(self, namespace: str) -> SchemaRegistry:
+        """The namespace's Schema Registry (kept under the data directory)."""
+        found = self._registries.get(namespace)
+        if found is None:
+            found = self._registries[namespace] = SchemaRegistry.for_namespace(self.data_dir, namespace)
+        return found
 
     def handles(self, method: str, path: str) -> bool:
         """Is this request for the REST API (not a console page)?"""
         segs = path.strip("/").split("/")
-        if segs[0].lower() == "subscriptions":
+        if segs[0].lower() in ("subscriptions", "$schemagroups"):
             return True
         return method == "POST" and segs[-1].lower() == "messages"
 
@@ -40,6 +54,8 @@ class RestApi:
         low = [s.lower() for s in segs]
         if low[0] == "subscriptions":
             return management.handle(self, request)
+        if low[0] == "$schemagroups":
+            return schemas.handle(self, request)
         if request.method != "POST":
             return error(405, f"{request.method} is not served at {request.path}: send with POST")
         if len(segs) == 2 and low[1] == "messages":
@@ -56,10 +72,12 @@ class RestApi:
         self._round_robin[key] = n
         return n
 
-    def authorize(self, request: Request, hub: str | None,
-                  right: str) -> tuple[NamespaceRuntime | None, object, Response | None]:
+    def authorize(self, request: Request, hub: str | None, right: str, *,
+                  any_right: bool = False) -> tuple[NamespaceRuntime | None, object, Response | None]:
         """(namespace, principal, None) when the request may exercise ``right`` on
-        ``hub``; else (…, …, the refusal)."""
+        ``hub`` (``any_right``: any of Listen, Send and Manage); else (…, …, the refusal).
+        The token is a SAS token, bare or as a bearer token (the Azure SDKs' token
+        credentials send it so), or a bearer JWT where the namespace has OAuth."""
         services = self.services
         model = services.eventhubs
         host = request.host
@@ -75,6 +93,8 @@ class RestApi:
         header = request.headers.get("authorization", "")
         now_s = services.clock.now_ms() / 1000
         principal = None
+        if header.lower().startswith("bearer ") and header[7:].lstrip().startswith("SharedAccessSignature "):
+            header = header[7:].lstrip()
         try:
             if header.lower().startswith("bearer "):
                 if runtime.model is None or not runtime.model.oauth:
@@ -91,7 +111,8 @@ class RestApi:
             _repeats.warn("rest-auth", client_address(request.peer),
                           f"HTTP {request.method} {request.path} from {request.peer} refused: {exc}")
             return runtime, None, error(401, str(exc))
-        if not runtime.policy.allows(principal, right, hub):
+        rights = (LISTEN, SEND, MANAGE) if any_right else (right,)
+        if not any(runtime.policy.allows(principal, r, hub) for r in rights):
             what = f"event hub {hub!r}" if hub else f"namespace {runtime.name!r}"
             return runtime, principal, error(401, f"the token ({principal}) does not grant {right} "
                                                   f"on {what}")

@@ -83,6 +83,13 @@ def network_rule_set(base: str, rules) -> dict:
             "type": f"{PROVIDER}/Namespaces/NetworkRuleSets", "properties": props}
 
 
+def schema_group(base: str, group) -> dict:
+    return {"id": f"{base}/schemagroups/{group.name}", "name": group.name, "location": LOCATION,
+            "type": f"{PROVIDER}/Namespaces/SchemaGroups",
+            "properties": {"groupProperties": group.properties, "schemaCompatibility": group.compatibility,
+                           "schemaType": group.format}}
+
+
 def access_keys(policy, primary_cs: str, secondary_cs: str | None) -> dict:
     return {"keyName": policy.name, "primaryKey": policy.primary_key,
             "secondaryKey": policy.secondary_key, "primaryConnectionString": primary_cs,

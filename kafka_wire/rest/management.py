@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from kafka_wire.eventhubs import connection_string
 from kafka_wire.eventhubs.model import DEFAULT_CONSUMER_GROUP, HOUR_MS, MANAGE, EventHub, SasPolicy, normalize_rights
 from kafka_wire.eventhubs.network import NetworkRuleSet
+from kafka_wire.eventhubs.schema_registry import RegistryError
 from kafka_wire.rest import arm
 from kafka_wire.rest.http import Request, Response
 
@@ -169,7 +170,9 @@ class Namespaced:
                 return self._rules(tail[3:], tail[1])
         if low[0] == "networkrulesets":
             return self._network_rules(tail[1:])
-        if low[0] in ("applicationgroups", "schemagroups", "disasterrecoveryconfigs"):
+        if low[0] == "schemagroups":
+            return self._schema_groups(tail[1:])
+        if low[0] in ("applicationgroups", "disasterrecoveryconfigs"):
             return arm.fail(400, "NotSupported", f"{tail[0]} are not emulated by kafka-wire yet")
         return _no_route(self.request)
 
@@ -189,6 +192,33 @@ class Namespaced:
         elif method != "GET":
             return _not_allowed(self.request)
         return arm.ok(arm.namespace(self.base, ns, self.services.eventhubs.endpoint_host(ns.name)))
+
+    # -- schema groups ------------------------------------------------------------------------
+    def _schema_groups(self, tail: list[str]) -> Response:
+        registry = self.api.registry(self.runtime.name)
+        method = self.request.method
+        if not tail:
+            if method != "GET":
+                return _not_allowed(self.request)
+            return arm.listing([arm.schema_group(self.base, g) for g in registry.groups.values()])
+        if len(tail) != 1:
+            return _no_route(self.request)
+        name = tail[0]
+        if method == "GET":
+            group = registry.group(name)
+            return arm.ok(arm.schema_group(self.base, group)) if group else self._missing("schema group", name)
+        if method == "DELETE":
+            return Response(200 if registry.delete_group(name) else 204, b"", arm.JSON)
+        if method != "PUT":
+            return _not_allowed(self.request)
+        props = _body(self.request).get("properties") or {}
+        try:
+            group = registry.put_group(name, props.get("schemaType", "Avro"),
+                                       props.get("schemaCompatibility", "None"),
+                                       props.get("groupProperties") or {})
+        except RegistryError as exc:
+            return arm.fail(exc.status, exc.code, str(exc))
+        return arm.ok(arm.schema_group(self.base, group))
 
     # -- IP filter rules ------------------------------------------------------------------
     def _network_rules(self, tail: list[str]) -> Response:

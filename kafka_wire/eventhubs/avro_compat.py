@@ -1,0 +1,153 @@
+"""Avro schema resolution, as the Schema Registry's compatibility modes need it:
+can data written with one schema be read with another? (Avro 1.11 spec,
+"Schema Resolution": promotions, record fields by name with defaults, enum
+symbols, unions branch by branch, names resolved within each schema.)"""
+from __future__ import annotations
+
+import json
+
+_PRIMITIVES = {"null", "boolean", "int", "long", "float", "double", "bytes", "string"}
+_PROMOTIONS = {("int", "long"), ("int", "float"), ("int", "double"), ("long", "float"),
+               ("long", "double"), ("float", "double"), ("string", "bytes"), ("bytes", "string")}
+
+
+class SchemaError(ValueError):
+    """Not an Avro schema."""
+
+
+def parse(text: str):
+    try:
+        schema = json.loads(text)
+    except ValueError:
+        schema = text.strip()  # a bare primitive name
+        if schema not in _PRIMITIVES:
+            raise SchemaError(f"not JSON and not an Avro primitive: {text[:80]!r}") from None
+    names: dict[str, object] = {}
+    _collect(schema, names, None)
+    return schema, names
+
+
+def _fullname(s: dict, namespace: str | None) -> str:
+    name = s["name"]
+    if "." in name:
+        return name
+    ns = s.get("namespace", namespace)
+    return f"{ns}.{name}" if ns else name
+
+
+def _collect(s, names: dict, namespace: str | None) -> None:
+    if isinstance(s, str):
+        if s not in _PRIMITIVES and s not in names and f"{namespace}.{s}" not in names:
+            raise SchemaError(f"unknown type {s!r}")
+        return
+    if isinstance(s, list):
+        for branch in s:
+            _collect(branch, names, namespace)
+        return
+    if not isinstance(s, dict) or "type" not in s:
+        raise SchemaError(f"a schema must be a type name, a union or an object with a type: {s!r}")
+    kind = s["type"]
+    if kind in ("record", "error", "enum", "fixed"):
+        if not isinstance(s.get("name"), str):
+            raise SchemaError(f"a {kind} needs a name")
+        full = _fullname(s, namespace)
+        names[full] = s
+        inner_ns = full.rsplit(".", 1)[0] if "." in full else None
+        if kind in ("record", "error"):
+            if not isinstance(s.get("fields"), list):
+                raise SchemaError(f"record {full} needs a list of fields")
+            for f in s["fields"]:
+                if not isinstance(f, dict) or "name" not in f or "type" not in f:
+                    raise SchemaError(f"record {full} has a field without a name or type")
+                _collect(f["type"], names, inner_ns)
+        elif kind == "enum" and not isinstance(s.get("symbols"), list):
+            raise SchemaError(f"enum {full} needs symbols")
+        elif kind == "fixed" and not isinstance(s.get("size"), int):
+            raise SchemaError(f"fixed {full} needs a size")
+    elif kind == "array":
+        _collect(s.get("items"), names, namespace)
+    elif kind == "map":
+        _collect(s.get("values"), names, namespace)
+    else:
+        _collect(kind, names, namespace)
+
+
+def _resolve(s, names: dict):
+    if isinstance(s, str) and s not in _PRIMITIVES:
+        for key in (s, *[n for n in names if n.endswith("." + s)]):
+            if key in names:
+                return names[key]
+    if isinstance(s, dict) and s.get("type") in _PRIMITIVES and len(s) == 1:
+        return s["type"]
+    if isinstance(s, dict) and isinstance(s.get("type"), (str, list, dict)) and \
+            s["type"] not in ("record", "error", "enum", "fixed", "array", "map"):
+        return _resolve(s["type"], names)  # a primitive with attributes (a logical type)
+    return s
+
+
+def _kind(s) -> str:
+    if isinstance(s, str):
+        return s
+    if isinstance(s, list):
+        return "union"
+    return "record" if s["type"] == "error" else s["type"]
+
+
+def incompatibility(reader_text: str, writer_text: str) -> str | None:
+    """Why data written with ``writer_text`` cannot be read with ``reader_text``, or None."""
+    reader, rnames = parse(reader_text)
+    writer, wnames = parse(writer_text)
+    return _check(reader, rnames, writer, wnames, "", set())
+
+
+def _check(r, rn, w, wn, path: str, seen: set) -> str | None:
+    r, w = _resolve(r, rn), _resolve(w, wn)
+    rk, wk = _kind(r), _kind(w)
+    where = path or "the schema"
+    if wk == "union":
+        for branch in w:
+            why = _check(r, rn, branch, wn, path, seen)
+            if why:
+                return why
+        return None
+    if rk == "union":
+        if any(_check(branch, rn, w, wn, path, seen) is None for branch in r):
+            return None
+        return f"{where}: no branch of the reader's union reads the writer's {wk}"
+    if rk in _PRIMITIVES or wk in _PRIMITIVES:
+        if rk == wk or (wk, rk) in _PROMOTIONS:
+            return None
+        return f"{where}: the writer's {wk} cannot be read as {rk}"
+    if rk != wk:
+        return f"{where}: the writer's {wk} cannot be read as {rk}"
+    if rk == "array":
+        return _check(r["items"], rn, w["items"], wn, f"{path}[]", seen)
+    if rk == "map":
+        return _check(r["values"], rn, w["values"], wn, f"{path}{{}}", seen)
+    if r["name"].rsplit(".", 1)[-1] != w["name"].rsplit(".", 1)[-1] and \
+            w["name"] not in r.get("aliases", []):
+        return f"{where}: named types differ ({w['name']} written, {r['name']} read)"
+    if rk == "fixed":
+        return None if r["size"] == w["size"] else f"{where}: fixed sizes differ"
+    if rk == "enum":
+        missing = [s for s in w["symbols"] if s not in r["symbols"]]
+        if missing and "default" not in r:
+            return f"{where}: the reader's enum lacks {', '.join(missing)} and has no default"
+        return None
+    key = (id(r), id(w))
+    if key in seen:  # a recursive type already being compared
+        return None
+    seen = seen | {key}
+    written = {f["name"]: f for f in w["fields"]}
+    for f in r["fields"]:
+        source = written.get(f["name"]) or next(
+            (written[a] for a in f.get("aliases", []) if a in written), None)
+        name = f"{path}.{f['name']}" if path else f["name"]
+        if source is None:
+            if "default" not in f:
+                return f"field {name} was added without a default"
+            continue
+        why = _check(f["type"], rn, source["type"], wn, name, seen)
+        if why:
+            return why
+    return None

@@ -1,0 +1,122 @@
+"""The Schema Registry REST API (``/$schemaGroups``), as ``azure-schemaregistry``
+and its Avro encoder call it: register a schema, look up its id by content, get
+a schema by id or by version, list groups and versions.
+
+The namespace is the one the ``Host`` names; the bearer token is a SAS token or,
+where the namespace has OAuth, a JWT. Registering needs the Send right (Manage
+includes it); reading needs any right. Groups come from the management API.
+"""
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from kafka_wire.context import LISTEN, SEND
+from kafka_wire.eventhubs.schema_registry import RegistryError, Schema
+from kafka_wire.rest import arm
+from kafka_wire.rest.http import Request, Response
+
+if TYPE_CHECKING:
+    from kafka_wire.rest.api import RestApi
+
+API_VERSIONS = frozenset({"2020-09-01-preview", "2021-10", "2022-10", "2023-07-01"})
+_CONTENT_TYPES = {"avro": "application/json;serialization=Avro",
+                  "json": "application/json;serialization=Json"}
+_FORMAT_OF = {"application/json;serialization=avro": "Avro", "application/json;serialization=json": "Json"}
+
+
+def handle(api: RestApi, request: Request) -> Response:
+    version = request.query.get("api-version")
+    if version not in API_VERSIONS:
+        return arm.fail(400, "InvalidApiVersion" if version else "MissingApiVersion",
+                        f"api-version {version!r} is not served: use one of {', '.join(sorted(API_VERSIONS))}")
+    segs = request.segments[1:]
+    low = [s.lower() for s in segs]
+    write = request.method in ("PUT", "POST")
+    runtime, _principal, refused = api.authorize(request, None, SEND if write else LISTEN,
+                                                 any_right=not write)
+    if refused is not None:
+        return _json_error(refused)
+    registry = api.registry(runtime.name)
+    try:
+        if not segs:
+            if request.method != "GET":
+                return _not_allowed(request)
+            return arm.ok({"Value": sorted(registry.groups)})
+        if low[0] == "$schemas" and len(segs) == 2 and request.method == "GET":
+            schema = registry.schemas.get(segs[1])
+            if schema is None:
+                return arm.fail(404, "ItemNotFound", f"no schema has id {segs[1]!r}")
+            return _content(schema)
+        if len(segs) < 3 or low[1] != "schemas":
+            return arm.fail(404, "NotFound", f"no Schema Registry API at {request.path}")
+        group, name = segs[0], segs[2]
+        if len(segs) == 3 and request.method == "POST" and low[2].endswith(":get-id"):
+            fmt = _format(request)
+            schema = registry.find(group, name[:-len(":get-id")], fmt, _text(request))
+            if schema is None:
+                return arm.fail(404, "ItemNotFound", f"schema {name[:-7]!r} in group {group!r} has no "
+                                                     "version with this content")
+            return _properties(schema)
+        if len(segs) == 3 and request.method == "PUT":
+            return _properties(registry.register(group, name, _format(request), _text(request)))
+        if len(segs) >= 4 and low[3] == "versions" and request.method == "GET":
+            if len(segs) == 4:
+                versions = registry.versions(group, name)
+                if versions is None:
+                    return arm.fail(404, "ItemNotFound", f"schema {name!r} is not in group {group!r}")
+                return arm.ok({"Value": versions})
+            if len(segs) == 5 and segs[4].isdigit():
+                schema = registry.version(group, name, int(segs[4]))
+                if schema is None:
+                    return arm.fail(404, "ItemNotFound", f"schema {name!r} in group {group!r} has no "
+                                                         f"version {segs[4]}")
+                return _content(schema)
+        return _not_allowed(request)
+    except RegistryError as exc:
+        return arm.fail(exc.status, exc.code, str(exc))
+
+
+def _format(request: Request) -> str:
+    ctype = request.headers.get("content-type", "").replace(" ", "").lower()
+    fmt = _FORMAT_OF.get(ctype)
+    if fmt is None:
+        raise RegistryError(415, "InvalidSchemaType", f"content type {ctype!r} is not an Avro or "
+                                                      "JSON schema (application/json; serialization=Avro)")
+    return fmt
+
+
+def _text(request: Request) -> str:
+    try:
+        return request.body.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RegistryError(400, "InvalidSchema", "the schema is not UTF-8 text") from None
+
+
+def _headers(schema: Schema) -> dict[str, str]:
+    where = f"/$schemaGroups/{schema.group}/schemas/{schema.name}/versions/{schema.version}"
+    return {"Schema-Id": schema.id, "Schema-Id-Location": f"/$schemaGroups/$schemas/{schema.id}",
+            "Schema-Group-Name": schema.group, "Schema-Name": schema.name,
+            "Schema-Version": str(schema.version), "Location": where}
+
+
+def _properties(schema: Schema) -> Response:
+    return Response(204, b"", _CONTENT_TYPES[schema.format.lower()], _headers(schema))
+
+
+def _content(schema: Schema) -> Response:
+    return Response(200, schema.content.encode(), _CONTENT_TYPES[schema.format.lower()], _headers(schema))
+
+
+def _not_allowed(request: Request) -> Response:
+    return arm.fail(405, "MethodNotAllowed", f"{request.method} is not allowed on {request.path}")
+
+
+def _json_error(refused: Response) -> Response:
+    """The REST API's refusal (XML) in the registry's JSON shape."""
+    detail = refused.body.decode(errors="replace")
+    if "<Detail>" in detail:
+        detail = detail.split("<Detail>", 1)[1].rsplit("</Detail>", 1)[0]
+    code = {401: "Unauthorized", 403: "Forbidden", 404: "NotFound"}.get(refused.status, "BadRequest")
+    return Response(refused.status, json.dumps({"error": {"code": code, "message": detail}}).encode(),
+                    arm.JSON)
