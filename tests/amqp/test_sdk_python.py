@@ -342,7 +342,10 @@ def test_an_equal_owner_level_takes_over_and_the_partition_stays_owned(broker):
     for client, thread in ((third, t3), (second, t2)):
         client.close()
         thread.join(10)
-    assert [e.body_as_str() for e in second_got] == ["x"]
+    # The first client's receive loop re-attaches after its error (at the same level, so it
+    # takes the partition back once, and the second then again, from -1) until it is
+    # closed: the second may read the event more than once, but reads nothing else.
+    assert second_got and {e.body_as_str() for e in second_got} == {"x"}
     assert third_errors, "a receiver without an owner level joined an owned partition"
 
 
