@@ -9,10 +9,18 @@ from kafka_wire import codec
 
 
 class RawClient:
-    def __init__(self, bootstrap: str, timeout: float = 10.0) -> None:
+    def __init__(self, bootstrap: str, timeout: float = 10.0, source: str | None = None) -> None:
         host, port = bootstrap.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout,
+                                             source_address=(source, 0) if source else None)
         self.correlation = 0
+
+    def login(self, password: str, username: str = "$ConnectionString") -> int:
+        """SASL PLAIN (Event Hubs: a connection string as password); the error code."""
+        self.request(codec.ApiKey.SaslHandshake, 1, mechanism="PLAIN")
+        answer = self.request(codec.ApiKey.SaslAuthenticate, 2,
+                              auth_bytes=b"\0" + username.encode() + b"\0" + password.encode())
+        return answer.error_code
 
     def close(self) -> None:
         self.sock.close()

@@ -64,7 +64,7 @@ def attach(conn: AmqpConnection, link, address: Address) -> LinkHandler | None:
     if why is not None:
         refuse(link, UNAUTHORIZED, why)
         return None
-    why = runtime.policy.disabled(view.name)
+    why = runtime.policy.disabled(view.name, principal)
     if why is not None:
         refuse(link, NOT_ALLOWED, why)
         return None
@@ -83,7 +83,7 @@ def attach(conn: AmqpConnection, link, address: Address) -> LinkHandler | None:
         refuse(link, *problem)
         return None
     handler = ConsumeLink(conn, link, view.name, address.partition, start,
-                          None if epoch is None else int(epoch), key)
+                          None if epoch is None else int(epoch), key, principal)
     # Fetched after _admit: a receiver it displaced removed an emptied set from the registry.
     conn.server.readers.setdefault(key, set()).add(handler)
     return handler
@@ -167,8 +167,9 @@ def start_offset(plog, selector: str | None) -> int:
 
 class ConsumeLink(LinkHandler):
     def __init__(self, conn: AmqpConnection, link, hub: str, partition: int, start: int,
-                 epoch: int | None, key) -> None:
+                 epoch: int | None, key, principal=None) -> None:
         self.conn, self.link, self.hub, self.partition = conn, link, hub, partition
+        self.principal = principal
         self.next_offset = start
         self.epoch = epoch
         self.key = key
@@ -282,7 +283,7 @@ class ConsumeLink(LinkHandler):
             return True
         events.reverse()  # popped from the end
         self._backlog = events
-        runtime.policy.egress(nbytes, len(events))
+        runtime.policy.egress(nbytes, len(events), self.principal)
         self.conn.server.count_out(nbytes, len(events))
         observer = self.conn.services.observer
         if observer is not None:

@@ -86,7 +86,7 @@ def _read_all(ctx, plan, max_bytes: int, read_committed: bool,
             reads.append(_Read(name, None, part, Errors.UnknownTopicOrPartitionError.errno))
             continue
         denied = topic_error(ctx, LISTEN, name) or (Errors.TopicAuthorizationFailedError.errno
-                                                     if ctx.policy.disabled(name) else 0)
+                                                     if ctx.policy.disabled(name, ctx.connection.principal) else 0)
         if denied:
             reads.append(_Read(name, view.topic_id, part, denied))
             continue
@@ -241,7 +241,8 @@ def _finish(ctx, version: int, reads: list[_Read], session_id: int):
                 r.events = count_records(r.records)
     if ctx.namespace.quota is not None:  # charge what is served to the throughput units
         served = [r for r in reads if len(r.records)]
-        delay = ctx.policy.egress(sum(len(r.records) for r in served), sum(r.events for r in served))
+        delay = ctx.policy.egress(sum(len(r.records) for r in served), sum(r.events for r in served),
+                                  ctx.connection.principal)
         for hub in {r.topic for r in served}:
             ctx.throttled_by(hub, delay)
     if observer is not None:  # metrics: outgoing events and bytes

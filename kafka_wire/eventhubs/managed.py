@@ -15,6 +15,7 @@ import json
 import logging
 from pathlib import Path
 
+from kafka_wire.eventhubs.app_groups import ApplicationGroup
 from kafka_wire.eventhubs.model import CaptureSettings, EventHub, EventHubsModel, Namespace, SasPolicy
 from kafka_wire.eventhubs.network import NetworkRuleSet
 from kafka_wire.log.recovery import write_atomic
@@ -79,6 +80,11 @@ class ManagedState:
             if "network_rules" in state:
                 rules = state["network_rules"]
                 ns.network_rules = NetworkRuleSet.from_json(rules) if rules is not None else None
+            for gname, g in state.get("application_groups", {}).items():
+                if g is None:
+                    ns.application_groups.pop(gname, None)
+                else:
+                    ns.application_groups[gname] = ApplicationGroup.from_json(gname, g)
             for hname, h in state.get("hubs", {}).items():
                 existing = ns.hub(hname)
                 if existing is not None:
@@ -95,6 +101,10 @@ class ManagedState:
     def policy_changed(self, ns: Namespace, name: str) -> None:
         policy = ns.policies.get(name)
         self._set(ns.name, "policies", name, _policy_json(policy) if policy is not None else None)
+
+    def application_group_changed(self, ns: Namespace, name: str) -> None:
+        group = ns.application_groups.get(name)
+        self._set(ns.name, "application_groups", name, group.to_json() if group is not None else None)
 
     def network_rules_changed(self, ns: Namespace) -> None:
         state = self.overrides.setdefault(ns.name, {})
@@ -118,7 +128,8 @@ class ManagedState:
         """One line per entity the management API changed, for the report."""
         out = []
         for ns, state in sorted(self.overrides.items()):
-            for kind, what in (("hubs", "event hub"), ("policies", "SAS policy")):
+            for kind, what in (("hubs", "event hub"), ("policies", "SAS policy"),
+                               ("application_groups", "application group")):
                 for name, value in sorted(state.get(kind, {}).items()):
                     verb = "deleted" if value is None else "created or changed"
                     out.append(f"{ns}: {what} {name!r} {verb} through the management API")

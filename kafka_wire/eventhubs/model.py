@@ -308,6 +308,7 @@ class Namespace:
     close_large_frames: bool = False       # mimic the service: drop frames >= KAFKA_FRAME_LIMIT
     oauth: Any = None                      # eventhubs.oauth.OAuthSettings: trusted local tokens
     network_rules: Any = None              # eventhubs.network.NetworkRuleSet (management API)
+    application_groups: dict[str, Any] = field(default_factory=dict)  # eventhubs.app_groups
 
     @property
     def strict(self) -> bool:

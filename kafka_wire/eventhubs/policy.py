@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
 import kafka.errors as Errors
 
 from kafka_wire.eventhubs import strict
+from kafka_wire.eventhubs.app_groups import GroupLimiter, group_for
 from kafka_wire.eventhubs.model import MANAGE, SEND, TIER_LIMITS, Tier
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ class NamespacePolicy:
         self.runtime: NamespaceRuntime | None = None
         self.report: CompatibilityReport | None = None
         self.clock: Clock | None = None
+        self.groups = GroupLimiter()  # application groups' throttling buckets
 
     def bind(self, runtime: NamespaceRuntime, report: CompatibilityReport, clock: Clock) -> None:
         self.runtime, self.report, self.clock = runtime, report, clock
@@ -214,10 +216,17 @@ class NamespacePolicy:
             problem = _publisher_key_error(keys(), principal.publisher)
             if problem:
                 return Admission((_DENIED, problem))
+        now_ms = self.clock.now_ms()
+        group = group_for(ns.application_groups, principal)
+        group_wait = 0
+        if group is not None:
+            if not group.enabled:
+                return Admission((_DENIED, f"application group {group.name!r} of {principal.policy!r} "
+                                           "is disabled"))
+            group_wait = self.groups.charge(group, True, summary.size, summary.events, now_ms)
         quota = self.runtime.quota
         if quota is None:
-            return Admission(None)
-        now_ms = self.clock.now_ms()
+            return Admission(None, group_wait)
         if quota.ingress_wait(summary.size, summary.events, now_ms) > timeout_ms:
             # Event Hubs holds a throttled ack; past the request timeout it refuses.
             throttle = quota.refuse_ingress(now_ms)
@@ -227,7 +236,7 @@ class NamespacePolicy:
             self.report.record(self.runtime.name, "throughput-units", hub, message, enforced=True,
                                error_code=_POLICY_VIOLATION, client_id=client_id)
             return Admission((_POLICY_VIOLATION, message), throttle, busy=True)
-        return Admission(None, quota.ingress(summary.size, summary.events, now_ms))
+        return Admission(None, max(group_wait, quota.ingress(summary.size, summary.events, now_ms)))
 
     def address_refused(self, address: str) -> str | None:
         """Why the namespace's IP filter rules refuse a client at ``address``, else None."""
@@ -235,12 +244,16 @@ class NamespacePolicy:
         rules = ns.network_rules if ns is not None else None
         return None if rules is None else rules.refusal(address)
 
-    def disabled(self, hub: str) -> str | None:
-        """Why ``hub`` serves no reads (its status is Disabled), else None."""
+    def disabled(self, hub: str, principal=None) -> str | None:
+        """Why ``hub`` serves no reads to ``principal`` (the hub's status is Disabled,
+        or the principal's application group is), else None."""
         ns = self.runtime.model
         configured = ns.hubs.get(hub) if ns is not None else None
         if configured is not None and configured.status == "Disabled":
             return f"event hub {hub!r} is Disabled: it serves no events until its status is Active"
+        group = group_for(ns.application_groups, principal) if ns is not None else None
+        if group is not None and not group.enabled:
+            return f"application group {group.name!r} of {principal.policy!r} is disabled"
         return None
 
     def max_publication_bytes(self) -> int:
@@ -258,12 +271,17 @@ class NamespacePolicy:
         quota = self.runtime.quota
         return 0 if quota is None else quota.egress_delay(self.clock.now_ms())
 
-    def egress(self, nbytes: int, events: int) -> int:
-        """Charge ``events`` events of ``nbytes`` bytes read; the throttle time (ms)."""
-        quota = self.runtime.quota
-        if quota is None or not nbytes:
+    def egress(self, nbytes: int, events: int, principal=None) -> int:
+        """Charge ``events`` events of ``nbytes`` bytes read (by ``principal``); the
+        throttle time (ms)."""
+        if not nbytes:
             return 0
-        return quota.egress(nbytes, events, self.clock.now_ms())
+        now_ms = self.clock.now_ms()
+        ns = self.runtime.model
+        group = group_for(ns.application_groups, principal) if ns is not None else None
+        wait = self.groups.charge(group, False, nbytes, events, now_ms) if group is not None else 0
+        quota = self.runtime.quota
+        return wait if quota is None else max(wait, quota.egress(nbytes, events, now_ms))
 
 
 def _publisher_key_error(keys: Iterable[bytes | None], publisher: str) -> str | None:

@@ -83,6 +83,15 @@ def network_rule_set(base: str, rules) -> dict:
             "type": f"{PROVIDER}/Namespaces/NetworkRuleSets", "properties": props}
 
 
+def application_group(base: str, group) -> dict:
+    policies = [{"type": "ThrottlingPolicy", "name": p.name, "rateLimitThreshold": p.rate,
+                 "metricId": p.metric} for p in group.policies]
+    return {"id": f"{base}/applicationGroups/{group.name}", "name": group.name, "location": LOCATION,
+            "type": f"{PROVIDER}/Namespaces/ApplicationGroups",
+            "properties": {"isEnabled": group.enabled, "clientAppGroupIdentifier": group.identifier,
+                           "policies": policies}}
+
+
 def schema_group(base: str, group) -> dict:
     return {"id": f"{base}/schemagroups/{group.name}", "name": group.name, "location": LOCATION,
             "type": f"{PROVIDER}/Namespaces/SchemaGroups",

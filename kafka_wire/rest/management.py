@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from kafka_wire.eventhubs import connection_string
 from kafka_wire.eventhubs.model import DEFAULT_CONSUMER_GROUP, HOUR_MS, MANAGE, EventHub, SasPolicy, normalize_rights
+from kafka_wire.eventhubs.app_groups import ApplicationGroup, ThrottlingPolicy
 from kafka_wire.eventhubs.network import NetworkRuleSet
 from kafka_wire.eventhubs.schema_registry import RegistryError
 from kafka_wire.rest import arm
@@ -172,7 +173,9 @@ class Namespaced:
             return self._network_rules(tail[1:])
         if low[0] == "schemagroups":
             return self._schema_groups(tail[1:])
-        if low[0] in ("applicationgroups", "disasterrecoveryconfigs"):
+        if low[0] == "applicationgroups":
+            return self._application_groups(tail[1:])
+        if low[0] == "disasterrecoveryconfigs":
             return arm.fail(400, "NotSupported", f"{tail[0]} are not emulated by kafka-wire yet")
         return _no_route(self.request)
 
@@ -192,6 +195,52 @@ class Namespaced:
         elif method != "GET":
             return _not_allowed(self.request)
         return arm.ok(arm.namespace(self.base, ns, self.services.eventhubs.endpoint_host(ns.name)))
+
+    # -- application groups -------------------------------------------------------------------
+    def _application_groups(self, tail: list[str]) -> Response:
+        ns = self.runtime.model
+        groups = ns.application_groups
+        method = self.request.method
+        if not tail:
+            if method != "GET":
+                return _not_allowed(self.request)
+            return arm.listing([arm.application_group(self.base, g) for g in groups.values()])
+        if len(tail) != 1:
+            return _no_route(self.request)
+        name = tail[0]
+        found = next((g for n, g in groups.items() if n.lower() == name.lower()), None)
+        if method == "GET":
+            return arm.ok(arm.application_group(self.base, found)) if found else \
+                self._missing("application group", name)
+        if method == "DELETE":
+            if found is None:
+                return Response(204, b"", arm.JSON)
+            del groups[found.name]
+        elif method == "PUT":
+            props = _body(self.request).get("properties") or {}
+            policies = props.get("policies") or []
+            if not isinstance(policies, list) or any(not isinstance(p, dict) for p in policies):
+                raise BadRequest("policies must be a list of throttling policies")
+            try:
+                group = ApplicationGroup(
+                    found.name if found else name, str(props.get("clientAppGroupIdentifier", "")),
+                    bool(props.get("isEnabled", True)),
+                    [ThrottlingPolicy(str(p.get("name", "")), p.get("metricId", ""),
+                                      p.get("rateLimitThreshold")) for p in policies])
+            except ValueError as exc:
+                raise BadRequest(str(exc)) from None
+            groups[group.name] = group
+            found = group
+        else:
+            return _not_allowed(self.request)
+        self.runtime.policy.groups.forget(found.name)
+        if self.api.state is not None:
+            self.api.state.application_group_changed(ns, found.name)
+        log.info("management API: application group %s of %s %s", found.name, ns.name,
+                 "deleted" if method == "DELETE" else "set")
+        if method == "DELETE":
+            return Response(200, b"", arm.JSON)
+        return arm.ok(arm.application_group(self.base, found))
 
     # -- schema groups ------------------------------------------------------------------------
     def _schema_groups(self, tail: list[str]) -> Response:

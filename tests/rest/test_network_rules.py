@@ -13,7 +13,6 @@ from azure.eventhub import EventData, EventHubProducerClient
 from azure.eventhub.exceptions import EventHubError
 from confluent_kafka import KafkaException
 
-from kafka_wire.codec import ApiKey
 from tests.amqp.conftest import ROOT
 from tests.rawclient import RawClient
 
@@ -39,17 +38,8 @@ def https_send(broker, source: str) -> int:
 
 def kafka_login(broker, source: str) -> int:
     """SaslAuthenticate's error code for a PLAIN login from ``source``."""
-    host, port = broker.bootstrap_servers.rsplit(":", 1)
-    c = RawClient.__new__(RawClient)
-    import socket
-    c.sock = socket.create_connection((host, int(port)), timeout=10, source_address=(source, 0))
-    c.correlation = 0
-    with c:
-        c.request(ApiKey.SaslHandshake, 1, mechanism="PLAIN")
-        password = broker.connection_string(namespace=NS, policy=ROOT[0])
-        answer = c.request(ApiKey.SaslAuthenticate, 2,
-                           auth_bytes=b"\0$ConnectionString\0" + password.encode())
-        return answer.error_code
+    with RawClient(broker.bootstrap_servers, source=source) as c:
+        return c.login(broker.connection_string(namespace=NS, policy=ROOT[0]))
 
 
 def test_ip_rules_refuse_other_addresses_on_every_listener(tmp_path, caplog):
