@@ -24,6 +24,20 @@ def broker(tmp_path):
 
 
 @pytest.fixture
+def metered(tmp_path):
+    """(broker, clock): a namespace of 1 throughput unit on a virtual clock that stands
+    still, with Kafka, AMQP and HTTP, and a hub of one partition named ``hub``."""
+    from kafka_wire.coordinator.clock import VirtualClock
+    from kafka_wire.eventhubs.model import EventHubsModel, Namespace
+
+    clock = VirtualClock(start_ms=time.time_ns() // 1_000_000)
+    model = EventHubsModel({"metered-ns": Namespace("metered-ns", units=1)}, "metered-ns")
+    with EmulatedBroker(tmp_path / "data", clock=clock, eventhubs=model, amqp=True, http=True) as b:
+        b.create_hub("hub", 1)
+        yield b, clock
+
+
+@pytest.fixture
 def broker_factory(tmp_path):
     """Start (and restart) brokers on one data directory; all stopped at the end."""
     started: list[EmulatedBroker] = []

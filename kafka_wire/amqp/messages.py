@@ -26,7 +26,7 @@ from __future__ import annotations
 import struct
 from typing import Iterable, NamedTuple
 
-from proton import Data, Described
+from proton import Data
 
 from kafka_wire.log import batch as rb
 from kafka_wire.log.records import compress, encode_record

@@ -5,14 +5,11 @@ bounded wait, so a hang fails the test rather than the run."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 from azure.eventhub import EventData, EventHubProducerClient
 from azure.eventhub.exceptions import EventDataSendError, EventHubError
 
-from kafka_wire.coordinator.clock import VirtualClock
-from kafka_wire.eventhubs.model import EventHubsModel, Namespace
 from kafka_wire.testing import EmulatedBroker
 from tests.eventhubs.test_quotas import _produce
 from tests.rawclient import RawClient
@@ -69,24 +66,18 @@ def _watermarks(broker, hub: str) -> tuple[int, int]:
         c.close()
 
 
-@pytest.fixture
-def metered(tmp_path):
-    clock = VirtualClock(start_ms=time.time_ns() // 1_000_000)
-    model = EventHubsModel({"busy-ns": Namespace("busy-ns", units=1)}, "busy-ns")
-    with EmulatedBroker(tmp_path / "data", clock=clock, eventhubs=model, amqp=True) as broker:
-        broker.create_hub("hub", 1)
-        yield broker
 
 
 def test_a_send_over_the_throughput_units_for_too_long_is_server_busy(metered):
+    broker, _ = metered
     # Kafka traffic puts the namespace 69 s into its 1,000 events/s (the clock stands still):
     # an SDK send would wait longer than its operation timeout, so it is refused.
     for _ in range(2):  # under max.message.bytes each; a throttled connection is muted
-        with RawClient(metered.bootstrap_servers) as c:
+        with RawClient(broker.bootstrap_servers) as c:
             answer = _produce(c, make_batch(35_000, value_size=1), timeout_ms=120_000)
             assert answer.responses[0].partition_responses[0].error_code == 0
     assert answer.throttle_time_ms > 0  # (reported throttles are capped at 30 s)
-    error = outcome(metered, "hub", lambda p: p.send_batch([EventData(b"late")], partition_id="0"))
+    error = outcome(broker, "hub", lambda p: p.send_batch([EventData(b"late")], partition_id="0"))
     assert isinstance(error, EventHubError) and "server-busy" in str(error)
 
 

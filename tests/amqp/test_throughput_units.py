@@ -4,12 +4,9 @@ and a Kafka produce after it pays for what the SDK used."""
 from __future__ import annotations
 
 import threading
-import time
 
-import pytest
 from azure.eventhub import EventData, EventHubProducerClient
 
-from kafka_wire.coordinator.clock import VirtualClock
 from kafka_wire.eventhubs.model import EventHubsModel, Namespace
 from kafka_wire.testing import EmulatedBroker
 from tests.eventhubs.test_quotas import _advance, _produce
@@ -17,13 +14,6 @@ from tests.rawclient import RawClient
 from tests.unit.log.log_helpers import make_batch
 
 
-@pytest.fixture
-def metered(tmp_path):
-    clock = VirtualClock(start_ms=time.time_ns() // 1_000_000)
-    model = EventHubsModel({"tu-ns1": Namespace("tu-ns1", units=1)}, "tu-ns1")
-    with EmulatedBroker(tmp_path / "data", clock=clock, eventhubs=model, amqp=True) as broker:
-        broker.create_hub("hub", 1)
-        yield broker, clock
 
 
 def test_sdk_sends_share_the_namespace_quota_with_kafka(metered):

@@ -6,7 +6,6 @@ from __future__ import annotations
 from kafka_wire import codec
 from kafka_wire.eventhubs import connection_string
 from tests.amqp.conftest import ROOT
-from tests.eventhubs.test_quotas import _produce
 from tests.rawclient import RawClient
 from tests.unit.log.log_helpers import make_batch
 

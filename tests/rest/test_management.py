@@ -9,7 +9,7 @@ import time
 import pytest
 import requests
 from azure.core.credentials import AccessToken
-from azure.core.exceptions import ClientAuthenticationError, HttpResponseError, ResourceNotFoundError
+from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
 from azure.mgmt.eventhub import EventHubManagementClient
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import http.client
 import ssl
-import time
 
 import pytest
 from azure.eventhub import EventData, EventHubProducerClient

@@ -11,9 +11,7 @@ import pytest
 import requests
 from confluent_kafka import Consumer, TopicPartition
 
-from kafka_wire.coordinator.clock import VirtualClock
 from kafka_wire.eventhubs import sas
-from kafka_wire.eventhubs.model import EventHubsModel, Namespace
 from kafka_wire.eventhubs.partition_key import partition_for_key
 from kafka_wire.testing import EmulatedBroker
 from tests.amqp.conftest import LISTENER, MULTI_TOML, ROOT, SENDER, receive
@@ -138,13 +136,6 @@ def _end_offsets(broker, hub: str) -> list[int]:
         c.close()
 
 
-@pytest.fixture
-def metered(tmp_path):
-    clock = VirtualClock(start_ms=time.time_ns() // 1_000_000)
-    model = EventHubsModel({"busy-ns": Namespace("busy-ns", units=1)}, "busy-ns")
-    with EmulatedBroker(tmp_path / "data", clock=clock, eventhubs=model, http=True) as b:
-        b.create_hub("hub", 1)
-        yield b, clock
 
 
 def test_throttled_sends_wait_and_long_throttles_are_503(metered):
