@@ -207,7 +207,7 @@ def test_egress_over_the_units_is_throttled_and_then_in_debt():
 
     quota = ThroughputQuota("ns", 1, STD, 0)
     policy = NamespacePolicy()
-    policy.bind(SimpleNamespace(name="ns", quota=quota), report=None,
+    policy.bind(SimpleNamespace(name="ns", quota=quota, model=None), report=None,
                 clock=SimpleNamespace(now_ms=lambda: 0))
     assert policy.egress_delay() == 0
     assert policy.egress(0, 0) == 0  # nothing served: nothing charged
