@@ -157,9 +157,15 @@ class Broker:
         cluster = ClusterInfo(cfg.node_id, cfg.advertise_host or cfg.listen_host,
                               cfg.advertise_port or cfg.listen_port, _cluster_id(data_dir, cfg.cluster_id))
         model = cfg.eventhubs or EventHubsModel.single(cfg.default_namespace)
+        if not cfg.in_memory:  # what the management API changed, over the config file's model
+            self.managed = ManagedState(data_dir)
+            self.managed.add_namespaces(model)
         if cfg.eventhubs is not None:  # the model decides which namespaces exist
             cfg.default_namespace = model.default_namespace
             cfg.namespaces = [n for n in model.namespaces if n != model.default_namespace]
+        else:  # the flags' namespaces, and those made through the management API
+            cfg.namespaces = list(dict.fromkeys(
+                [*cfg.namespaces, *(n for n in model.namespaces if n != model.default_namespace)]))
         report = CompatibilityReport(data_dir, clock)
         self._closers.append(report.close)
         self._report = report
@@ -173,8 +179,7 @@ class Broker:
             fetch_sessions=FetchSessionCache())
         self.logs = self.services.default.topics.logs
         self._attach_coordinators(data_dir)
-        if not cfg.in_memory:  # what the management API changed, over the config file's model
-            self.managed = ManagedState(data_dir)
+        if self.managed is not None:
             self.managed.apply(model)
         configure_eventhubs(self.services)
         self.server = KafkaServer(self.services, cluster)
@@ -224,8 +229,9 @@ class Broker:
 
         if self.amqp_server is not None:  # AMQP over WebSockets on the HTTP listener too
             self.console.http.websocket = self.amqp_server.serve_upgrade
-        self.console.http.rest = RestApi(  # the Event Hubs REST API
+        self.console.http.rest = rest = RestApi(  # the Event Hubs REST API
             self.services, self.managed, None if cfg.in_memory else Path(cfg.data_dir))
+        rest.add_namespace = self.add_namespace
         self.console.http.clock = self.services.clock
         try:
             self.http_address = await listen(
@@ -334,6 +340,23 @@ class Broker:
             ns.cleaner = LogCleaner(logs, interval_ms=cfg.log_cleaner_interval_ms, clock=self.clock.now_ms)
             ns.cleaner.start()
         return ns
+
+    def add_namespace(self, ns) -> NamespaceRuntime:
+        """Serve a namespace made at runtime (the management API), on the loop's thread:
+        its log, coordinators and Event Hubs model, as if it had been configured."""
+        from kafka_wire.eventhubs.attach import configure_namespace
+        from kafka_wire.groups_setup import open_groups
+        from kafka_wire.txns_setup import open_transactions
+
+        data_dir = Path(self.config.data_dir)
+        runtime = self._open_namespace(data_dir, ns.name)
+        self._closers.append(open_groups(self.services, runtime, data_dir))
+        self._closers.append(open_transactions(self.services, runtime, data_dir))
+        self.services.eventhubs.namespaces[ns.name] = ns
+        configure_namespace(self.services, runtime, ns)
+        self.services.namespaces[ns.name] = runtime
+        log.info("namespace %s created (%s tier) through the management API", ns.name, ns.tier.value)
+        return runtime
 
     def _servers(self) -> list[KafkaServer]:
         """The Kafka listeners now running (fault injection drops their connections)."""

@@ -60,20 +60,24 @@ def coordinator_config(services: Services) -> GroupCoordinatorConfig:
 
 
 def attach_groups(services: Services, data_dir: Path) -> Callable[[], None]:
-    stores = []
-    gconf = coordinator_config(services)
-    for ns in services.namespaces.values():
-        store = EmbeddedCheckpointStore(Path(data_dir) / CHECKPOINTS_DIR / ns.name)
-        stores.append(store)
-        ns.groups = GroupCoordinator(
-            services.clock, gconf, store=store, namespace=ns.name,
-            position_resolver=_position_resolver(ns), partition_exists=_partition_exists(ns),
-            topic_metadata=_topic_metadata(ns), list_topics=ns.topics.names)
-        ns.groups.start()
+    closers = [open_groups(services, ns, data_dir) for ns in services.namespaces.values()]
 
     def close() -> None:
-        for ns in services.namespaces.values():
-            ns.groups.close()
-        for store in stores:
-            store.close()
+        for c in closers:
+            c()
+    return close
+
+
+def open_groups(services: Services, ns: NamespaceRuntime, data_dir: Path) -> Callable[[], None]:
+    """Start one namespace's group coordinator (also for a namespace made at runtime)."""
+    store = EmbeddedCheckpointStore(Path(data_dir) / CHECKPOINTS_DIR / ns.name)
+    ns.groups = GroupCoordinator(
+        services.clock, coordinator_config(services), store=store, namespace=ns.name,
+        position_resolver=_position_resolver(ns), partition_exists=_partition_exists(ns),
+        topic_metadata=_topic_metadata(ns), list_topics=ns.topics.names)
+    ns.groups.start()
+
+    def close() -> None:
+        ns.groups.close()
+        store.close()
     return close

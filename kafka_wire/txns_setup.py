@@ -26,20 +26,22 @@ def _offset_committer(ns: NamespaceRuntime):
 
 
 def attach_transactions(services: Services, data_dir: Path) -> Callable[[], None]:
-    ids = services.producer_ids
-    coordinators = []
-    for ns in services.namespaces.values():
-        def exists(topic: str, partition: int, ns=ns) -> bool:
-            view = ns.topics.get(topic)
-            return view is not None and 0 <= partition < view.partitions
-        ns.txns = TransactionCoordinator(
-            services.clock, TransactionStore(Path(data_dir) / "_transactions" / ns.name),
-            allocate_producer_id=ids.next_id, write_marker=_marker_writer(services, ns),
-            commit_offsets=_offset_committer(ns), partition_exists=exists)
-        ns.txns.start()
-        coordinators.append(ns.txns)
+    closers = [open_transactions(services, ns, data_dir) for ns in services.namespaces.values()]
 
     def close() -> None:
-        for c in coordinators:
-            c.close()
+        for c in closers:
+            c()
     return close
+
+
+def open_transactions(services: Services, ns: NamespaceRuntime, data_dir: Path) -> Callable[[], None]:
+    """Start one namespace's transaction coordinator (also for one made at runtime)."""
+    def exists(topic: str, partition: int) -> bool:
+        view = ns.topics.get(topic)
+        return view is not None and 0 <= partition < view.partitions
+    ns.txns = TransactionCoordinator(
+        services.clock, TransactionStore(Path(data_dir) / "_transactions" / ns.name),
+        allocate_producer_id=services.producer_ids.next_id, write_marker=_marker_writer(services, ns),
+        commit_offsets=_offset_committer(ns), partition_exists=exists)
+    ns.txns.start()
+    return ns.txns.close

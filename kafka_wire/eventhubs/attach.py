@@ -69,6 +69,11 @@ def _configure(runtime, ns: Namespace, services, report: CompatibilityReport) ->
              f", SAS policies {', '.join(sorted(ns.policies))}" if ns.policies else "")
 
 
+def configure_namespace(services, runtime, ns: Namespace) -> None:
+    """Apply one namespace's model to its runtime (a namespace made at runtime)."""
+    _configure(runtime, ns, services, services.report)
+
+
 def configure(services) -> None:
     """Apply ``services.eventhubs`` to every namespace the broker runs."""
     model = services.eventhubs

@@ -16,7 +16,7 @@ import logging
 from pathlib import Path
 
 from kafka_wire.eventhubs.app_groups import ApplicationGroup
-from kafka_wire.eventhubs.model import CaptureSettings, EventHub, EventHubsModel, Namespace, SasPolicy
+from kafka_wire.eventhubs.model import CaptureSettings, EventHub, EventHubsModel, Namespace, SasPolicy, Tier
 from kafka_wire.eventhubs.network import NetworkRuleSet
 from kafka_wire.log.recovery import write_atomic
 
@@ -63,6 +63,19 @@ class ManagedState:
                 except (OSError, ValueError) as exc:
                     log.error("management state %s cannot be read (%s): its changes are not applied",
                               path, exc)
+
+    def add_namespaces(self, model: EventHubsModel) -> None:
+        """Namespaces made through the management API, into the model before the
+        broker opens one runtime per namespace."""
+        for name, state in self.overrides.items():
+            made = state.get("namespace")
+            if made is not None and name not in model.namespaces:
+                model.namespaces[name] = Namespace(name, Tier.parse(made["tier"]), units=made.get("units"))
+
+    def namespace_created(self, ns: Namespace) -> None:
+        state = self.overrides.setdefault(ns.name, {})
+        state["namespace"] = {"tier": ns.tier.value, "units": ns.units}
+        self._write(ns.name)
 
     def apply(self, model: EventHubsModel) -> None:
         """Lay the saved changes over the model from the config file."""
@@ -133,6 +146,8 @@ class ManagedState:
                 for name, value in sorted(state.get(kind, {}).items()):
                     verb = "deleted" if value is None else "created or changed"
                     out.append(f"{ns}: {what} {name!r} {verb} through the management API")
+            if "namespace" in state:
+                out.append(f"{ns}: namespace created through the management API")
             if "network_rules" in state:
                 out.append(f"{ns}: IP filter rules set through the management API")
         return out

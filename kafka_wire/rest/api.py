@@ -34,6 +34,7 @@ class RestApi:
         self.data_dir = data_dir
         self._round_robin: dict[tuple[str, str], int] = {}
         self._registries: dict[str, SchemaRegistry] = {}
+        self.add_namespace = None  # the broker's: serve a namespace made at runtime
 
     def registry(self, namespace: str) -> SchemaRegistry:
         """The namespace's Schema Registry (kept under the data directory)."""

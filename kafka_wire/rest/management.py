@@ -20,7 +20,8 @@ import secrets
 from typing import TYPE_CHECKING
 
 from kafka_wire.eventhubs import connection_string
-from kafka_wire.eventhubs.model import DEFAULT_CONSUMER_GROUP, HOUR_MS, MANAGE, EventHub, SasPolicy, normalize_rights
+from kafka_wire.eventhubs.model import (DEFAULT_CONSUMER_GROUP, HOUR_MS, MANAGE, EventHub, Namespace, SasPolicy,
+                                        Tier, normalize_rights)
 from kafka_wire.eventhubs.app_groups import ApplicationGroup, ThrottlingPolicy
 from kafka_wire.eventhubs.network import NetworkRuleSet
 from kafka_wire.eventhubs.schema_registry import RegistryError
@@ -147,8 +148,7 @@ class Namespaced:
         method = self.request.method
         if self.runtime is None or self.runtime.model is None:
             if not tail and method == "PUT":
-                return arm.fail(400, "NotSupported", f"creating namespace {self.ns_name!r} at runtime "
-                                "is not emulated yet: add it to the config file and restart")
+                return self._create_namespace()
             return arm.fail(404, "ResourceNotFound", f"namespace {self.ns_name!r} is not served here")
         low = [t.lower() for t in tail]
         hub = tail[1] if len(tail) >= 2 and low[0] == "eventhubs" else None
@@ -178,6 +178,25 @@ class Namespaced:
         if low[0] == "disasterrecoveryconfigs":
             return arm.fail(400, "NotSupported", f"{tail[0]} are not emulated by kafka-wire yet")
         return _no_route(self.request)
+
+    def _create_namespace(self) -> Response:
+        """A new namespace, open (no SAS policies until rules are made in it)."""
+        if self.api.add_namespace is None:
+            return arm.fail(400, "NotSupported", "this server cannot add namespaces at runtime")
+        body = _body(self.request)
+        sku = body.get("sku") or {}
+        try:
+            tier = Tier.parse(str(sku.get("tier") or sku.get("name") or "Standard"))
+            capacity = sku.get("capacity")
+            ns = Namespace(self.ns_name, tier, units=int(capacity) if capacity else None)
+            ns.validate()
+        except (ValueError, TypeError) as exc:
+            raise BadRequest(str(exc)) from None
+        self.runtime = self.api.add_namespace(ns)
+        if self.api.state is not None:
+            self.api.state.namespace_created(ns)
+        self.base = self.base.rsplit("/", 1)[0] + "/" + ns.name
+        return arm.ok(arm.namespace(self.base, ns, self.services.eventhubs.endpoint_host(ns.name)), 201)
 
     # -- the namespace ----------------------------------------------------------------
     def _namespace(self) -> Response:

@@ -237,3 +237,30 @@ def test_the_report_says_what_differs_from_the_config_file(data_dir):
     assert out.returncode == 0, out.stderr
     assert "contoso: event hub 'added' created or changed through the management API" in out.stdout
     assert "contoso: SAS policy 'listener' deleted through the management API" in out.stdout
+
+
+def test_a_namespace_made_at_runtime_serves_kafka_and_stays(data_dir):
+    broker = start(data_dir)
+    try:
+        mgmt = client(broker)
+        made = mgmt.namespaces.begin_create_or_update(RG, "fresh-ns", {
+            "location": "local", "sku": {"name": "Standard", "tier": "Standard", "capacity": 1}}).result()
+        assert (made.name, made.sku.tier, made.provisioning_state) == ("fresh-ns", "Standard", "Succeeded")
+        # A new namespace has no SAS policies yet: it takes any token, as the default one does.
+        fresh = EventHubManagementClient(SasCredential(namespace="fresh-ns"), SUB,
+                                         base_url=broker.https_url, connection_verify=str(broker.ca_file))
+        fresh.event_hubs.create_or_update(RG, "fresh-ns", "events", {"partition_count": 2})
+        password = connection_string.build("fresh-ns.servicebus.windows.net", key_name="any", key="any")
+        kafka_send(broker, "events", password)
+        assert sorted(n.name for n in mgmt.namespaces.list()) == [NS, "fresh-ns"]
+    finally:
+        broker.stop()
+    broker = start(data_dir)
+    try:
+        fresh = EventHubManagementClient(SasCredential(namespace="fresh-ns"), SUB,
+                                         base_url=broker.https_url, connection_verify=str(broker.ca_file))
+        assert fresh.event_hubs.get(RG, "fresh-ns", "events").partition_count == 2
+        password = connection_string.build("fresh-ns.servicebus.windows.net", key_name="any", key="any")
+        kafka_send(broker, "events", password)
+    finally:
+        broker.stop()
