@@ -123,6 +123,7 @@ class Broker:
         self._report: CompatibilityReport | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closers: list = []
+        self._ns_closers: dict[str, list] = {}  # each namespace's coordinators' closers
         self.tls_server: KafkaServer | None = None
         self.tls_address: tuple[str, int] | None = None
         self.tls_ca_file: Path | None = None
@@ -231,7 +232,7 @@ class Broker:
             self.console.http.websocket = self.amqp_server.serve_upgrade
         self.console.http.rest = rest = RestApi(  # the Event Hubs REST API
             self.services, self.managed, None if cfg.in_memory else Path(cfg.data_dir))
-        rest.add_namespace = self.add_namespace
+        rest.add_namespace, rest.remove_namespace = self.add_namespace, self.remove_namespace
         self.console.http.clock = self.services.clock
         try:
             self.http_address = await listen(
@@ -345,30 +346,69 @@ class Broker:
         """Serve a namespace made at runtime (the management API), on the loop's thread:
         its log, coordinators and Event Hubs model, as if it had been configured."""
         from kafka_wire.eventhubs.attach import configure_namespace
-        from kafka_wire.groups_setup import open_groups
-        from kafka_wire.txns_setup import open_transactions
 
         data_dir = Path(self.config.data_dir)
         runtime = self._open_namespace(data_dir, ns.name)
-        self._closers.append(open_groups(self.services, runtime, data_dir))
-        self._closers.append(open_transactions(self.services, runtime, data_dir))
+        self._open_coordinators(runtime, data_dir)
         self.services.eventhubs.namespaces[ns.name] = ns
         configure_namespace(self.services, runtime, ns)
         self.services.namespaces[ns.name] = runtime
         log.info("namespace %s created (%s tier) through the management API", ns.name, ns.tier.value)
         return runtime
 
+    def remove_namespace(self, name: str) -> None:
+        """Stop serving namespace ``name`` and delete its data (the management API),
+        on the loop's thread: its connections are closed first."""
+        import shutil
+
+        from kafka_wire.coordinator.checkpoints.embedded import CHECKPOINTS_DIR
+
+        if name == self.services.default_namespace:
+            raise ValueError(f"namespace {name!r} is the default namespace: it cannot be deleted")
+        runtime = self.services.namespaces.pop(name)
+        for server in self._servers():
+            for conn in list(server.connections):
+                if conn.state is not None and conn.state.namespace is runtime:
+                    conn.close()
+        if self.amqp_server is not None:
+            for conn in list(self.amqp_server.connections):
+                if conn.namespace is runtime:
+                    conn.close()
+        self._close_coordinators(name)
+        if runtime.cleaner is not None:
+            runtime.cleaner.stop()
+        runtime.topics.logs.close()
+        self.services.eventhubs.namespaces.pop(name, None)
+        data_dir = Path(self.config.data_dir)
+        for directory in (data_dir / name, data_dir / CHECKPOINTS_DIR / name, data_dir / "_transactions" / name):
+            shutil.rmtree(directory, ignore_errors=True)
+        log.info("namespace %s deleted through the management API", name)
+
     def _servers(self) -> list[KafkaServer]:
         """The Kafka listeners now running (fault injection drops their connections)."""
         return [s for s in (self.server, self.tls_server) if s is not None]
 
     def _attach_coordinators(self, data_dir: Path) -> None:
-        from kafka_wire.groups_setup import attach_groups
-        from kafka_wire.txns_setup import attach_transactions
+        for ns in self.services.namespaces.values():
+            self._open_coordinators(ns, data_dir)
+        self._closers.append(self._close_coordinators)
+
+    def _open_coordinators(self, ns: NamespaceRuntime, data_dir: Path) -> None:
+        from kafka_wire.groups_setup import open_groups
+        from kafka_wire.txns_setup import open_transactions
 
         # Groups first: committing a transaction's offsets needs them.
-        self._closers.append(attach_groups(self.services, data_dir))
-        self._closers.append(attach_transactions(self.services, data_dir))
+        self._ns_closers[ns.name] = [open_groups(self.services, ns, data_dir),
+                                     open_transactions(self.services, ns, data_dir)]
+
+    def _close_coordinators(self, name: str | None = None) -> None:
+        """Close one namespace's coordinators (None: every namespace's), last opened first."""
+        for n in [name] if name is not None else list(self._ns_closers):
+            for closer in reversed(self._ns_closers.pop(n, [])):
+                try:
+                    closer()
+                except Exception:
+                    log.exception("error while closing namespace %s", n)
 
     def _schedule_retention(self) -> None:
         interval = self.config.retention_check_interval_ms

@@ -59,15 +59,6 @@ def coordinator_config(services: Services) -> GroupCoordinatorConfig:
     )
 
 
-def attach_groups(services: Services, data_dir: Path) -> Callable[[], None]:
-    closers = [open_groups(services, ns, data_dir) for ns in services.namespaces.values()]
-
-    def close() -> None:
-        for c in closers:
-            c()
-    return close
-
-
 def open_groups(services: Services, ns: NamespaceRuntime, data_dir: Path) -> Callable[[], None]:
     """Start one namespace's group coordinator (also for a namespace made at runtime)."""
     store = EmbeddedCheckpointStore(Path(data_dir) / CHECKPOINTS_DIR / ns.name)

@@ -25,15 +25,6 @@ def _offset_committer(ns: NamespaceRuntime):
     return commit
 
 
-def attach_transactions(services: Services, data_dir: Path) -> Callable[[], None]:
-    closers = [open_transactions(services, ns, data_dir) for ns in services.namespaces.values()]
-
-    def close() -> None:
-        for c in closers:
-            c()
-    return close
-
-
 def open_transactions(services: Services, ns: NamespaceRuntime, data_dir: Path) -> Callable[[], None]:
     """Start one namespace's transaction coordinator (also for one made at runtime)."""
     def exists(topic: str, partition: int) -> bool:

@@ -68,8 +68,13 @@ class ManagedState:
         """Namespaces made through the management API, into the model before the
         broker opens one runtime per namespace."""
         for name, state in self.overrides.items():
-            made = state.get("namespace")
-            if made is not None and name not in model.namespaces:
+            if "namespace" not in state:
+                continue
+            made = state["namespace"]
+            if made is None:  # deleted (its data went with it)
+                if name != model.default_namespace:
+                    model.namespaces.pop(name, None)
+            elif name not in model.namespaces:
                 model.namespaces[name] = Namespace(name, Tier.parse(made["tier"]), units=made.get("units"))
 
     def namespace_created(self, ns: Namespace) -> None:
@@ -77,10 +82,17 @@ class ManagedState:
         state["namespace"] = {"tier": ns.tier.value, "units": ns.units}
         self._write(ns.name)
 
+    def namespace_deleted(self, name: str) -> None:
+        """Forget its changes; remember that it is gone (from the config file too)."""
+        self.overrides[name] = {"namespace": None}
+        self._write(name)
+
     def apply(self, model: EventHubsModel) -> None:
         """Lay the saved changes over the model from the config file."""
         for name, state in self.overrides.items():
             ns = model.namespaces.get(name)
+            if ns is None and state.get("namespace", ...) is None:
+                continue  # deleted through the management API
             if ns is None:
                 log.warning("management state for namespace %s, which the config no longer has: "
                             "ignored", name)
@@ -147,7 +159,8 @@ class ManagedState:
                     verb = "deleted" if value is None else "created or changed"
                     out.append(f"{ns}: {what} {name!r} {verb} through the management API")
             if "namespace" in state:
-                out.append(f"{ns}: namespace created through the management API")
+                verb = "deleted" if state["namespace"] is None else "created"
+                out.append(f"{ns}: namespace {verb} through the management API")
             if "network_rules" in state:
                 out.append(f"{ns}: IP filter rules set through the management API")
         return out

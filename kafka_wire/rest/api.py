@@ -35,6 +35,7 @@ class RestApi:
         self._round_robin: dict[tuple[str, str], int] = {}
         self._registries: dict[str, SchemaRegistry] = {}
         self.add_namespace = None  # the broker's: serve a namespace made at runtime
+        self.remove_namespace = None  # the broker's: stop serving one and delete its data
 
     def registry(self, namespace: str) -> SchemaRegistry:
         """The namespace's Schema Registry (kept under the data directory)."""

@@ -209,8 +209,15 @@ class Namespaced:
                 return arm.fail(400, "NotSupported", f"namespace {ns.name!r} is {ns.tier.value}; changing "
                                 "the tier at runtime is not emulated: change it in the config file")
         elif method == "DELETE":
-            return arm.fail(400, "NotSupported", f"deleting namespace {ns.name!r} at runtime is not "
-                            "emulated: remove it from the config file and restart")
+            if self.api.remove_namespace is None:
+                return arm.fail(400, "NotSupported", "this server cannot delete namespaces at runtime")
+            try:
+                self.api.remove_namespace(ns.name)
+            except ValueError as exc:
+                return arm.fail(400, "BadRequest", str(exc))
+            if self.api.state is not None:
+                self.api.state.namespace_deleted(ns.name)
+            return Response(200, b"", arm.JSON)
         elif method != "GET":
             return _not_allowed(self.request)
         return arm.ok(arm.namespace(self.base, ns, self.services.eventhubs.endpoint_host(ns.name)))

@@ -262,5 +262,18 @@ def test_a_namespace_made_at_runtime_serves_kafka_and_stays(data_dir):
         assert fresh.event_hubs.get(RG, "fresh-ns", "events").partition_count == 2
         password = connection_string.build("fresh-ns.servicebus.windows.net", key_name="any", key="any")
         kafka_send(broker, "events", password)
+        client(broker).namespaces.begin_delete(RG, "fresh-ns").result()
+        with pytest.raises(KafkaException):  # its endpoint names no namespace now
+            kafka_send(broker, "events", password)
+        assert [n.name for n in client(broker).namespaces.list()] == [NS]
+        with pytest.raises(HttpResponseError) as default:  # the default namespace stays
+            client(broker).namespaces.begin_delete(RG, NS).result()
+        assert default.value.status_code == 400
+    finally:
+        broker.stop()
+    assert not (data_dir / "fresh-ns").exists()
+    broker = start(data_dir)
+    try:
+        assert [n.name for n in client(broker).namespaces.list()] == [NS]
     finally:
         broker.stop()
