@@ -256,6 +256,14 @@ class NamespacePolicy:
             return f"application group {group.name!r} of {principal.policy!r} is disabled"
         return None
 
+    def consumer_group_limit(self, hub: str, existing: int) -> str | None:
+        """Why ``hub``, holding ``existing`` consumer groups, may take no other (the
+        tier's limit, in strict mode), else None."""
+        ns = self.runtime.model
+        if ns is None or not ns.strict or existing < ns.limits.consumer_groups_per_hub:
+            return None
+        return f"event hub {hub!r} has {existing} consumer groups, the {ns.tier.value} tier's limit"
+
     def max_publication_bytes(self) -> int:
         """The largest publication (one event or one batch) the namespace takes."""
         ns = self.runtime.model

@@ -152,10 +152,9 @@ class Namespaced:
             return arm.fail(404, "ResourceNotFound", f"namespace {self.ns_name!r} is not served here")
         low = [t.lower() for t in tail]
         hub = tail[1] if len(tail) >= 2 and low[0] == "eventhubs" else None
-        _, refused = _authorized(self.api, self.request, self.runtime, hub)
+        self.principal, refused = _authorized(self.api, self.request, self.runtime, hub)
         if refused is not None:
             return refused
-        self.principal = _authorized(self.api, self.request, self.runtime, hub)[0]
         if not tail:
             return self._namespace()
         if low[0] == "authorizationrules":
@@ -449,11 +448,9 @@ class Namespaced:
         hub = self._configured(view.name)
         if method == "PUT":
             if found is None:
-                ns = self.runtime.model
-                limit = ns.limits.consumer_groups_per_hub
-                if ns.strict and len(groups) >= limit:
-                    return arm.fail(400, "QuotaExceeded", f"event hub {view.name!r} has {len(groups)} "
-                                    f"consumer groups, the {ns.tier.value} tier's limit")
+                refusal = self.runtime.policy.consumer_group_limit(view.name, len(groups))
+                if refusal is not None:
+                    return arm.fail(400, "QuotaExceeded", refusal)
                 hub.consumer_groups.append(name)
                 found = name
             self._saved_hub(view.name)
