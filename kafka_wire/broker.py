@@ -133,6 +133,7 @@ class Broker:
         self._tls_context = None
         self.console = None  # kafka_wire.console.Console when HTTP is on
         self.managed: ManagedState | None = None  # the management API's changes
+        self.capture = None  # kafka_wire.capture_jobs.CaptureJobs when config.capture_jobs
         self.http_address: tuple[str, int] | None = None
         self.https_address: tuple[str, int] | None = None
         self._serving = False
@@ -183,6 +184,10 @@ class Broker:
         if self.managed is not None:
             self.managed.apply(model)
         configure_eventhubs(self.services)
+        if cfg.capture_jobs:
+            from kafka_wire.capture_jobs import CaptureJobs
+            self.capture = CaptureJobs(data_dir)
+            self.capture.reconcile(model, clock.now_ms())
         self.server = KafkaServer(self.services, cluster)
         self.services.faults = Faults(asyncio.get_running_loop(), self.services,
                                       servers=self._servers)
@@ -233,6 +238,7 @@ class Broker:
         self.console.http.rest = rest = RestApi(  # the Event Hubs REST API
             self.services, self.managed, None if cfg.in_memory else Path(cfg.data_dir))
         rest.add_namespace, rest.remove_namespace = self.add_namespace, self.remove_namespace
+        rest.hubs_changed = self.hubs_changed
         self.console.http.clock = self.services.clock
         try:
             self.http_address = await listen(
@@ -341,6 +347,11 @@ class Broker:
             ns.cleaner = LogCleaner(logs, interval_ms=cfg.log_cleaner_interval_ms, clock=self.clock.now_ms)
             ns.cleaner.start()
         return ns
+
+    def hubs_changed(self) -> None:
+        """The management API changed hubs: capture jobs follow their settings."""
+        if self.capture is not None:
+            self.capture.reconcile(self.services.eventhubs, self.services.clock.now_ms())
 
     def add_namespace(self, ns) -> NamespaceRuntime:
         """Serve a namespace made at runtime (the management API), on the loop's thread:
@@ -457,6 +468,9 @@ class Broker:
         if self.console is not None:
             await self.console.stop()
             self.console = None
+        if self.capture is not None:  # its queries end before the log they read closes
+            await asyncio.get_running_loop().run_in_executor(None, self.capture.stop)
+            self.capture = None
         if self._retention_timer is not None:
             self._retention_timer.cancel()
             self._retention_timer = None

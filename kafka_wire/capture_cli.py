@@ -10,11 +10,7 @@ file gets a CaptureFileCreated line in ``OUT/_capture_events.jsonl``.
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
-from pathlib import Path
-
-log = logging.getLogger(__name__)
 
 CAPTURE_PACKAGES = ("pyspark", "pyarrow", "fastavro")
 INSTALL_HINT = ("install it with `.venv/bin/pip install -e '.[capture]'` in a kafka-wire clone, "
@@ -109,60 +105,3 @@ def run_capture(args: argparse.Namespace) -> int:
     totals = run(settings, on_progress=progress)
     print(f"capture: done: {totals.events} events in {totals.files} files", file=sys.stderr, flush=True)
     return 0
-
-
-def _capture_groups(model) -> dict[tuple, list[str]]:
-    """Capture-enabled hubs grouped by namespace and identical capture settings."""
-    groups: dict[tuple, list[str]] = {}
-    for ns_name, ns in model.namespaces.items():
-        for hub in ns.hubs.values():
-            c = hub.capture
-            if c.enabled:
-                key = (ns_name, c.destination, c.encoding.lower(), c.interval_seconds, c.size_limit_bytes,
-                       c.skip_empty_archives, c.name_format)
-                groups.setdefault(key, []).append(hub.name)
-    return groups
-
-
-def jobs_from_model(model, data_dir) -> list:
-    """The capture jobs ``kafka-wire serve`` runs for a config's capture-enabled
-    hubs: one per namespace and identical capture settings (destination,
-    encoding, windows, name format), reading ``data_dir``. Destinations are
-    taken as given (relative to the working directory), as the console does."""
-    groups = _capture_groups(model)
-    if not groups:
-        return []
-    from kafka_wire.spark.capture_job import CaptureJobSettings
-
-    return [
-        CaptureJobSettings(namespace=ns, hubs=hubs, out_dir=dest, encoding=enc, data_dir=str(data_dir),
-                           interval_seconds=interval, size_limit_bytes=size, skip_empty=skip, name_format=fmt)
-        for (ns, dest, enc, interval, size, skip, fmt), hubs in groups.items()
-    ]
-
-
-def start_capture_jobs(model, data_dir) -> list:
-    """Start the jobs of ``jobs_from_model`` next to the broker; returns their
-    handles (``handle.stop()`` on shutdown). Imports Spark only if a hub enables
-    Capture; without the capture extra, says so in one line and serves anyway."""
-    groups = _capture_groups(model)
-    if not groups:
-        return []
-    problem = capture_unavailable()
-    if problem:
-        hubs = ", ".join(f"{key[0]}/{hub}" for key, names in groups.items() for hub in names)
-        log.warning("Capture is off for %s: %s", hubs, problem)
-        return []
-    jobs = jobs_from_model(model, data_dir)
-    spark_log = Path(data_dir).resolve() / "capture-spark.log"
-    log.info("Capture starts a Spark JVM beside the broker (about 370 MB of memory, ~10 s to "
-             "start); Spark's own log goes to %s", spark_log)
-    from kafka_wire.spark.capture_job import run_in_background
-
-    handles = []
-    for settings in jobs:
-        settings.spark_log_file = str(spark_log)
-        log.info("capture of %s/%s into %s (%s) runs alongside the broker", settings.namespace,
-                 ",".join(settings.hubs), settings.out_dir, settings.encoding)
-        handles.append(run_in_background(settings))
-    return handles

@@ -134,16 +134,8 @@ def _serve(args: argparse.Namespace) -> int:
     if args.capture_dir:
         config.capture_dir = Path(args.capture_dir)
     _check_files(config)
-    handles = []
-    if config.eventhubs is not None:
-        # Hubs whose config enables Capture get the Spark job alongside the broker.
-        from kafka_wire.capture_cli import start_capture_jobs
-        handles = start_capture_jobs(config.eventhubs, config.data_dir)
-    try:
-        run(serve_forever(config))
-    finally:
-        for handle in handles:
-            handle.stop()
+    config.capture_jobs = True  # capture-enabled hubs get their Spark job beside the broker
+    run(serve_forever(config))
     return 0
 
 

@@ -112,4 +112,9 @@ class BrokerConfig:
     # Capture output directory whose _capture_events.jsonl the console reads
     # (capture-enabled hubs' destinations are read as well).
     capture_dir: Path | None = None
+    # Run the Spark capture job of every capture-enabled hub beside the broker
+    # (kafka_wire/capture_jobs.py); `serve` turns it on. Hubs enabled through the
+    # management API without a local destination write under capture_dir, else
+    # DATA_DIR/capture.
+    capture_jobs: bool = False
     in_memory: bool = False

@@ -54,13 +54,16 @@ class CaptureJobSettings:
     checkpoint_dir: str | None = None  # default: <out_dir>/_capture/<namespace>-<encoding>-<hubs hash>
     trigger_seconds: float = 2.0
     grace_seconds: float = 2.0
-    starting_position: str = "earliest"
+    starting_position: str = "earliest"  # or "latest", or a time (ms): the first event enqueued then
 
     def __post_init__(self) -> None:
         self.encoding = normalize_encoding(self.encoding)
         check_name_format(self.name_format)
         if not self.hubs:
             raise ValueError("capture needs at least one event hub (--hub NAME)")
+        if self.starting_position not in ("earliest", "latest") and not str(self.starting_position).isdigit():
+            raise ValueError(f"starting position {self.starting_position!r} is not earliest, latest or a "
+                             "time in ms")
         if bool(self.data_dir) == bool(self.bootstrap):
             raise ValueError("capture reads either a data directory (--data-dir) or a broker (--bootstrap)")
 

@@ -17,7 +17,9 @@ Options:
   read through the Kafka protocol (``kafka.*`` options go to the client,
   e.g. ``kafka.sasl.plain.password``), so the job can run anywhere;
 - ``eventHubs``: comma-separated hub names (required);
-- ``startingPosition``: ``earliest`` (default) or ``latest``;
+- ``startingPosition``: ``earliest`` (default), ``latest``, or a time in ms
+  since the epoch: the first event enqueued then or later (Capture enabled at
+  that time starts there); only a new checkpoint reads it;
 - capture windows, when ``windowSeconds`` is set: ``sizeLimitBytes``,
   ``skipEmpty``, ``graceSeconds`` (default 2: how long after a window's end
   its events may still be in flight in the broker), ``closeOpenWindows``
@@ -129,12 +131,16 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         return [(hub, p) for hub in self.hubs for p in range(self.backend.partition_count(hub))]
 
     def initialOffset(self) -> dict:
-        latest = (self.options.get("startingposition") or "earliest").lower() == "latest"
+        position = (self.options.get("startingposition") or "earliest").lower()
         out = {}
         for hub, p in self._keys():
             start = self.backend.log_start(hub, p)
-            if latest:
-                start = self.backend.refs(hub, p, start)[1]
+            if position != "earliest":
+                refs, end = self.backend.refs(hub, p, start)
+                if position != "latest":  # enqueued at or after a time: batches share one append time
+                    since = int(position)
+                    end = next((r.base_offset for r in refs if r.append_time_ms >= since), end)
+                start = max(start, end)
             out[f"{hub}/{p}"] = self._with_pos(hub, p, WindowState(start))
         return out
 

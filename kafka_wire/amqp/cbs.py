@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 
 from proton import Message
 
-from kafka_wire.amqp.connection import verify_jwt
-from kafka_wire.eventhubs.auth import AuthError, authenticate_sas_token
+from kafka_wire.eventhubs.auth import AuthError, authenticate_sas_token, verify_jwt
 from kafka_wire.log_lines import RepeatedWarnings, client_address
 
 if TYPE_CHECKING:

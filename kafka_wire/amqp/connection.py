@@ -25,7 +25,6 @@ from proton import Collector, Condition, Connection, Event, Transport, symbol
 from kafka_wire.amqp import addresses, websocket
 from kafka_wire.amqp.frames import FramePadder, InputFrames
 from kafka_wire.amqp.sasl import SaslError, SaslServer
-from kafka_wire.eventhubs import oauth
 from kafka_wire.eventhubs.auth import (AuthError, USERNAME, authenticate, authenticate_key,
                                        split_plain)
 from kafka_wire.log_lines import RepeatedWarnings, client_address
@@ -551,11 +550,3 @@ def refuse(link, condition: str, description: str) -> None:
     link.open()
     link.condition = Condition(condition, description)
     link.close()
-
-
-def verify_jwt(model, token: str, now_s: float):
-    """A JWT put on ``$cbs`` in a namespace with OAuth."""
-    try:
-        return oauth.authenticate_token(model, token, now_s)
-    except oauth.TokenError as exc:
-        raise AuthError(str(exc)) from None

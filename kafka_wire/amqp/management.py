@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING
 from proton import UNDESCRIBED, Array, Data, Message, timestamp
 
 from kafka_wire.amqp.cbs import reply
-from kafka_wire.amqp.connection import verify_jwt
 from kafka_wire.context import LISTEN, MANAGE, SEND
-from kafka_wire.eventhubs.auth import AuthError, authenticate_sas_token
+from kafka_wire.eventhubs.auth import AuthError, authenticate_sas_token, verify_jwt
 
 if TYPE_CHECKING:
     from kafka_wire.amqp.connection import AmqpConnection

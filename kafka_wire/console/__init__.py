@@ -76,6 +76,7 @@ def attach(services, *, ready: Callable[[], bool], connections: Callable[[], dic
     services.observer = metrics
     for name, rt in services.namespaces.items():
         rt.topics.on_append = metrics.appender(name, rt.topics.on_append)
-    capture = CaptureFiles(capture_directories(services, capture_dir))
+    capture = CaptureFiles(capture_directories(services, capture_dir),
+                           discover=lambda: capture_directories(services, capture_dir))
     views = ConsoleViews(services, metrics, capture, connections, {"version": _version()})
     return Console(services, metrics, views, ready)

@@ -17,7 +17,7 @@ import json
 import logging
 from collections import deque
 from pathlib import Path
-from typing import Iterable
+from typing import Callable, Iterable
 
 log = logging.getLogger(__name__)
 
@@ -27,8 +27,12 @@ _MAX_READ = 4 * 1024 * 1024  # per look, so a huge backlog cannot stall the loop
 
 
 class CaptureFiles:
-    def __init__(self, directories: Iterable[Path]) -> None:
+    def __init__(self, directories: Iterable[Path],
+                 discover: Callable[[], Iterable[Path]] | None = None) -> None:
+        """``discover``: asked at each refresh for directories to add (hubs whose
+        Capture the management API enabled since)."""
         self.directories = list(dict.fromkeys(Path(d) for d in directories))
+        self.discover = discover
         self._pos: dict[Path, int] = {}
         self._partial: dict[Path, bytes] = {}
         self.recent: deque[dict] = deque(maxlen=_RECENT)
@@ -36,6 +40,8 @@ class CaptureFiles:
         self._by_id: dict[str, dict] = {}
 
     def refresh(self) -> None:
+        if self.discover is not None:
+            self.directories.extend(d for d in map(Path, self.discover()) if d not in self.directories)
         for d in self.directories:
             path = d / EVENTS_FILE
             try:

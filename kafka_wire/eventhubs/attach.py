@@ -53,20 +53,33 @@ def _configure(runtime, ns: Namespace, services, report: CompatibilityReport) ->
     _ensure_hubs(runtime, ns)
     if ns.close_large_frames:
         runtime.frame_limit = KAFKA_FRAME_LIMIT - 1
+    rescale(runtime, services)
+    log.info("namespace %s: %s tier, %s mode, authentication %s%s", ns.name, ns.tier.value,
+             ns.mode, "required" if ns.requires_auth else "optional",
+             f", SAS policies {', '.join(sorted(ns.policies))}" if ns.policies else "")
+
+
+def rescale(runtime, services) -> None:
+    """The namespace's throughput quota after its tier, units or auto-inflate
+    were set (at start, or changed through the management API): tokens already
+    spent stay spent."""
+    ns, report = runtime.model, services.report
     units = ns.effective_units()
-    if units and ns.limits.ingress_bytes_per_unit is not None:
+    if not units or ns.limits.ingress_bytes_per_unit is None:
+        runtime.quota = None
+        return
+    now = services.clock.now_ms()
+    if runtime.quota is not None:
+        runtime.quota.rescale(units, ns.limits, ns.auto_inflate_max, now)
+    else:
         def inflated(n: int, name=ns.name) -> None:
             report.record(name, "auto-inflate", None, f"auto-inflated to {n} throughput units",
                           enforced=False, kind="note")
 
-        runtime.quota = ThroughputQuota(
-            ns.name, units, ns.limits, services.clock.now_ms(),
-            auto_inflate_max=ns.auto_inflate_max, on_inflate=inflated)
-        log.info("namespace %s: %d throughput unit(s)%s", ns.name, units,
-                 f", auto-inflate to {ns.auto_inflate_max}" if ns.auto_inflate_max else "")
-    log.info("namespace %s: %s tier, %s mode, authentication %s%s", ns.name, ns.tier.value,
-             ns.mode, "required" if ns.requires_auth else "optional",
-             f", SAS policies {', '.join(sorted(ns.policies))}" if ns.policies else "")
+        runtime.quota = ThroughputQuota(ns.name, units, ns.limits, now,
+                                        auto_inflate_max=ns.auto_inflate_max, on_inflate=inflated)
+    log.info("namespace %s: %d throughput unit(s)%s", ns.name, units,
+             f", auto-inflate to {ns.auto_inflate_max}" if ns.auto_inflate_max else "")
 
 
 def configure_namespace(services, runtime, ns: Namespace) -> None:

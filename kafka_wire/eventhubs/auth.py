@@ -106,6 +106,33 @@ def authenticate_sas_token(model: EventHubsModel, namespace: str, token: str,
     return _with_token(model, model.namespaces[namespace], cs, now_s)
 
 
+def verify_jwt(model: EventHubsModel, token: str, now_s: float) -> Principal:
+    """A JWT (AMQP's put-token on ``$cbs``, an HTTP bearer token) in a namespace with OAuth."""
+    try:
+        return oauth.authenticate_token(model, token, now_s)
+    except oauth.TokenError as exc:
+        raise AuthError(str(exc)) from None
+
+
+def authenticate_header(model: EventHubsModel, namespace: str, header: str, now_s: float) -> Principal | None:
+    """The principal of an HTTP ``Authorization`` header for ``namespace``: a SAS
+    token, bare or as a bearer token (the Azure SDKs' token credentials send it
+    so), or a bearer JWT where the namespace has OAuth. None without a header."""
+    header = header.strip()
+    if header.lower().startswith("bearer ") and header[7:].lstrip().startswith("SharedAccessSignature "):
+        header = header[7:].lstrip()
+    if not header:
+        return None
+    if not header.lower().startswith("bearer "):
+        return authenticate_sas_token(model, namespace, header, now_s)
+    if not model.namespaces[namespace].oauth:
+        raise AuthError(f"namespace {namespace!r} takes SAS tokens, not bearer tokens")
+    principal = verify_jwt(model, header[7:].strip(), now_s)
+    if principal.namespace != namespace:
+        raise AuthError(f"the token is for namespace {principal.namespace!r}, not {namespace!r}")
+    return principal
+
+
 def authenticate_key(model: EventHubsModel, namespace: str, key_name: str, key: str) -> Principal:
     """A SAS policy name and key (AMQP's SASL PLAIN, as Service Bus clients send them)."""
     cs = connection_string.ConnectionString(endpoint="", host="", port=None, key_name=key_name,

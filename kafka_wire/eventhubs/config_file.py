@@ -182,7 +182,7 @@ def _policies(table: dict, where: str, hub: str | None = None) -> dict[str, SasP
 
 
 _CAPTURE_KEYS = {"enabled", "destination", "destination_type", "name_format", "interval_seconds",
-                 "size_limit_bytes", "skip_empty_archives", "encoding"}
+                 "size_limit_bytes", "skip_empty_archives", "encoding", "backfill"}
 _HUB_KEYS = {"partitions", "retention_hours", "cleanup_policy", "tombstone_retention_hours",
              "timestamp_type", "consumer_groups", "policies", "capture"}
 _NS_KEYS = {"tier", "mode", "throughput_units", "processing_units", "capacity_units",

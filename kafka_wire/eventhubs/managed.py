@@ -97,6 +97,10 @@ class ManagedState:
                 log.warning("management state for namespace %s, which the config no longer has: "
                             "ignored", name)
                 continue
+            if "scale" in state:
+                scale = state["scale"]
+                ns.tier, ns.units = Tier.parse(scale["tier"]), scale.get("units")
+                ns.auto_inflate_max = scale.get("auto_inflate_max")
             for pname, p in state.get("policies", {}).items():
                 if p is None:
                     ns.policies.pop(pname, None)
@@ -131,6 +135,14 @@ class ManagedState:
         group = ns.application_groups.get(name)
         self._set(ns.name, "application_groups", name, group.to_json() if group is not None else None)
 
+    def scale_changed(self, ns: Namespace) -> None:
+        """Its tier, throughput units or auto-inflate."""
+        state = self.overrides.setdefault(ns.name, {})
+        state["scale"] = {"tier": ns.tier.value, "units": ns.units, "auto_inflate_max": ns.auto_inflate_max}
+        if state.get("namespace"):  # made at runtime: it is made again with its new scale
+            state["namespace"] = {"tier": ns.tier.value, "units": ns.units}
+        self._write(ns.name)
+
     def network_rules_changed(self, ns: Namespace) -> None:
         state = self.overrides.setdefault(ns.name, {})
         state["network_rules"] = ns.network_rules.to_json() if ns.network_rules is not None else None
@@ -161,6 +173,11 @@ class ManagedState:
             if "namespace" in state:
                 verb = "deleted" if state["namespace"] is None else "created"
                 out.append(f"{ns}: namespace {verb} through the management API")
+            if "scale" in state:
+                scale = state["scale"]
+                out.append(f"{ns}: scaled through the management API to {scale['tier']}, "
+                           f"{scale.get('units') or 'default'} unit(s), auto-inflate "
+                           f"{scale.get('auto_inflate_max') or 'off'}")
             if "network_rules" in state:
                 out.append(f"{ns}: IP filter rules set through the management API")
         return out

@@ -195,7 +195,13 @@ class SasPolicy:
 
 @dataclass(slots=True)
 class CaptureSettings:
-    """Event Hubs Capture of one hub (destination, encoding, time and size windows, name format); capture/ does the writing."""
+    """Event Hubs Capture of one hub (destination, encoding, time and size windows, name format); capture/ does the writing.
+
+    Capture starts with the events enqueued from ``enabled_at_ms`` on (when the
+    management API enabled it; for the config file, when the broker first ran
+    the job), as on Azure; ``backfill`` starts from the earliest retained event.
+    ``storage_account`` and ``blob_container`` are what the management API was
+    given; ``destination`` is the local directory standing in for them."""
     enabled: bool = False
     destination: str = "capture"  # a local directory standing in for the container
     destination_type: str = "EventHubArchive.AzureBlockBlob"
@@ -204,6 +210,10 @@ class CaptureSettings:
     size_limit_bytes: int = 314_572_800
     skip_empty_archives: bool = False
     encoding: str = "Avro"
+    backfill: bool = False
+    enabled_at_ms: int | None = None
+    storage_account: str | None = None
+    blob_container: str | None = None
 
     TOKENS = ("{Namespace}", "{EventHub}", "{PartitionId}", "{Year}", "{Month}", "{Day}",
               "{Hour}", "{Minute}", "{Second}")

@@ -97,6 +97,11 @@ class ThroughputQuota:
         self.egress_bytes.set_rate(lim.egress_bytes_per_unit * u, now_ms)
         self.egress_events.set_rate(lim.egress_events_per_unit * u, now_ms)
 
+    def rescale(self, units: int, limits, auto_inflate_max: int | None, now_ms: int) -> None:
+        """New units (or a new tier's limits) from now on."""
+        self.units, self.limits, self.auto_inflate_max = units, limits, auto_inflate_max
+        self._rates(now_ms)
+
     def _throttled(self, delay: int, now_ms: int) -> int:
         if delay <= 0:
             return 0

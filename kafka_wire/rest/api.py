@@ -6,9 +6,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from kafka_wire.amqp.connection import verify_jwt
 from kafka_wire.context import LISTEN, MANAGE, SEND
-from kafka_wire.eventhubs.auth import AuthError, authenticate_sas_token
+from kafka_wire.eventhubs.auth import AuthError, authenticate_header
 from kafka_wire.log_lines import RepeatedWarnings, client_address
 from kafka_wire.eventhubs.schema_registry import SchemaRegistry
 from kafka_wire.rest import management, schemas, send
@@ -36,6 +35,7 @@ class RestApi:
         self._registries: dict[str, SchemaRegistry] = {}
         self.add_namespace = None  # the broker's: serve a namespace made at runtime
         self.remove_namespace = None  # the broker's: stop serving one and delete its data
+        self.hubs_changed = None  # the broker's: hubs changed (capture jobs follow them)
 
     def registry(self, namespace: str) -> SchemaRegistry:
         """The namespace's Schema Registry (kept under the data directory)."""
@@ -92,22 +92,10 @@ class RestApi:
             _repeats.warn("rest-ip-filter", client_address(request.peer),
                           f"HTTP {request.method} {request.path} from {request.peer} refused: {refused}")
             return runtime, None, error(403, refused)
-        header = request.headers.get("authorization", "")
         now_s = services.clock.now_ms() / 1000
-        principal = None
-        if header.lower().startswith("bearer ") and header[7:].lstrip().startswith("SharedAccessSignature "):
-            header = header[7:].lstrip()
         try:
-            if header.lower().startswith("bearer "):
-                if runtime.model is None or not runtime.model.oauth:
-                    raise AuthError(f"namespace {runtime.name!r} takes SAS tokens, not bearer tokens")
-                principal = verify_jwt(model, header[7:].strip(), now_s)
-                if principal.namespace != runtime.name:
-                    raise AuthError(f"the token is for namespace {principal.namespace!r}, "
-                                    f"not {runtime.name!r}")
-            elif header:
-                principal = authenticate_sas_token(model, runtime.name, header, now_s)
-            elif runtime.model is not None and runtime.model.requires_auth:
+            principal = authenticate_header(model, runtime.name, request.headers.get("authorization", ""), now_s)
+            if principal is None and runtime.model is not None and runtime.model.requires_auth:
                 raise AuthError("no Authorization header: send a SharedAccessSignature token")
         except AuthError as exc:
             _repeats.warn("rest-auth", client_address(request.peer),

@@ -2,7 +2,9 @@
 ``azure-mgmt-eventhub`` reads and writes), and its error bodies."""
 from __future__ import annotations
 
+import dataclasses
 import json
+from pathlib import Path
 
 from kafka_wire.rest.http import Response
 
@@ -50,16 +52,82 @@ def event_hub(base: str, name: str, partitions: int, retention_ms: int | None, h
              "retentionDescription": {"cleanupPolicy": cleanup, "retentionTimeInHours": hours}}
     if hours is not None and hours > 0:
         props["messageRetentionInDays"] = max(hours // 24, 1)
-    if hub is not None and hub.capture.enabled:
-        c = hub.capture
-        props["captureDescription"] = {
-            "enabled": True, "encoding": c.encoding, "intervalInSeconds": c.interval_seconds,
-            "sizeLimitInBytes": c.size_limit_bytes, "skipEmptyArchives": c.skip_empty_archives,
-            "destination": {"name": c.destination_type,
-                            "properties": {"archiveNameFormat": c.name_format,
-                                           "blobContainer": c.destination}}}
+    if hub is not None and (hub.capture.enabled or hub.capture.storage_account):
+        props["captureDescription"] = capture_description(hub.capture)
     return {"id": f"{base}/eventhubs/{name}", "name": name, "location": LOCATION,
             "type": f"{PROVIDER}/namespaces/eventhubs", "properties": props}
+
+
+def capture_description(c) -> dict:
+    where = {"archiveNameFormat": c.name_format}
+    account_id = f"/subscriptions/local/resourceGroups/local/providers/Microsoft.Storage/storageAccounts/" \
+                 f"{c.storage_account}" if c.storage_account else None
+    if c.destination_type.endswith("AzureDataLake"):
+        where.update(dataLakeAccountName=c.storage_account, dataLakeFolderPath=c.blob_container)
+    else:
+        where.update(storageAccountResourceId=account_id, blobContainer=c.blob_container or c.destination)
+    return {"enabled": c.enabled, "encoding": c.encoding, "intervalInSeconds": c.interval_seconds,
+            "sizeLimitInBytes": c.size_limit_bytes, "skipEmptyArchives": c.skip_empty_archives,
+            "destination": {"name": c.destination_type, "properties": where}}
+
+
+def capture_settings(desc: dict, current, root: Path, now_ms: int, where: str):
+    """A hub's CaptureSettings from a ``captureDescription`` (ValueError: 400).
+    The storage account's container (or Data Lake folder) stands for a local
+    directory, ``root/{account}/{container}``; enabling starts a new capture
+    now, as on Azure."""
+    from kafka_wire.eventhubs.model import CaptureSettings
+
+    defaults = CaptureSettings()
+    if not isinstance(desc, dict):
+        raise ValueError("captureDescription must be a JSON object")
+    c = dataclasses.replace(current)
+    enabled = bool(desc.get("enabled", c.enabled))
+    encoding = desc.get("encoding", c.encoding)
+    if str(encoding).lower() == "avrodeflate":
+        raise ValueError("captureDescription.encoding AvroDeflate is not emulated: kafka-wire writes "
+                         "Avro without compression (use Avro) or Parquet")
+    if str(encoding).lower() not in ("avro", "parquet"):
+        raise ValueError(f"captureDescription.encoding {encoding!r} is not Avro or Parquet")
+    c.encoding = "Parquet" if str(encoding).lower() == "parquet" else "Avro"
+    for key, attr in (("intervalInSeconds", "interval_seconds"), ("sizeLimitInBytes", "size_limit_bytes")):
+        if key in desc:
+            value = desc[key]
+            if not isinstance(value, int) or isinstance(value, bool):
+                raise ValueError(f"captureDescription.{key} must be a whole number, not {value!r}")
+            setattr(c, attr, value)
+    if "skipEmptyArchives" in desc:
+        c.skip_empty_archives = bool(desc["skipEmptyArchives"])
+    dest = desc.get("destination")
+    if dest is not None:
+        if not isinstance(dest, dict):
+            raise ValueError("captureDescription.destination must be a JSON object")
+        props = dest.get("properties") or {}
+        c.destination_type = str(dest.get("name") or defaults.destination_type)
+        c.name_format = props.get("archiveNameFormat") or defaults.name_format
+        if c.destination_type.endswith("AzureDataLake"):
+            account, container = props.get("dataLakeAccountName"), props.get("dataLakeFolderPath")
+            needed = "dataLakeAccountName and dataLakeFolderPath"
+        else:
+            resource = str(props.get("storageAccountResourceId") or "")
+            account = resource.rstrip("/").rsplit("/", 1)[-1] if resource else None
+            container = props.get("blobContainer")
+            needed = "storageAccountResourceId and blobContainer"
+        if not account or not container:
+            raise ValueError(f"captureDescription.destination {c.destination_type} needs {needed}")
+        c.storage_account, c.blob_container = str(account), str(container).strip("/")
+        if ".." in Path(c.storage_account).parts + Path(c.blob_container).parts:
+            raise ValueError("the storage account and container names must not contain '..'")
+        c.destination = str(root / c.storage_account / c.blob_container)
+    elif enabled and c.storage_account is None and current.destination == defaults.destination:
+        raise ValueError("captureDescription.destination is required to enable Capture")
+    c.validate(where)
+    if enabled and not current.enabled:
+        c.enabled_at_ms = now_ms
+    elif not enabled:
+        c.enabled_at_ms = None
+    c.enabled = enabled
+    return c
 
 
 def consumer_group(hub_id: str, name: str) -> dict:

@@ -14,14 +14,16 @@ for Kafka, AMQP and HTTPS clients and is kept under the data directory
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import logging
 import secrets
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kafka_wire.eventhubs import connection_string
-from kafka_wire.eventhubs.model import (DEFAULT_CONSUMER_GROUP, HOUR_MS, MANAGE, EventHub, Namespace, SasPolicy,
-                                        Tier, normalize_rights)
+from kafka_wire.eventhubs.model import (DEFAULT_CONSUMER_GROUP, HOUR_MS, MANAGE, CaptureSettings, EventHub,
+                                        Namespace, SasPolicy, Tier, normalize_rights)
 from kafka_wire.eventhubs.app_groups import ApplicationGroup, ThrottlingPolicy
 from kafka_wire.eventhubs.network import NetworkRuleSet
 from kafka_wire.eventhubs.schema_registry import RegistryError
@@ -84,30 +86,20 @@ def _not_allowed(request: Request) -> Response:
 
 def _authorized(api: RestApi, request: Request, runtime, hub: str | None):
     """(principal, None) when the bearer token may manage ``hub`` (None: the namespace)."""
-    model = api.services.eventhubs
-    ns = runtime.model
-    header = request.headers.get("authorization", "")
-    token = header[7:].strip() if header.lower().startswith("bearer ") else header.strip()
-    if ns is None or ns.open:
-        return None, None
-    from kafka_wire.amqp.connection import verify_jwt
-    from kafka_wire.eventhubs.auth import AuthError, authenticate_sas_token
+    from kafka_wire.eventhubs.auth import AuthError, authenticate_header
 
-    now_s = api.services.clock.now_ms() / 1000
+    if runtime.model is None or runtime.model.open:
+        return None, None
     try:
-        if not token:
+        principal = authenticate_header(api.services.eventhubs, runtime.name,
+                                        request.headers.get("authorization", ""),
+                                        api.services.clock.now_ms() / 1000)
+        if principal is None:
             raise AuthError("no bearer token: the credential must give a SAS token of a Manage "
                             "policy (or a JWT where the namespace has OAuth)")
-        if token.startswith("SharedAccessSignature "):
-            principal = authenticate_sas_token(model, runtime.name, token, now_s)
-        elif ns.oauth is not None:
-            principal = verify_jwt(model, token, now_s)
-        else:
-            raise AuthError(f"namespace {runtime.name!r} takes SAS tokens of a Manage policy as "
-                            "bearer tokens")
     except AuthError as exc:
         return None, arm.fail(401, "AuthenticationFailed", str(exc))
-    if principal.namespace != runtime.name or not runtime.policy.allows(principal, MANAGE, hub):
+    if not runtime.policy.allows(principal, MANAGE, hub):
         what = f"event hub {hub!r}" if hub else f"namespace {runtime.name!r}"
         return None, arm.fail(403, "AuthorizationFailed",
                               f"the token ({principal}) does not grant Manage on {what}")
@@ -202,11 +194,9 @@ class Namespaced:
         ns = self.runtime.model
         method = self.request.method
         if method in ("PUT", "PATCH"):
-            body = _body(self.request)
-            tier = (body.get("sku") or {}).get("tier") or (body.get("sku") or {}).get("name")
-            if tier and tier.lower() != ns.tier.value.lower():
-                return arm.fail(400, "NotSupported", f"namespace {ns.name!r} is {ns.tier.value}; changing "
-                                "the tier at runtime is not emulated: change it in the config file")
+            refused = self._rescale(_body(self.request))
+            if refused is not None:
+                return refused
         elif method == "DELETE":
             if self.api.remove_namespace is None:
                 return arm.fail(400, "NotSupported", "this server cannot delete namespaces at runtime")
@@ -216,10 +206,58 @@ class Namespaced:
                 return arm.fail(400, "BadRequest", str(exc))
             if self.api.state is not None:
                 self.api.state.namespace_deleted(ns.name)
+            if self.api.hubs_changed is not None:
+                self.api.hubs_changed()
             return Response(200, b"", arm.JSON)
         elif method != "GET":
             return _not_allowed(self.request)
         return arm.ok(arm.namespace(self.base, ns, self.services.eventhubs.endpoint_host(ns.name)))
+
+    def _rescale(self, body: dict) -> Response | None:
+        """A new tier (Basic and Standard only, into each other, as on Azure),
+        throughput units (``sku.capacity``) or auto-inflate, in force at once."""
+        ns = self.runtime.model
+        sku = body.get("sku") or {}
+        props = body.get("properties") or {}
+        if not isinstance(sku, dict):
+            raise BadRequest("sku must be a JSON object")
+        try:
+            tier = Tier.parse(str(sku.get("tier") or sku.get("name") or ns.tier.value))
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from None
+        units, auto_max = ns.units, ns.auto_inflate_max
+        if sku.get("capacity") is not None:
+            units = sku["capacity"]
+            if not isinstance(units, int) or isinstance(units, bool):
+                raise BadRequest(f"sku.capacity must be a whole number, not {units!r}")
+        if "isAutoInflateEnabled" in props:
+            auto_max = props.get("maximumThroughputUnits") or (units or 1) if props["isAutoInflateEnabled"] else None
+        elif props.get("maximumThroughputUnits") and auto_max is not None:
+            auto_max = props["maximumThroughputUnits"]
+        if (tier, units, auto_max) == (ns.tier, ns.units, ns.auto_inflate_max):
+            return None
+        small = {Tier.BASIC, Tier.STANDARD}
+        if tier is not ns.tier and not {tier, ns.tier} <= small:
+            return arm.fail(400, "BadRequest", f"namespace {ns.name!r} cannot change from {ns.tier.value} "
+                            f"to {tier.value} in place: only Basic and Standard change into each other "
+                            "(Azure migrates to Premium into a new namespace)")
+        changed = dataclasses.replace(ns, tier=tier, units=units, auto_inflate_max=auto_max)
+        try:
+            changed.validate()
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from None
+        problem = _tier_misfit(self.runtime, changed) if changed.strict else None  # tier rules: strict mode
+        if problem:
+            return arm.fail(400, "BadRequest", f"namespace {ns.name!r} cannot become {tier.value}: {problem}")
+        ns.tier, ns.units, ns.auto_inflate_max = tier, units, auto_max
+        from kafka_wire.eventhubs.attach import rescale
+
+        rescale(self.runtime, self.services)
+        if self.api.state is not None:
+            self.api.state.scale_changed(ns)
+        log.info("management API: namespace %s is now %s with %s unit(s), auto-inflate %s", ns.name,
+                 tier.value, units or "default", auto_max or "off")
+        return None
 
     # -- application groups -------------------------------------------------------------------
     def _application_groups(self, tail: list[str]) -> Response:
@@ -371,10 +409,16 @@ class Namespaced:
             if str(status).lower() not in _STATUSES:
                 raise BadRequest(f"status {status!r} is not Active, Disabled or SendDisabled")
             status = _STATUSES[str(status).lower()]
-        if (props.get("captureDescription") or {}).get("enabled"):
-            return arm.fail(400, "NotSupported", "enabling Capture through the management API is not "
-                            "emulated yet: enable it in the config file")
         ns = self.runtime.model
+        capture = None
+        if props.get("captureDescription") is not None:
+            existing = ns.hub(view.name) if view is not None else None
+            try:
+                capture = arm.capture_settings(
+                    props["captureDescription"], existing.capture if existing else CaptureSettings(),
+                    self._capture_root(), self.services.clock.now_ms(), f"event hub {name!r}")
+            except ValueError as exc:
+                raise BadRequest(str(exc)) from None
         configs = {} if hours is None else {"retention.ms": str(-1 if hours < 0 else hours * HOUR_MS)}
         if view is None:
             count = partitions or topics.num_partitions
@@ -405,8 +449,17 @@ class Namespaced:
                 hub.retention_hours = hours
             if status is not None:
                 hub.status = status
+        if capture is not None:
+            self._configured(name).capture = capture
+            log.info("management API: Capture of %s/%s %s", ns.name, name,
+                     f"enabled into {capture.destination}" if capture.enabled else "disabled")
         self._saved_hub(name)
         return arm.ok(self._hub_json(name))
+
+    def _capture_root(self) -> Path:
+        """Where storage accounts' containers stand as local directories."""
+        config = self.services.config
+        return Path(config.capture_dir) if config.capture_dir else Path(config.data_dir) / "capture"
 
     def _configured(self, name: str) -> EventHub:
         """The hub's model entry, made for a hub created over Kafka (it had none)."""
@@ -419,6 +472,8 @@ class Namespaced:
     def _saved_hub(self, name: str) -> None:
         if self.api.state is not None:
             self.api.state.hub_changed(self.runtime.model, name)
+        if self.api.hubs_changed is not None:
+            self.api.hubs_changed()
 
     def _missing(self, what: str, name: str) -> Response:
         return arm.fail(404, "NotFound", f"{what} {name!r} does not exist in namespace "
@@ -553,6 +608,24 @@ class Namespaced:
                 host, key_name=policy.name, key=key, entity_path=hub_name)
 
         return arm.access_keys(policy, cs(policy.primary_key), cs(policy.secondary_key))
+
+
+def _tier_misfit(runtime, changed: Namespace) -> str | None:
+    """What the namespace's log holds that the tier of ``changed`` does not allow,
+    beyond its model (``validate`` checks that): hubs made over Kafka, and
+    retention set with AlterConfigs."""
+    lim = changed.limits
+    hubs = [v for v in runtime.topics.all() if not v.internal]
+    if len(hubs) > changed.hub_limit():
+        return f"it has {len(hubs)} event hubs; {changed.tier.value} allows {changed.hub_limit()}"
+    for view in hubs:
+        if view.partitions > lim.partitions_per_hub:
+            return f"event hub {view.name!r} has {view.partitions} partitions; the tier allows {lim.partitions_per_hub}"
+        retention = runtime.topics.effective_config(view.name).retention_ms
+        if retention is not None and (retention < 0 or retention > lim.max_retention_hours * HOUR_MS):
+            return (f"event hub {view.name!r} keeps events longer than the tier's "
+                    f"{lim.max_retention_hours} hours")
+    return None
 
 
 def _retention_hours(props: dict) -> int | None:

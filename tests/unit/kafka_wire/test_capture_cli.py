@@ -5,7 +5,8 @@ import argparse
 
 import pytest
 
-from kafka_wire.capture_cli import add_parser, jobs_from_model, settings_from_args
+from kafka_wire.capture_cli import add_parser, settings_from_args
+from kafka_wire.capture_jobs import jobs_from_model
 from kafka_wire.eventhubs.config_file import load
 
 TOML = """
@@ -52,12 +53,22 @@ def test_the_command_line_becomes_plain_settings(tmp_path):
         parse("--data-dir", "d", "--bootstrap", "h:1", "--hub", "a", "--out", "o")
 
 
-def test_serve_runs_one_job_per_namespace_and_capture_settings(tmp_path):
+def test_serve_runs_one_job_per_capture_enabled_hub_from_when_it_first_ran(tmp_path):
     path = tmp_path / "kw.toml"
-    path.write_text(TOML)
+    path.write_text(TOML.replace('encoding = "Parquet"\n\n[namespaces.contoso.eventhubs.audit.capture]',
+                                 'encoding = "Parquet"\nbackfill = true\n\n[namespaces.contoso.eventhubs.audit.capture]'))
     model, _ = load(path)
-    jobs = sorted(jobs_from_model(model, tmp_path / "data"), key=lambda j: j.out_dir)
+    first_seen: dict = {}
+    jobs = sorted(jobs_from_model(model, tmp_path / "data", 1000, first_seen), key=lambda j: j.hubs)
     assert [(j.namespace, j.hubs, j.out_dir, j.encoding) for j in jobs] == [
-        ("contoso", ["audit"], "audit-cap", "avro"), ("contoso", ["orders", "payments"], "cap", "parquet")]
+        ("contoso", ["audit"], "audit-cap", "avro"), ("contoso", ["orders"], "cap", "parquet"),
+        ("contoso", ["payments"], "cap", "parquet")]
     assert jobs[1].interval_seconds == 60 and jobs[1].size_limit_bytes == 10485760 and jobs[1].skip_empty
     assert jobs[0].interval_seconds == 300 and not jobs[0].skip_empty and not jobs[0].once
+    # Capture starts when the broker first ran it (payments asked for a backfill)...
+    assert [j.starting_position for j in jobs] == ["1000", "1000", "earliest"]
+    # ...and a later look at the same model keeps that time, so the jobs stand unchanged.
+    again = sorted(jobs_from_model(model, tmp_path / "data", 9000, first_seen), key=lambda j: j.hubs)
+    assert again == jobs
+    # Each hub has a checkpoint of its own: a job restarted with other settings goes on.
+    assert len({j.checkpoint for j in jobs}) == 3
