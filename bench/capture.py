@@ -6,8 +6,9 @@ Writes the events straight into a log directory (log.LogManager, batches of
 1,000 records built with kafka-python, as a producer would send them), then
 starts Spark and times, separately: Spark start-up, a warm-up query (first
 use of the Python workers and of our data sources, on a one-event hub), and
-``--once`` captures of everything into Avro and into Parquet. Checks that
-every event landed in a file. Prints a table and writes JSON to
+``--once`` captures of everything into Avro and into Parquet. Then reads
+every file back (untimed) and checks that each event is in exactly one file,
+with its body. Prints a table and writes JSON to
 bench/results/.
 """
 from __future__ import annotations
@@ -54,6 +55,32 @@ def fill(data_dir: Path, hub: str, events: int, size: int, partitions: int, per_
     return time.perf_counter() - t0
 
 
+def check(out: Path, encoding: str, events: int, partitions: int, size: int) -> None:
+    """Every event in exactly one file, in order within its partition, with its body."""
+    import fastavro
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    seen: dict[int, list[int]] = {p: [] for p in range(partitions)}
+    for path in sorted(out.rglob(f"*.{encoding}")):
+        partition = int(path.relative_to(out).parts[2])
+        if encoding == "avro":
+            with open(path, "rb") as f:
+                rows = [(r["SequenceNumber"], len(r["Body"])) for r in fastavro.reader(f)]
+        else:
+            t = pq.read_table(path, columns=["SequenceNumber", "Body"])
+            rows = list(zip(t.column("SequenceNumber").to_pylist(), pc.binary_length(t.column("Body")).to_pylist()))
+        if any(n != size for _, n in rows):
+            raise SystemExit(f"{path}: a body is not {size} bytes")
+        seen[partition].extend(seq for seq, _ in rows)
+    for p, seqs in seen.items():
+        seqs.sort()
+        if seqs != list(range(len(seqs))):
+            raise SystemExit(f"{encoding}: partition {p} has duplicates or gaps")
+    if sum(map(len, seen.values())) != events:
+        raise SystemExit(f"{encoding}: {sum(map(len, seen.values()))} events in files, {events} expected")
+
+
 def drain(spark, data_dir: Path, hub: str, out: Path, encoding: str) -> tuple[float, int, int]:
     from kafka_wire.spark.capture_job import CaptureJobSettings, run
 
@@ -95,6 +122,9 @@ def main(argv: list[str] | None = None) -> int:
             seconds, events, files = drain(spark, data, "bench", work / encoding, encoding)
             if events != args.events:
                 raise SystemExit(f"{encoding}: {events} events captured, {args.events} expected")
+            t0 = time.perf_counter()
+            check(work / encoding, encoding, args.events, args.partitions, args.size)
+            print(f"{encoding}: every event checked in {time.perf_counter() - t0:.1f} s (not timed)", flush=True)
             size = sum(p.stat().st_size for p in (work / encoding).rglob(f"*.{encoding}"))
             results[encoding] = {"seconds": round(seconds, 2), "events_per_s": round(events / seconds),
                                  "mb_per_s_in": round(events * args.size / seconds / 1e6, 1),

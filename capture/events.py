@@ -19,8 +19,8 @@ The mapping of a Kafka record onto an Event Hubs event:
   restores the historical behaviour;
 - value -> ``Body`` (null for a tombstone).
 
-Decoding, decompression included (gzip, snappy raw or in Kafka's xerial
-framing, lz4, zstd), is kafka-python's ``DefaultRecordBatch``.
+Decoding is capture.records (decompression with kafka-python's codecs: gzip,
+snappy raw or in Kafka's xerial framing, lz4, zstd).
 """
 
 from __future__ import annotations
@@ -33,12 +33,13 @@ from typing import Iterator
 from uuid import UUID
 
 import pyarrow as pa
-from kafka.record.default_records import DefaultRecordBatch
 from proton import Data
 
-from kafka_wire.log.batch import AMQP_HEADERS_BIT, AMQP_PROPERTIES_HEADER, event_offset, parse_header
+from kafka_wire.log.batch import (AMQP_HEADERS_BIT, AMQP_PROPERTIES_HEADER, EVENTS_PER_POSITION, CorruptRecord,
+                                  parse_header)
 
-from .schema import ARROW_SCHEMA, PROPERTY_MAP, union_member
+from .records import read_records
+from .schema import ARROW_SCHEMA, PROPERTY_MAP, UNION_VALUE, union_member
 
 logger = logging.getLogger(__name__)
 
@@ -74,22 +75,24 @@ def decode_batch(data: bytes, position: int, append_time_ms: int, out: EventBatc
     """Append the records of one stored RecordBatch v2 to ``out`` (a new
     EventBatch if None). Control batches hold no events and add nothing."""
     out = EventBatch() if out is None else out
-    data = bytes(data)
-    batch = DefaultRecordBatch(data)
-    if batch.is_control_batch:
-        return out
-    typed = bool(parse_header(data, 0).attributes & AMQP_HEADERS_BIT)
     seqs, offs, times, keys, hdrs, bodies = out.columns()
-    base = batch.base_offset
-    for record in batch:
-        seqs.append(record.offset)
-        offs.append(event_offset(position, record.offset - base))
-        times.append(append_time_ms)
-        keys.append(record.key)
-        headers = record.headers
-        hdrs.append([(n, amqp_property(v)) for n, v in headers if n != AMQP_PROPERTIES_HEADER]
-                    if typed and headers else headers)
-        bodies.append(record.value)
+    start = len(keys)
+    deltas: list[int] = []
+    try:
+        base = read_records(data, deltas, keys, hdrs, bodies)
+    except IndexError:
+        raise CorruptRecord(f"the record batch at byte position {position} is malformed") from None
+    if base is None:
+        return out
+    seqs.extend([base + d for d in deltas])
+    first = position * EVENTS_PER_POSITION
+    last = EVENTS_PER_POSITION - 1
+    offs.extend([first + (d if d < last else last) for d in deltas])  # log.batch.event_offset, inlined
+    times.extend([append_time_ms] * len(deltas))
+    if parse_header(data, 0).attributes & AMQP_HEADERS_BIT:  # typed properties, AMQP-encoded
+        for i in range(start, len(hdrs)):
+            if hdrs[i]:
+                hdrs[i] = [(n, amqp_property(v)) for n, v in hdrs[i] if n != AMQP_PROPERTIES_HEADER]
     return out
 
 
@@ -160,25 +163,77 @@ def avro_records(events: EventBatch, *, partition_key: bool = True) -> Iterator[
 
 
 def arrow_table(events: EventBatch, *, partition_key: bool = True) -> pa.Table:
-    """The events as a table of capture.schema.ARROW_SCHEMA (Parquet)."""
-    sysprops = []
-    props = []
-    for seq, off, ms, key, hdrs in zip(
-        events.sequence_numbers, events.offsets, events.enqueued_ms, events.keys, events.headers
-    ):
-        entry = [(SEQUENCE_NUMBER, {"member0": seq}), (OFFSET, {"member2": str(off)}), (ENQUEUED_TIME, {"member0": ms})]
-        if partition_key and key is not None:
-            text = _partition_key(key)
-            if text is not None:
-                entry.append((PARTITION_KEY, {"member2": text}))
-        sysprops.append(entry)
-        props.append([(k, union_member(v)) for k, v in dict(hdrs).items()] if hdrs else [])
+    """The events as a table of capture.schema.ARROW_SCHEMA (Parquet), built a
+    column at a time: the maps' keys and union members go into flat lists
+    (strided slice assignment where every event has the same entries), not a
+    dict per value."""
+    seqs, offs, times, keys, hdrs, bodies = events.columns()
+    offsets = [str(o) for o in offs]
+    pkeys = ([_partition_key(k) if k is not None else None for k in keys] if partition_key
+             else [None] * len(seqs))
     columns = [
-        pa.array(events.sequence_numbers, pa.int64()),
-        pa.array([str(o) for o in events.offsets], pa.string()),
-        pa.array([format_enqueued_time(ms) for ms in events.enqueued_ms], pa.string()),
-        pa.array(sysprops, PROPERTY_MAP),
-        pa.array(props, PROPERTY_MAP),
-        pa.array(events.bodies, pa.binary()),
+        pa.array(seqs, pa.int64()),
+        pa.array(offsets, pa.string()),
+        pa.array([format_enqueued_time(ms) for ms in times], pa.string()),
+        _system_properties(seqs, offsets, times, pkeys),
+        _properties(hdrs),
+        pa.array(bodies, pa.binary()),
     ]
     return pa.Table.from_arrays(columns, schema=ARROW_SCHEMA)
+
+
+def _system_properties(seqs, offsets, times, pkeys) -> pa.MapArray:
+    n = len(seqs)
+    with_key = sum(k is not None for k in pkeys)
+    if with_key in (0, n):  # every event has the same entries: fill the columns by stride
+        width = 4 if with_key else 3
+        names = [SEQUENCE_NUMBER, OFFSET, ENQUEUED_TIME, PARTITION_KEY][:width] * n
+        longs, strings = [None] * (width * n), [None] * (width * n)
+        longs[0::width], strings[1::width], longs[2::width] = seqs, offsets, times
+        if with_key:
+            strings[3::width] = pkeys
+        starts = list(range(0, width * n + 1, width))
+    else:
+        names, longs, strings, starts = [], [], [], [0]
+        for seq, off, ms, pk in zip(seqs, offsets, times, pkeys):
+            names += (SEQUENCE_NUMBER, OFFSET, ENQUEUED_TIME)
+            longs += (seq, None, ms)
+            strings += (None, off, None)
+            if pk is not None:
+                names.append(PARTITION_KEY)
+                longs.append(None)
+                strings.append(pk)
+            starts.append(len(names))
+    m = len(names)
+    members = [pa.array(longs, pa.int64()), pa.nulls(m, pa.float64()), pa.array(strings, pa.string()),
+               pa.nulls(m, pa.binary())]
+    return _map(starts, names, pa.StructArray.from_arrays(members, fields=list(UNION_VALUE)))
+
+
+def _properties(hdrs) -> pa.MapArray:
+    """Headers as the Properties map: a repeated name keeps its last value at
+    its first place, as a dict does; a null value is a null struct."""
+    names, values, starts = [], [], [0]
+    for h in hdrs:
+        if h:
+            if len({name for name, _ in h}) != len(h):
+                h = list(dict(h).items())
+            for name, value in h:
+                names.append(name)
+                values.append(value)
+        starts.append(len(names))
+    m = len(names)
+    if all(v is None or type(v) is bytes for v in values):  # Kafka headers: bytes or null
+        members = [pa.nulls(m, pa.int64()), pa.nulls(m, pa.float64()), pa.nulls(m, pa.string()),
+                   pa.array(values, pa.binary())]
+    else:  # an AMQP client's typed properties
+        unions = [union_member(v) or {} for v in values]
+        members = [pa.array([u.get(f.name) for u in unions], f.type) for f in UNION_VALUE]
+    mask = pa.array([v is None for v in values], pa.bool_())
+    items = pa.StructArray.from_arrays(members, fields=list(UNION_VALUE), mask=mask)
+    return _map(starts, names, items)
+
+
+def _map(starts: list[int], names: list[str], items: pa.StructArray) -> pa.MapArray:
+    return pa.MapArray.from_arrays(pa.array(starts, pa.int32()), pa.array(names, pa.string()), items,
+                                   type=PROPERTY_MAP)

@@ -16,6 +16,7 @@ import os
 import uuid
 from pathlib import Path
 
+from .blob import is_url
 from .events import iso_time
 from .writers import FileInfo
 
@@ -27,7 +28,7 @@ EMPTY_TIME = "0001-01-01T00:00:00"
 
 
 def capture_file_created(info: FileInfo, namespace: str, event_hub: str, event_time_ms: int) -> dict:
-    url = Path(info.path).resolve().as_uri()
+    url = info.path if is_url(info.path) else Path(info.path).resolve().as_uri()
     empty = info.event_count == 0
     return {
         "topic": f"/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/kafka-wire/providers/"

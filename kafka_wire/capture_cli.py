@@ -10,6 +10,7 @@ file gets a CaptureFileCreated line in ``OUT/_capture_events.jsonl``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 CAPTURE_PACKAGES = ("pyspark", "pyarrow", "fastavro")
@@ -48,6 +49,11 @@ def add_parser(sub) -> None:
                    help="event hub to capture (repeat for more)")
     p.add_argument("--format", default="avro", choices=("avro", "parquet"), help="file encoding (default avro)")
     p.add_argument("--out", required=True, help="output directory (stands for the storage container)")
+    p.add_argument("--blob-container", metavar="NAME",
+                   help="upload the files to this Blob storage container (--out then keeps the job's state)")
+    p.add_argument("--blob-connection-string", metavar="CS", default=os.environ.get("AZURE_STORAGE_CONNECTION_STRING"),
+                   help="the storage account's connection string, e.g. UseDevelopmentStorage=true for Azurite "
+                        "(default: $AZURE_STORAGE_CONNECTION_STRING)")
     p.add_argument("--interval-seconds", type=float, default=300,
                    help="time window (default 300; Event Hubs allows 60-900)")
     p.add_argument("--size-mb", type=float, default=300,
@@ -84,7 +90,9 @@ def settings_from_args(args: argparse.Namespace):
         data_dir=args.data_dir, bootstrap=args.bootstrap, kafka_options=kafka_options,
         interval_seconds=args.interval_seconds, size_limit_bytes=int(args.size_mb * 1024 * 1024),
         skip_empty=args.skip_empty, partition_key=not args.no_partition_key, once=args.once, master=args.master,
-        checkpoint_dir=args.checkpoint, trigger_seconds=args.trigger_seconds, **kwargs,
+        checkpoint_dir=args.checkpoint, trigger_seconds=args.trigger_seconds,
+        blob_container=args.blob_container,
+        blob_connection_string=args.blob_connection_string if args.blob_container else None, **kwargs,
     )
 
 

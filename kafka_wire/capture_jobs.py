@@ -51,6 +51,8 @@ def jobs_for(hubs: list, data_dir, now_ms: int, first_seen: dict | None = None) 
             data_dir=str(data_dir), interval_seconds=c.interval_seconds,
             size_limit_bytes=c.size_limit_bytes, skip_empty=c.skip_empty_archives,
             name_format=c.name_format,
+            blob_connection_string=c.storage_connection_string,
+            blob_container=c.blob_container if c.storage_connection_string else None,
             spark_log_file=str(Path(data_dir).resolve() / "capture-spark.log"))
         enabled_at = c.enabled_at_ms
         if enabled_at is None:

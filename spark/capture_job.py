@@ -54,6 +54,8 @@ class CaptureJobSettings:
     checkpoint_dir: str | None = None  # default: <out_dir>/_capture/<namespace>-<encoding>-<hubs hash>
     trigger_seconds: float = 2.0
     grace_seconds: float = 2.0
+    blob_connection_string: str | None = None  # with blob_container: files go to Blob storage,
+    blob_container: str | None = None          # out_dir keeps the job's state and staged files
     starting_position: str = "earliest"  # or "latest", or a time (ms): the first event enqueued then
 
     def __post_init__(self) -> None:
@@ -64,6 +66,8 @@ class CaptureJobSettings:
         if self.starting_position not in ("earliest", "latest") and not str(self.starting_position).isdigit():
             raise ValueError(f"starting position {self.starting_position!r} is not earliest, latest or a "
                              "time in ms")
+        if bool(self.blob_connection_string) != bool(self.blob_container):
+            raise ValueError("Blob storage needs both a connection string and a container")
         if bool(self.data_dir) == bool(self.bootstrap):
             raise ValueError("capture reads either a data directory (--data-dir) or a broker (--bootstrap)")
 
@@ -129,6 +133,7 @@ def start_query(spark, settings: CaptureJobSettings):
         .option("graceSeconds", str(settings.grace_seconds))
         .option("closeOpenWindows", str(settings.once).lower())
         .option("startingPosition", settings.starting_position)
+        .option("rows", "batches")  # events cross to the sink a stored batch at a time, decoded there once
     )
     if settings.bootstrap:
         reader = reader.option("bootstrap", settings.bootstrap)
@@ -144,6 +149,8 @@ def start_query(spark, settings: CaptureJobSettings):
         .option("nameFormat", settings.name_format)
         .option("partitionKey", str(settings.partition_key).lower())
         .option("journal", str(checkpoint / "capture-journal"))
+        .option("blobConnectionString", settings.blob_connection_string or "")
+        .option("blobContainer", settings.blob_container or "")
         .option("checkpointLocation", str(checkpoint / "spark"))
         .queryName(f"capture-{settings.namespace}-{'-'.join(settings.hubs)}"[:200])
     )

@@ -1,14 +1,18 @@
 """``eventhubs-capture``: a streaming sink writing Event Hubs Capture files.
 
-It expects the rows of the ``eventhubs`` source with capture windows: each
-task receives one partition's rows in order, runs of equal ``capture_file``
-form one file (a row with a null ``sequence_number`` is an empty file), and
-capture.writers writes each file under its final name atomically.
+It expects the rows of the ``eventhubs`` source with capture windows, one per
+event or (option ``rows`` = ``batches``, what the capture job uses) one per
+stored record batch, decoded here: each task receives one partition's rows in
+order, runs of equal ``capture_file`` form one file (a row with a null
+``sequence_number`` or ``data`` is an empty file), and capture.writers writes
+each file under its final name atomically.
 
 Options: ``path`` (output directory, required), ``format`` (``avro`` or
 ``parquet``), ``nameFormat``, ``partitionKey`` (``true``: Kafka key ->
 ``x-opt-partition-key``), ``journal`` (directory of the commit journal,
-normally inside the Spark checkpoint).
+normally inside the Spark checkpoint), ``blobConnectionString`` and
+``blobContainer`` (files are staged in ``path`` and uploaded as block blobs,
+capture.blob).
 
 Commit (driver, once every task of micro-batch N succeeded): the
 CaptureFileCreated records are first saved in ``journal/N.json``, then
@@ -22,13 +26,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 
-from kafka_wire.capture.events import EventBatch
+from kafka_wire.capture.events import EventBatch, decode_batch
 from kafka_wire.capture.naming import DEFAULT_NAME_FORMAT, check_name_format, file_name
 from kafka_wire.capture.notifications import EVENTS_FILE, append_events, capture_file_created
 from kafka_wire.capture.writers import CaptureWriter, FileInfo, normalize_encoding
@@ -39,6 +44,8 @@ from .source import lower_keys
 logger = logging.getLogger(__name__)
 
 SINK_NAME = "eventhubs-capture"
+CRASH_BEFORE_JOURNAL = "KAFKA_WIRE_CAPTURE_CRASH_BEFORE_JOURNAL"  # a micro-batch id (tests' fault)
+ARROW_BATCH_ROWS = 10_000  # Spark's default spark.sql.execution.arrow.maxRecordsPerBatch
 JOURNAL_KEEP = 100  # micro-batches whose journal entries are kept (Spark keeps as many)
 
 
@@ -66,6 +73,10 @@ class CaptureStreamWriter(DataSourceStreamArrowWriter):
         check_name_format(self.name_format)
         self.partition_key = str(options.get("partitionkey", "true")).lower() in ("1", "true", "yes", "on")
         self.journal = options.get("journal") or str(Path(self.out_dir) / "_capture" / "journal")
+        # A Blob storage container: files are staged in ``path``, then uploaded there.
+        self.blob = (options.get("blobconnectionstring"), options.get("blobcontainer"))
+        if bool(self.blob[0]) != bool(self.blob[1]):
+            raise ValueError("the eventhubs-capture sink needs both blobConnectionString and blobContainer")
 
     # -- executors ----------------------------------------------------------------------
 
@@ -73,8 +84,10 @@ class CaptureStreamWriter(DataSourceStreamArrowWriter):
         done: list[tuple[str, str, FileInfo]] = []
         writer: CaptureWriter | None = None
         current = None  # (namespace, hub, partition, capture_file)
+        pending = _Pending()
         try:
             for rb in iterator:
+                batch_rows = "data" in rb.schema.names
                 cols = {name: rb.column(name).to_pylist() for name in rb.schema.names}
                 files, parts, hubs = cols["capture_file"], cols["partition"], cols["event_hub"]
                 n, i = rb.num_rows, 0
@@ -87,21 +100,34 @@ class CaptureStreamWriter(DataSourceStreamArrowWriter):
                         j += 1
                     if key != current:
                         if writer is not None:
-                            done.append((current[0], current[1], writer.close()))
+                            pending.write_to(writer)
+                            done.append((current[0], current[1], self._published(writer.close())))
                         name = file_name(self.name_format, key[0], key[1], key[2], key[3], self.encoding)
                         writer = CaptureWriter(self.out_dir, name, key[2], self.encoding,
                                                partition_key=self.partition_key)
                         current = key
-                    writer.write(_events(cols, i, j))
+                    if batch_rows:
+                        pending.add_batches(cols, i, j, writer)
+                    else:
+                        writer.write(_events(cols, i, j))
                     i = j
             if writer is not None:
-                done.append((current[0], current[1], writer.close()))
+                pending.write_to(writer)
+                done.append((current[0], current[1], self._published(writer.close())))
                 writer = None
         except BaseException:
             if writer is not None:
                 writer.abort()
             raise
         return CaptureCommit(done)
+
+    def _published(self, info: FileInfo) -> FileInfo:
+        """The closed file where readers find it: uploaded, with a Blob container."""
+        if not self.blob[0]:
+            return info
+        from kafka_wire.capture.blob import BlobContainer
+
+        return BlobContainer(*self.blob).upload(info)
 
     # -- driver -------------------------------------------------------------------------
 
@@ -112,6 +138,10 @@ class CaptureStreamWriter(DataSourceStreamArrowWriter):
         if done_marker.exists():
             logger.info("micro-batch %d was committed before; nothing to do", batchId)
             return
+        if os.environ.get(CRASH_BEFORE_JOURNAL) == str(batchId):  # a fault tests inject: files written, no journal
+            logger.error("%s=%d: the commit's process dies before the journal, as a killed one would",
+                         CRASH_BEFORE_JOURNAL, batchId)
+            os._exit(137)
         entry = journal / f"{batchId}.json"
         if entry.exists():
             records = json.loads(entry.read_text())["records"]
@@ -145,3 +175,43 @@ def _events(cols: dict, i: int, j: int) -> EventBatch:
     headers = [[(h["key"], h["value"]) for h in hs] if hs else [] for hs in cols["headers"][i:j]]
     return EventBatch(seqs, cols["offset"][i:j], cols["enqueued_time_ms"][i:j], cols["key"][i:j], headers,
                       cols["body"][i:j])
+
+
+class _Pending:
+    """Events decoded from batch rows, handed to the writer in the rhythm the
+    event rows had: Spark gave the sink Arrow batches of ARROW_BATCH_ROWS rows
+    (spark.sql.execution.arrow.maxRecordsPerBatch), cut at file boundaries,
+    and each write is one Parquet row group; so files keep their bytes."""
+
+    def __init__(self) -> None:
+        self.events = EventBatch()
+        self.budget = ARROW_BATCH_ROWS  # rows left in the Arrow batch the event rows would be in
+
+    def add_batches(self, cols: dict, i: int, j: int, writer: CaptureWriter) -> None:
+        data, positions, times = cols["data"], cols["position"], cols["append_time_ms"]
+        for k in range(i, j):
+            if data[k] is None:  # an empty file's row: a row of its own
+                self._spend(1)
+                continue
+            decode_batch(data[k], positions[k], times[k], self.events)
+            while len(self.events) >= self.budget:
+                head, self.events = _split(self.events, self.budget)
+                writer.write(head)
+                self.budget = ARROW_BATCH_ROWS
+
+    def write_to(self, writer: CaptureWriter) -> None:
+        """The file ends: what it holds is written."""
+        if len(self.events):
+            writer.write(self.events)
+            self._spend(len(self.events))
+            self.events = EventBatch()
+
+    def _spend(self, rows: int) -> None:
+        self.budget -= rows
+        if self.budget <= 0:
+            self.budget = ARROW_BATCH_ROWS
+
+
+def _split(events: EventBatch, n: int) -> tuple[EventBatch, EventBatch]:
+    columns = events.columns()
+    return EventBatch(*(c[:n] for c in columns)), EventBatch(*(c[n:] for c in columns))

@@ -23,6 +23,16 @@ def broker(tmp_path):
         yield b
 
 
+@pytest.fixture(scope="session")
+def azurite(tmp_path_factory):
+    """Azurite's blob service (tests/azurite.py), one for the session; yields its
+    connection string. Tests use containers of their own."""
+    from tests.azurite import running_azurite
+
+    with running_azurite(tmp_path_factory.mktemp("azurite")) as connection_string:
+        yield connection_string
+
+
 @pytest.fixture
 def metered(tmp_path):
     """(broker, clock): a namespace of 1 throughput unit on a virtual clock that stands

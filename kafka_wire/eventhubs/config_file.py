@@ -182,7 +182,8 @@ def _policies(table: dict, where: str, hub: str | None = None) -> dict[str, SasP
 
 
 _CAPTURE_KEYS = {"enabled", "destination", "destination_type", "name_format", "interval_seconds",
-                 "size_limit_bytes", "skip_empty_archives", "encoding", "backfill"}
+                 "size_limit_bytes", "skip_empty_archives", "encoding", "backfill", "blob_container",
+                 "storage_connection_string"}
 _HUB_KEYS = {"partitions", "retention_hours", "cleanup_policy", "tombstone_retention_hours",
              "timestamp_type", "consumer_groups", "policies", "capture"}
 _NS_KEYS = {"tier", "mode", "throughput_units", "processing_units", "capacity_units",
@@ -228,7 +229,7 @@ def _hub(name: str, t: dict, where: str) -> EventHub:
 
 def load_toml(data: dict, base: Path | None = None) -> tuple[EventHubsModel, _Settings]:
     """``base``: the config file's directory (relative key file paths)."""
-    _check_keys(data, {"default_namespace", "server", "tls", "namespaces"}, "config")
+    _check_keys(data, {"default_namespace", "server", "tls", "namespaces", "storage_accounts"}, "config")
     settings = _Settings()
     settings.server = dict(data.get("server") or {})
     _check_keys(settings.server, set(_SERVER_KEYS), "[server]")
@@ -271,6 +272,11 @@ def load_toml(data: dict, base: Path | None = None) -> tuple[EventHubsModel, _Se
                                  "namespace")
             default = name
     model = EventHubsModel(namespaces, default or next(iter(namespaces)))
+    accounts = data.get("storage_accounts") or {}
+    if not isinstance(accounts, dict) or not all(isinstance(v, str) for v in accounts.values()):
+        raise ValueError("[storage_accounts] maps storage account names to connection strings "
+                         '(e.g. devstoreaccount1 = "UseDevelopmentStorage=true")')
+    model.storage_accounts = dict(accounts)
     model.validate()
     return model, settings
 

@@ -200,8 +200,11 @@ class CaptureSettings:
     Capture starts with the events enqueued from ``enabled_at_ms`` on (when the
     management API enabled it; for the config file, when the broker first ran
     the job), as on Azure; ``backfill`` starts from the earliest retained event.
-    ``storage_account`` and ``blob_container`` are what the management API was
-    given; ``destination`` is the local directory standing in for them."""
+    With ``storage_connection_string`` and ``blob_container`` the files are
+    uploaded to that Blob storage container (Azurite or Azure) and
+    ``destination`` holds the job's local state; without, ``destination`` is
+    the local directory standing in for the container. ``storage_account`` is
+    the account the management API was given."""
     enabled: bool = False
     destination: str = "capture"  # a local directory standing in for the container
     destination_type: str = "EventHubArchive.AzureBlockBlob"
@@ -214,6 +217,7 @@ class CaptureSettings:
     enabled_at_ms: int | None = None
     storage_account: str | None = None
     blob_container: str | None = None
+    storage_connection_string: str | None = None  # set: files are uploaded to blob_container there
 
     TOKENS = ("{Namespace}", "{EventHub}", "{PartitionId}", "{Year}", "{Month}", "{Day}",
               "{Hour}", "{Minute}", "{Second}")
@@ -232,6 +236,9 @@ class CaptureSettings:
         if self.encoding not in ("Avro", "Parquet"):
             raise ValueError(f"{where}: capture encoding {self.encoding!r} is unknown: use Avro "
                              "or Parquet")
+        if self.storage_connection_string and not self.blob_container:
+            raise ValueError(f"{where}: capture storage_connection_string needs blob_container (the "
+                             "container the files go to)")
         if self.destination_type not in ("EventHubArchive.AzureBlockBlob",
                                          "EventHubArchive.AzureDataLake"):
             raise ValueError(f"{where}: capture destination_type {self.destination_type!r} is "
@@ -467,6 +474,9 @@ class EventHubsModel:
     """Every namespace one kafka-wire process serves."""
     namespaces: dict[str, Namespace]
     default_namespace: str
+    # Blob storage accounts Capture uploads to: name -> connection string
+    # (a management API capture description names an account by resource id).
+    storage_accounts: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def single(cls, name: str) -> "EventHubsModel":

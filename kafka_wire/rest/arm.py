@@ -71,11 +71,13 @@ def capture_description(c) -> dict:
             "destination": {"name": c.destination_type, "properties": where}}
 
 
-def capture_settings(desc: dict, current, root: Path, now_ms: int, where: str):
+def capture_settings(desc: dict, current, root: Path, now_ms: int, where: str, accounts: dict | None = None):
     """A hub's CaptureSettings from a ``captureDescription`` (ValueError: 400).
-    The storage account's container (or Data Lake folder) stands for a local
-    directory, ``root/{account}/{container}``; enabling starts a new capture
-    now, as on Azure."""
+    A storage account named in ``accounts`` (name -> connection string: the
+    config's ``[storage_accounts]``) gets the files uploaded to its container;
+    any other account's container (or Data Lake folder) stands as a local
+    directory. Either way ``root/{account}/{container}`` holds the job's local
+    state. Enabling starts a new capture now, as on Azure."""
     from kafka_wire.eventhubs.model import CaptureSettings
 
     defaults = CaptureSettings()
@@ -119,6 +121,7 @@ def capture_settings(desc: dict, current, root: Path, now_ms: int, where: str):
         if ".." in Path(c.storage_account).parts + Path(c.blob_container).parts:
             raise ValueError("the storage account and container names must not contain '..'")
         c.destination = str(root / c.storage_account / c.blob_container)
+        c.storage_connection_string = (accounts or {}).get(c.storage_account)
     elif enabled and c.storage_account is None and current.destination == defaults.destination:
         raise ValueError("captureDescription.destination is required to enable Capture")
     c.validate(where)

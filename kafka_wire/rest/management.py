@@ -416,7 +416,8 @@ class Namespaced:
             try:
                 capture = arm.capture_settings(
                     props["captureDescription"], existing.capture if existing else CaptureSettings(),
-                    self._capture_root(), self.services.clock.now_ms(), f"event hub {name!r}")
+                    self._capture_root(), self.services.clock.now_ms(), f"event hub {name!r}",
+                    self.services.eventhubs.storage_accounts)
             except ValueError as exc:
                 raise BadRequest(str(exc)) from None
         configs = {} if hours is None else {"retention.ms": str(-1 if hours < 0 else hours * HOUR_MS)}

@@ -7,73 +7,19 @@ Azurite is installed by ``make test`` (``npm install --prefix tests/js``) when n
 exists; without node or azurite this test SKIPS with the reason."""
 from __future__ import annotations
 
-import shutil
-import socket
-import subprocess
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
 from azure.eventhub.extensions.checkpointstoreblob import BlobCheckpointStore
 from azure.storage.blob import BlobServiceClient
 
-from kafka_wire.testing.ports import free_port
-
 from .conftest import sdk_cs, wait_for
 
-JS = Path(__file__).resolve().parents[1] / "js"
-AZURITE = JS / "node_modules" / ".bin" / "azurite-blob"
-# Azurite's well-known development account (azurite/dist/src/blob/utils/constants.js).
-ACCOUNT = "devstoreaccount1"
-ACCOUNT_KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/"
-               "K1SZFPTOtr/KBHBeksoGMGw==")
 CONTAINER = "checkpoints"
 HUB = "ckpt"
 PARTITIONS = ["0", "1", "2", "3"]
-
-
-
-def _accepts(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-        return True
-    except OSError:
-        return False
-
-
-@pytest.fixture(scope="module")
-def azurite(tmp_path_factory):
-    """Azurite's blob service on a free port; yields its connection string."""
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("AZURITE CHECKPOINT STORE TEST SKIPPED: `node` is not installed (make test "
-                    "installs azurite with `npm install --prefix tests/js` when npm exists)")
-    if not (JS / "node_modules" / "azurite" / "package.json").is_file() or not AZURITE.exists():
-        pytest.skip("AZURITE CHECKPOINT STORE TEST SKIPPED: azurite is not installed; run "
-                    "`npm install --prefix tests/js` (make test does it when npm exists)")
-    port = free_port()
-    location = tmp_path_factory.mktemp("azurite")
-    proc = subprocess.Popen(
-        [str(AZURITE), "--blobHost", "127.0.0.1", "--blobPort", str(port), "--location",
-         str(location), "--silent", "--skipApiVersionCheck", "--disableTelemetry"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        if not wait_for(lambda: proc.poll() is not None or _accepts(port), timeout=30, every=0.1) \
-                or proc.poll() is not None:
-            err = b"" if proc.poll() is None else proc.stderr.read()
-            pytest.fail(f"azurite-blob did not listen on {port}: {err.decode(errors='replace')}")
-        yield (f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={ACCOUNT_KEY};"
-               f"BlobEndpoint=http://127.0.0.1:{port}/{ACCOUNT};")
-    finally:
-        proc.terminate()   # by its pid: the .bin entry is azurite's script, run by node itself
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
-        proc.stderr.close()
 
 
 class Processor:

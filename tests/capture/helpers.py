@@ -53,11 +53,14 @@ def log_positions(data_dir: Path, namespace: str, hub: str, partitions: int) -> 
 
 
 def check_capture(out: Path, expected: dict, *, namespace: str, hub: str, encoding: str,
-                  interval_s: float | None = None, positions: dict | None = None) -> list[Path]:
+                  interval_s: float | None = None, positions: dict | None = None,
+                  events_file: Path | None = None, file_url=None) -> list[Path]:
     """Every produced event exactly once, with its body, key, headers,
     sequence number, partition (and byte offset / enqueued time when
     ``positions`` is given); names per the default layout; one
-    CaptureFileCreated line per file. Returns the files."""
+    CaptureFileCreated line per file (in ``events_file``, default
+    out/_capture_events.jsonl, naming each file by ``file_url``, default its
+    file URI). Returns the files."""
     files = capture_files(out)
     assert files, "no capture file written"
     seen = Counter()
@@ -89,9 +92,12 @@ def check_capture(out: Path, expected: dict, *, namespace: str, hub: str, encodi
     assert not dupes, f"{len(dupes)} events captured more than once, e.g. {dupes[:3]}"
     missing = set(expected) - set(seen)
     assert not missing, f"{len(missing)} events missing, e.g. {sorted(missing)[:3]}"
-    lines = [json.loads(x) for x in (out / "_capture_events.jsonl").read_text().splitlines()]
+    events_file = events_file or out / "_capture_events.jsonl"
+    file_url = file_url or (lambda p: p.resolve().as_uri())
+    lines = [json.loads(x) for x in events_file.read_text().splitlines()]
     urls = Counter(x["data"]["fileUrl"] for x in lines)
     assert all(n == 1 for n in urls.values()), "a file was announced twice"
-    assert set(urls) == {p.resolve().as_uri() for p in files}
+    assert set(urls) == {file_url(p) for p in files}
+    assert {x["data"]["fileType"] for x in lines} == {"AzureBlockBlob"}
     assert sum(x["data"]["eventCount"] for x in lines) == len(expected)
     return files
