@@ -1,6 +1,7 @@
 """Capture throughput: events/s drained from the log into Avro and into Parquet.
 
     python -m bench.capture [--events 1000000] [--size 200] [--partitions 4] [--master local[*]]
+                            [--cluster N]   # a standalone cluster of N one-core workers here
 
 Writes the events straight into a log directory (log.LogManager, batches of
 1,000 records built with kafka-python, as a producer would send them), then
@@ -97,8 +98,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--size", type=int, default=200, help="event body bytes")
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--master", default="local[*]")
+    ap.add_argument("--cluster", type=int, metavar="N",
+                    help="start a Spark standalone cluster of N one-core workers on this machine and use it")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = ap.parse_args(argv)
+    if args.cluster:
+        from bench.spark_cluster import local_cluster
+
+        with local_cluster(args.cluster) as url:
+            return run(args, url, f"standalone cluster, {args.cluster} worker(s) of 1 core")
+    return run(args, args.master, args.master)
+
+
+def run(args, master: str, label: str) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
@@ -106,14 +118,16 @@ def main(argv: list[str] | None = None) -> int:
     data = work / "data"
     try:
         fill_s = fill(data, "bench", args.events, args.size, args.partitions)
-        fill(data, "warmup", 1, args.size, 1)
+        # The warm-up hub has as many partitions (of one event) as the measured one, so the warm-up
+        # query starts as many Python workers as the drains use: start-up, not drain time.
+        fill(data, "warmup", args.partitions, args.size, args.partitions)
         print(f"log filled: {args.events:,} x {args.size} B in {args.partitions} partitions in {fill_s:.1f} s",
               flush=True)
 
         t0 = time.perf_counter()
         from kafka_wire.spark.session import get_session
 
-        spark = get_session(args.master, app_name="kafka-wire-bench-capture")
+        spark = get_session(master, app_name="kafka-wire-bench-capture")
         startup_s = time.perf_counter() - t0
         warmup_s, _, _ = drain(spark, data, "warmup", work / "warmup", "avro")
 
@@ -132,13 +146,14 @@ def main(argv: list[str] | None = None) -> int:
         spark.stop()
 
         print()
-        print(f"Spark start-up (session, JVM): {startup_s:6.1f} s   first query (warm-up): {warmup_s:5.1f} s")
+        print(f"Spark ({label}) start-up (session, JVM): {startup_s:6.1f} s   first query (warm-up): "
+              f"{warmup_s:5.1f} s")
         print(f"{'encoding':10} {'seconds':>8} {'events/s':>10} {'MB/s in':>8} {'files':>6}")
         for encoding, r in results.items():
             print(f"{encoding:10} {r['seconds']:8.2f} {r['events_per_s']:10,} {r['mb_per_s_in']:8.1f} {r['files']:6}")
         report = {
             "benchmark": "capture", "events": args.events, "event_bytes": args.size, "partitions": args.partitions,
-            "master": args.master, "cpus": os.cpu_count(), "python": platform.python_version(),
+            "master": label, "cpus": os.cpu_count(), "python": platform.python_version(),
             "spark_startup_s": round(startup_s, 2), "warmup_query_s": round(warmup_s, 2), "fill_s": round(fill_s, 2),
             "results": results, "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
         }

@@ -70,35 +70,35 @@ class AvroBlocks:
         self.count = 0
 
     def write(self, events: EventBatch) -> None:
-        buf, pkey = self.buf, self.partition_key
-        last_ms = enq_field = enq = None
+        buf, pkey, small, join = self.buf, self.partition_key, _SMALL, b"".join
+        last_ms = head = tail = None
         for seq, off, ms, key, hdrs, body in zip(*events.columns()):
             props = _properties(hdrs) if hdrs else _END
             if props is None:  # typed properties (an AMQP client's): fastavro encodes the record
                 self._write_generic(seq, off, ms, key, hdrs, body)
                 continue
-            if ms != last_ms:  # one append time per stored batch: encoded once
+            if ms != last_ms:  # one append time per stored batch: its fields are encoded once
                 last_ms = ms
-                enq_field = _string(format_enqueued_time(ms).encode())
-                enq = _string(ENQUEUED_TIME.encode()) + b"\x00" + zigzag(ms)
-            s = zigzag(seq)
+                head = _string(format_enqueued_time(ms).encode())  # EnqueuedTimeUtc
+                tail = _string(ENQUEUED_TIME.encode()) + b"\x00" + zigzag(ms)
+            z = seq << 1
+            s = small[z] if z < 32768 else zigzag(seq)
             o = str(off).encode()
-            o = _long(len(o)) + o
-            buf += s
-            buf += o
-            buf += enq_field
-            if pkey and key is not None and _is_utf8(key):
-                buf += _FOUR
-                buf += _SEQ_KEY + s + _OFFSET_KEY + o + enq + _PKEY_KEY + _long(len(key)) + key
+            o = small[len(o) << 1] + o
+            if pkey and key is not None:
+                try:
+                    key.decode()
+                    k = (_FOUR, _SEQ_KEY, s, _OFFSET_KEY, o, tail, _PKEY_KEY, small[len(key) << 1]
+                         if len(key) < 16384 else zigzag(len(key)), key)
+                except UnicodeDecodeError:  # not a string: Event Hubs partition keys are strings
+                    k = (_THREE, _SEQ_KEY, s, _OFFSET_KEY, o, tail)
             else:
-                buf += _THREE
-                buf += _SEQ_KEY + s + _OFFSET_KEY + o + enq
-            buf += _END
-            buf += props
+                k = (_THREE, _SEQ_KEY, s, _OFFSET_KEY, o, tail)
             if body is None:
-                buf += b"\x00"
+                buf += join((s, o, head, *k, _END, props, b"\x00"))
             else:
-                buf += b"\x02" + _long(len(body)) + body
+                buf += join((s, o, head, *k, _END, props, b"\x02",
+                             small[len(body) << 1] if len(body) < 16384 else zigzag(len(body)), body))
             self.count += 1
             if len(buf) >= SYNC_INTERVAL:
                 self._dump()
@@ -124,14 +124,6 @@ class AvroBlocks:
     def flush(self) -> None:
         if self.buf or self.count:
             self._dump()
-
-
-def _is_utf8(key: bytes) -> bool:
-    try:
-        key.decode("utf-8")
-    except UnicodeDecodeError:
-        return False  # not a string: Event Hubs partition keys are strings
-    return True
 
 
 def _properties(hdrs) -> bytes | None:

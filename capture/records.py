@@ -43,6 +43,7 @@ def read_records(data: bytes, offsets: list, keys: list, headers: list, bodies: 
         return None
     header, buf, p = section
     buf = bytes(buf)  # slices of bytes are bytes: no copy per field into a new object
+    add_offset, add_key, add_headers, add_body = offsets.append, keys.append, headers.append, bodies.append
     for _ in range(header.records_count):
         # length (skipped: the fields say where they end), attributes
         p += 2 if buf[p] < 0x80 else (3 if buf[p + 1] < 0x80 else read_varint(buf, p)[1] - p + 1)
@@ -55,7 +56,7 @@ def read_records(data: bytes, offsets: list, keys: list, headers: list, bodies: 
             z, p = (b & 0x7F) | (buf[p + 1] << 7), p + 2
         else:
             z, p = _zigzag_raw(buf, p)
-        offsets.append((z >> 1) ^ -(z & 1))
+        add_offset((z >> 1) ^ -(z & 1))
         b = buf[p]
         if b < 0x80:
             z, p = b, p + 1
@@ -64,10 +65,10 @@ def read_records(data: bytes, offsets: list, keys: list, headers: list, bodies: 
         else:
             z, p = _zigzag_raw(buf, p)
         if z & 1:  # negative: -1, null
-            keys.append(None)
+            add_key(None)
         else:
             n = z >> 1
-            keys.append(buf[p:p + n])
+            add_key(buf[p:p + n])
             p += n
         b = buf[p]
         if b < 0x80:
@@ -77,14 +78,14 @@ def read_records(data: bytes, offsets: list, keys: list, headers: list, bodies: 
         else:
             z, p = _zigzag_raw(buf, p)
         if z & 1:
-            bodies.append(None)
+            add_body(None)
         else:
             n = z >> 1
-            bodies.append(buf[p:p + n])
+            add_body(buf[p:p + n])
             p += n
         b = buf[p]
         if b == 0:
-            headers.append([])
+            add_headers([])
             p += 1
             continue
         count, p = read_varint(buf, p)
@@ -99,7 +100,7 @@ def read_records(data: bytes, offsets: list, keys: list, headers: list, bodies: 
             else:
                 hs.append((name, buf[p:p + n]))
                 p += n
-        headers.append(hs)
+        add_headers(hs)
     if p > len(buf):
         raise CorruptRecord(f"record batch at offset {header.base_offset}: records run past its end")
     return header.base_offset

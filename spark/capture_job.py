@@ -123,9 +123,16 @@ def start_query(spark, settings: CaptureJobSettings):
     n = remove_leftovers(settings.out_dir)
     if n:
         logger.info("removed %d temporary files left by an interrupted capture", n)
+    # Where the events are: the source plans from it, the sink reads from it (plan rows).
+    where = {"namespace": settings.namespace}
+    if settings.bootstrap:
+        where["bootstrap"] = settings.bootstrap
+        where.update({f"kafka.{key}": str(value) for key, value in settings.kafka_options.items()})
+    else:
+        where["dataDir"] = str(Path(settings.data_dir).resolve())
     reader = (
         spark.readStream.format(SOURCE_NAME)
-        .option("namespace", settings.namespace)
+        .options(**where)
         .option("eventHubs", ",".join(settings.hubs))
         .option("windowSeconds", str(settings.interval_seconds))
         .option("sizeLimitBytes", str(settings.size_limit_bytes))
@@ -133,25 +140,20 @@ def start_query(spark, settings: CaptureJobSettings):
         .option("graceSeconds", str(settings.grace_seconds))
         .option("closeOpenWindows", str(settings.once).lower())
         .option("startingPosition", settings.starting_position)
-        .option("rows", "batches")  # events cross to the sink a stored batch at a time, decoded there once
+        .option("rows", "plans")  # the sink reads each planned range: no event passes through the JVM
     )
-    if settings.bootstrap:
-        reader = reader.option("bootstrap", settings.bootstrap)
-        for key, value in settings.kafka_options.items():
-            reader = reader.option(f"kafka.{key}", str(value))
-    else:
-        reader = reader.option("dataDir", str(Path(settings.data_dir).resolve()))
     checkpoint = Path(settings.checkpoint).resolve()
     writer = (
         reader.load().writeStream.format(SINK_NAME)
+        .options(**where)
         .option("path", str(Path(settings.out_dir).resolve()))
         .option("format", settings.encoding)
         .option("nameFormat", settings.name_format)
         .option("partitionKey", str(settings.partition_key).lower())
         .option("journal", str(checkpoint / "capture-journal"))
+        .option("checkpointLocation", str(checkpoint / "spark"))
         .option("blobConnectionString", settings.blob_connection_string or "")
         .option("blobContainer", settings.blob_container or "")
-        .option("checkpointLocation", str(checkpoint / "spark"))
         .queryName(f"capture-{settings.namespace}-{'-'.join(settings.hubs)}"[:200])
     )
     if settings.once:

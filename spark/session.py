@@ -39,7 +39,8 @@ def get_session(master: str | None = None, app_name: str = "kafka-wire-capture",
     }
     if master is not None:
         settings["spark.master"] = master
-        if master.startswith("local"):  # the driver's ports stay on loopback, like the broker's
+        if master.startswith(("local", "spark://127.0.0.1:", "spark://localhost:")):
+            # the driver's ports stay on loopback, like the broker's (and the cluster's)
             settings.setdefault("spark.driver.bindAddress", "127.0.0.1")
             settings.setdefault("spark.driver.host", "127.0.0.1")
     with _start_lock:

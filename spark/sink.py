@@ -1,11 +1,13 @@
 """``eventhubs-capture``: a streaming sink writing Event Hubs Capture files.
 
-It expects the rows of the ``eventhubs`` source with capture windows, one per
-event or (option ``rows`` = ``batches``, what the capture job uses) one per
-stored record batch, decoded here: each task receives one partition's rows in
-order, runs of equal ``capture_file`` form one file (a row with a null
-``sequence_number`` or ``data`` is an empty file), and capture.writers writes
-each file under its final name atomically.
+It expects the rows of the ``eventhubs`` source with capture windows: either
+one per event, where each task receives one partition's rows in order, runs
+of equal ``capture_file`` form one file and a row with a null
+``sequence_number`` is an empty file; or (option ``rows`` = ``plans``, what
+the capture job uses) one plan per partition and micro-batch, whose log range
+this sink reads itself (the source's ``dataDir``/``bootstrap`` options are
+given to it too) to write the planned files. capture.writers writes each file
+under its final name atomically.
 
 Options: ``path`` (output directory, required), ``format`` (``avro`` or
 ``parquet``), ``nameFormat``, ``partitionKey`` (``true``: Kafka key ->
@@ -35,6 +37,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, Writ
 
 from kafka_wire.capture.events import EventBatch, decode_batch
 from kafka_wire.capture.naming import DEFAULT_NAME_FORMAT, check_name_format, file_name
+from kafka_wire.capture.windows import PlannedFile
 from kafka_wire.capture.notifications import EVENTS_FILE, append_events, capture_file_created
 from kafka_wire.capture.writers import CaptureWriter, FileInfo, normalize_encoding
 from kafka_wire.log.recovery import write_atomic
@@ -73,6 +76,7 @@ class CaptureStreamWriter(DataSourceStreamArrowWriter):
         check_name_format(self.name_format)
         self.partition_key = str(options.get("partitionkey", "true")).lower() in ("1", "true", "yes", "on")
         self.journal = options.get("journal") or str(Path(self.out_dir) / "_capture" / "journal")
+        self.source = options  # plan rows: where the events are (the source's dataDir or bootstrap options)
         # A Blob storage container: files are staged in ``path``, then uploaded there.
         self.blob = (options.get("blobconnectionstring"), options.get("blobcontainer"))
         if bool(self.blob[0]) != bool(self.blob[1]):
@@ -84,10 +88,12 @@ class CaptureStreamWriter(DataSourceStreamArrowWriter):
         done: list[tuple[str, str, FileInfo]] = []
         writer: CaptureWriter | None = None
         current = None  # (namespace, hub, partition, capture_file)
-        pending = _Pending()
         try:
             for rb in iterator:
-                batch_rows = "data" in rb.schema.names
+                if "files" in rb.schema.names:  # plan rows: read the log here
+                    for plan in rb.to_pylist():
+                        done.extend(self._write_plan(plan))
+                    continue
                 cols = {name: rb.column(name).to_pylist() for name in rb.schema.names}
                 files, parts, hubs = cols["capture_file"], cols["partition"], cols["event_hub"]
                 n, i = rb.num_rows, 0
@@ -100,19 +106,12 @@ class CaptureStreamWriter(DataSourceStreamArrowWriter):
                         j += 1
                     if key != current:
                         if writer is not None:
-                            pending.write_to(writer)
                             done.append((current[0], current[1], self._published(writer.close())))
-                        name = file_name(self.name_format, key[0], key[1], key[2], key[3], self.encoding)
-                        writer = CaptureWriter(self.out_dir, name, key[2], self.encoding,
-                                               partition_key=self.partition_key)
+                        writer = self._writer(*key)
                         current = key
-                    if batch_rows:
-                        pending.add_batches(cols, i, j, writer)
-                    else:
-                        writer.write(_events(cols, i, j))
+                    writer.write(_events(cols, i, j))
                     i = j
             if writer is not None:
-                pending.write_to(writer)
                 done.append((current[0], current[1], self._published(writer.close())))
                 writer = None
         except BaseException:
@@ -120,6 +119,40 @@ class CaptureStreamWriter(DataSourceStreamArrowWriter):
                 writer.abort()
             raise
         return CaptureCommit(done)
+
+    def _writer(self, namespace: str, hub: str, partition: int, capture_file: int) -> CaptureWriter:
+        name = file_name(self.name_format, namespace, hub, partition, capture_file, self.encoding)
+        return CaptureWriter(self.out_dir, name, partition, self.encoding, partition_key=self.partition_key)
+
+    def _write_plan(self, plan: dict) -> list[tuple[str, str, FileInfo]]:
+        """The files of one partition's micro-batch, read from the log (or
+        Kafka) here: the planned files in order, each from its batches."""
+        from .backend import open_backend
+        from .source import _Peekable
+
+        ns, hub, p = plan["namespace"], plan["event_hub"], plan["partition"]
+        backend = open_backend(self.source)
+        done = []
+        pending = _Pending()
+        try:
+            batches = _Peekable(backend.read(hub, p, plan["start"], plan["end"], plan["start_pos"]))
+            for f in map(PlannedFile._make, json.loads(plan["files"])):
+                writer = self._writer(ns, hub, p, f.name_ms)
+                try:
+                    if f.empty:
+                        pending.spend(1)  # the row an empty file had
+                    while (b := batches.peek()) is not None and b.base_offset < f.end_offset:
+                        next(batches)
+                        pending.add(b.data, b.position, b.append_time_ms, writer)
+                    pending.write_to(writer)
+                    info = writer.close()
+                except BaseException:
+                    writer.abort()
+                    raise
+                done.append((ns, hub, self._published(info)))
+        finally:
+            backend.close()
+        return done
 
     def _published(self, info: FileInfo) -> FileInfo:
         """The closed file where readers find it: uploaded, with a Blob container."""
@@ -178,35 +211,31 @@ def _events(cols: dict, i: int, j: int) -> EventBatch:
 
 
 class _Pending:
-    """Events decoded from batch rows, handed to the writer in the rhythm the
-    event rows had: Spark gave the sink Arrow batches of ARROW_BATCH_ROWS rows
-    (spark.sql.execution.arrow.maxRecordsPerBatch), cut at file boundaries,
-    and each write is one Parquet row group; so files keep their bytes."""
+    """Decoded events, handed to the writer in the rhythm event rows had: Spark
+    gave the sink Arrow batches of ARROW_BATCH_ROWS rows
+    (spark.sql.execution.arrow.maxRecordsPerBatch) cut at file boundaries, an
+    empty file's row counting as one, and each write is one Parquet row group;
+    so files keep their bytes."""
 
     def __init__(self) -> None:
         self.events = EventBatch()
         self.budget = ARROW_BATCH_ROWS  # rows left in the Arrow batch the event rows would be in
 
-    def add_batches(self, cols: dict, i: int, j: int, writer: CaptureWriter) -> None:
-        data, positions, times = cols["data"], cols["position"], cols["append_time_ms"]
-        for k in range(i, j):
-            if data[k] is None:  # an empty file's row: a row of its own
-                self._spend(1)
-                continue
-            decode_batch(data[k], positions[k], times[k], self.events)
-            while len(self.events) >= self.budget:
-                head, self.events = _split(self.events, self.budget)
-                writer.write(head)
-                self.budget = ARROW_BATCH_ROWS
+    def add(self, data: bytes, position: int, append_time_ms: int, writer: CaptureWriter) -> None:
+        decode_batch(data, position, append_time_ms, self.events)
+        while len(self.events) >= self.budget:
+            head, self.events = _split(self.events, self.budget)
+            writer.write(head)
+            self.budget = ARROW_BATCH_ROWS
 
     def write_to(self, writer: CaptureWriter) -> None:
         """The file ends: what it holds is written."""
         if len(self.events):
             writer.write(self.events)
-            self._spend(len(self.events))
+            self.spend(len(self.events))
             self.events = EventBatch()
 
-    def _spend(self, rows: int) -> None:
+    def spend(self, rows: int) -> None:
         self.budget -= rows
         if self.budget <= 0:
             self.budget = ARROW_BATCH_ROWS

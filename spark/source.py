@@ -28,11 +28,11 @@ Options:
   ``capture_file`` (the file's name time, ms) which file it belongs to, and an
   empty file is one row whose ``sequence_number`` is null.
 
-With ``rows`` = ``batches`` a row is a stored record batch instead of an
-event (``namespace, event_hub, partition, base_offset, position,
-append_time_ms, data, capture_file``: BATCH_SCHEMA): the capture job's
-choice, so events cross from Python to the JVM and back a batch at a time and
-are decoded once, by the sink. An empty file's row has a null ``data``.
+With ``rows`` = ``plans`` a row is the plan of one partition's micro-batch
+instead (``namespace, event_hub, partition, start, end, start_pos, files``,
+the planned files as JSON: PLAN_SCHEMA), and no event is read here: the
+capture job's choice, whose sink reads the log range and writes the files, so
+no event crosses into the JVM and back.
 
 Offsets are per partition, keyed ``"<hub>/<partition>"``: the next sequence
 number and, with windows, the window state (capture.windows.WindowState).
@@ -40,6 +40,7 @@ number and, with windows, the window state (capture.windows.WindowState).
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from typing import Iterator
@@ -70,18 +71,13 @@ ARROW_SCHEMA = pa.schema(
     ]
 )
 ROWS_PER_CHUNK = 8192
-BATCH_SCHEMA = (
-    "namespace string, event_hub string, partition int, base_offset long, position long, append_time_ms long, "
-    "data binary, capture_file long"
-)
-BATCH_ARROW_SCHEMA = pa.schema(
+PLAN_SCHEMA = "namespace string, event_hub string, partition int, start long, end long, start_pos long, files string"
+PLAN_ARROW_SCHEMA = pa.schema(
     [
-        ("namespace", pa.string()), ("event_hub", pa.string()), ("partition", pa.int32()),
-        ("base_offset", pa.int64()), ("position", pa.int64()), ("append_time_ms", pa.int64()),
-        ("data", pa.binary()), ("capture_file", pa.int64()),
+        ("namespace", pa.string()), ("event_hub", pa.string()), ("partition", pa.int32()), ("start", pa.int64()),
+        ("end", pa.int64()), ("start_pos", pa.int64()), ("files", pa.string()),
     ]
 )
-BYTES_PER_CHUNK = 8 << 20  # batch rows: what one Arrow batch carries at most (one batch row may exceed it)
 
 
 def _flag(options, name: str, default: bool = False) -> bool:
@@ -94,11 +90,11 @@ def lower_keys(options) -> dict:
     return {str(k).lower(): v for k, v in options.items()}
 
 
-def _batch_rows(options) -> bool:
+def plan_rows(options) -> bool:
     rows = (options.get("rows") or "events").lower()
-    if rows not in ("events", "batches"):
-        raise ValueError(f"option rows={rows!r}: use events or batches")
-    return rows == "batches"
+    if rows not in ("events", "plans"):
+        raise ValueError(f"option rows={rows!r}: use events or plans")
+    return rows == "plans"
 
 
 def window_policy(options) -> WindowPolicy | None:
@@ -118,7 +114,7 @@ class EventHubsSource(DataSource):
         return SOURCE_NAME
 
     def schema(self) -> str:
-        return BATCH_SCHEMA if _batch_rows(lower_keys(self.options)) else SCHEMA
+        return PLAN_SCHEMA if plan_rows(lower_keys(self.options)) else SCHEMA
 
     def streamReader(self, schema) -> DataSourceStreamReader:
         return EventHubsStreamReader(lower_keys(self.options))
@@ -135,7 +131,7 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         self.policy = window_policy(options)
         self.grace_ms = int(float(options.get("graceseconds") or 2) * 1000)
         self.close_open = _flag(options, "closeopenwindows")
-        self.batch_rows = _batch_rows(options)
+        self.plan_rows = plan_rows(options)
         self._backend = None  # driver side; executors open their own in read()
         self._target: dict[str, int] | None = None  # Trigger.AvailableNow: where to stop
         self._target_now = 0
@@ -249,18 +245,24 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         hub, p, start, end, start_pos, files = partition.value
+        if self.plan_rows:
+            if files is None:
+                raise ValueError("option rows=plans needs capture windows (option windowSeconds)")
+            values = [self.namespace, hub, p, start, end, start_pos, json.dumps(files)]
+            yield pa.RecordBatch.from_arrays([pa.array([v], f.type) for v, f in zip(values, PLAN_ARROW_SCHEMA)],
+                                             schema=PLAN_ARROW_SCHEMA)
+            return
         backend = open_backend(self.options)
         try:
             batches = _Peekable(backend.read(hub, p, start, end, start_pos))
-            chunks = self._batch_chunks if self.batch_rows else self._chunks
             if files is None:
-                yield from chunks(hub, p, batches, None, end)
+                yield from self._chunks(hub, p, batches, None, end)
                 return
             for f in map(PlannedFile._make, files):
                 if f.empty:
                     yield self._marker(hub, p, f.name_ms)
                 else:
-                    yield from chunks(hub, p, batches, f.name_ms, f.end_offset)
+                    yield from self._chunks(hub, p, batches, f.name_ms, f.end_offset)
         finally:
             backend.close()
 
@@ -275,32 +277,6 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
                 events = EventBatch()
         if len(events):
             yield self._rows(hub, p, events, capture_file)
-
-    def _batch_chunks(self, hub: str, p: int, batches, capture_file: int | None,
-                      end: int) -> Iterator[pa.RecordBatch]:
-        """The batches below ``end`` as rows of their own, undecoded."""
-        columns: tuple[list, ...] = ([], [], [], [])
-        size = 0
-        while (b := batches.peek()) is not None and b.base_offset < end:
-            next(batches)
-            for column, value in zip(columns, (b.base_offset, b.position, b.append_time_ms, b.data)):
-                column.append(value)
-            size += len(b.data)
-            if size >= BYTES_PER_CHUNK:
-                yield self._batch_rows(hub, p, columns, capture_file)
-                columns, size = ([], [], [], []), 0
-        if columns[0]:
-            yield self._batch_rows(hub, p, columns, capture_file)
-
-    def _batch_rows(self, hub: str, p: int, columns, capture_file: int | None) -> pa.RecordBatch:
-        n = len(columns[0])
-        bases, positions, times, data = columns
-        return pa.RecordBatch.from_arrays(
-            [pa.array([self.namespace] * n, pa.string()), pa.array([hub] * n, pa.string()),
-             pa.array([p] * n, pa.int32()), pa.array(bases, pa.int64()), pa.array(positions, pa.int64()),
-             pa.array(times, pa.int64()), pa.array(data, pa.binary()), pa.array([capture_file] * n, pa.int64())],
-            schema=BATCH_ARROW_SCHEMA,
-        )
 
     def _rows(self, hub: str, p: int, events: EventBatch, capture_file: int | None) -> pa.RecordBatch:
         n = len(events)
@@ -323,9 +299,10 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
 
     def _marker(self, hub: str, p: int, capture_file: int) -> pa.RecordBatch:
         """The row standing for an empty capture file."""
-        schema = BATCH_ARROW_SCHEMA if self.batch_rows else ARROW_SCHEMA
-        values = [[self.namespace], [hub], [p]] + [[None]] * (len(schema) - 4) + [[capture_file]]
-        return pa.RecordBatch.from_arrays([pa.array(v, f.type) for v, f in zip(values, schema)], schema=schema)
+        values = [[self.namespace], [hub], [p], [None], [None], [None], [None], [None], [None], [capture_file]]
+        return pa.RecordBatch.from_arrays(
+            [pa.array(v, f.type) for v, f in zip(values, ARROW_SCHEMA)], schema=ARROW_SCHEMA
+        )
 
 
 class _Peekable:

@@ -74,7 +74,7 @@ def test_readme_cluster_commands_capture_everything_once_despite_a_lost_executor
     assert lines[0].startswith("SPARK_HOME=$(") and len(lines) == 5, lines
     spark_home = subprocess.run(["bash", "-c", lines[0] + ' && echo "$SPARK_HOME"'], cwd=ROOT, text=True,
                                 capture_output=True, check=True).stdout.strip()
-    env = dict(os.environ, SPARK_HOME=spark_home)
+    env = dict(os.environ, SPARK_HOME=spark_home, SPARK_LOCAL_IP="127.0.0.1")  # every port on loopback
     daemons: list[subprocess.Popen] = []
     logs = []
     try:
