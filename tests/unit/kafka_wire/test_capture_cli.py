@@ -72,3 +72,43 @@ def test_serve_runs_one_job_per_capture_enabled_hub_from_when_it_first_ran(tmp_p
     assert again == jobs
     # Each hub has a checkpoint of its own: a job restarted with other settings goes on.
     assert len({j.checkpoint for j in jobs}) == 3
+
+
+def test_a_management_api_capture_into_a_listed_storage_account_uploads_there(tmp_path):
+    from kafka_wire.capture_jobs import jobs_for
+    from kafka_wire.eventhubs.model import CaptureSettings
+    from kafka_wire.rest.arm import capture_settings
+
+    account = "/subscriptions/s/resourceGroups/g/providers/Microsoft.Storage/storageAccounts/"
+    desc = {"enabled": True, "encoding": "Parquet", "intervalInSeconds": 120, "sizeLimitInBytes": 10485760,
+            "destination": {"name": "EventHubArchive.AzureBlockBlob",
+                            "properties": {"storageAccountResourceId": account + "devstoreaccount1",
+                                           "blobContainer": "lake"}}}
+    accounts = {"devstoreaccount1": "UseDevelopmentStorage=true"}
+    listed = capture_settings(desc, CaptureSettings(), tmp_path, 5000, "hub", accounts)
+    assert (listed.storage_connection_string, listed.blob_container, listed.enabled_at_ms) == \
+        ("UseDevelopmentStorage=true", "lake", 5000)
+    [job] = jobs_for([("ns", "orders", listed)], tmp_path / "data", 9000)
+    assert (job.blob_connection_string, job.blob_container, job.encoding) == ("UseDevelopmentStorage=true", "lake",
+                                                                              "parquet")
+    assert job.out_dir == str(tmp_path / "devstoreaccount1" / "lake") and job.starting_position == "5000"
+    # An account kafka-wire does not know stands as a local directory.
+    desc["destination"]["properties"]["storageAccountResourceId"] = account + "elsewhere"
+    local = capture_settings(desc, CaptureSettings(), tmp_path, 5000, "hub", accounts)
+    [job] = jobs_for([("ns", "orders", local)], tmp_path / "data", 9000)
+    assert job.blob_connection_string is None and job.out_dir == str(tmp_path / "elsewhere" / "lake")
+
+
+def test_the_config_file_names_storage_accounts_and_blob_destinations(tmp_path):
+    path = tmp_path / "kw.toml"
+    path.write_text('[storage_accounts]\ndevstoreaccount1 = "UseDevelopmentStorage=true"\n'
+                    '[namespaces.contoso.eventhubs.orders.capture]\nenabled = true\nblob_container = "lake"\n'
+                    'storage_connection_string = "UseDevelopmentStorage=true"\n')
+    model, _ = load(path)
+    assert model.storage_accounts == {"devstoreaccount1": "UseDevelopmentStorage=true"}
+    [job] = jobs_from_model(model, tmp_path / "data", 1)
+    assert (job.blob_container, job.blob_connection_string) == ("lake", "UseDevelopmentStorage=true")
+    path.write_text('[namespaces.contoso.eventhubs.orders.capture]\nenabled = true\n'
+                    'storage_connection_string = "UseDevelopmentStorage=true"\n')
+    with pytest.raises(ValueError, match="needs blob_container"):
+        load(path)
