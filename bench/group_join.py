@@ -39,6 +39,7 @@ from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_wire.testing.ports import free_port
+from kafka_wire.testing.processes import stop_processes
 
 ROOT = Path(__file__).resolve().parent.parent
 PARTITIONS = 6
@@ -67,13 +68,7 @@ def start_broker(work: Path) -> tuple[subprocess.Popen, str]:
 
 
 def stop_broker(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        os.kill(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            os.kill(proc.pid, signal.SIGKILL)
-            proc.wait(10)
+    stop_processes([proc], 20)
 
 
 def create_topic(bootstrap: str, topic: str) -> None:

@@ -15,7 +15,6 @@ import os
 import platform
 import resource
 import shutil
-import signal
 import socket
 import statistics
 import struct
@@ -30,6 +29,7 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_wire.testing.ports import free_port
+from kafka_wire.testing.processes import stop_processes
 
 ROOT = Path(__file__).resolve().parent.parent
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -56,13 +56,7 @@ class BrokerProc:
         return 0.0
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.kill(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                os.kill(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(10)
+        stop_processes([self.proc], 20)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from kafka_wire.testing.ports import free_port
+from kafka_wire.testing.processes import stop_processes
 
 
 @contextmanager
@@ -43,13 +44,6 @@ def local_cluster(workers: int, cores: int = 1, memory: str = "2g"):
             time.sleep(0.2)
         yield url
     finally:
-        for p in procs:
-            p.terminate()
-        for p in procs:
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(10)
+        stop_processes(procs)
         for log in logs:
             log.close()

@@ -98,7 +98,8 @@ class AvroBlocks:
                 buf += join((s, o, head, *k, _END, props, b"\x00"))
             else:
                 buf += join((s, o, head, *k, _END, props, b"\x02",
-                             small[len(body) << 1] if len(body) < 16384 else zigzag(len(body)), body))
+                             small[len(body) << 1] if len(body) < 16384 else zigzag(len(body))))
+                buf += body  # copied once, into the block
             self.count += 1
             if len(buf) >= SYNC_INTERVAL:
                 self._dump()

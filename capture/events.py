@@ -19,8 +19,8 @@ The mapping of a Kafka record onto an Event Hubs event:
   restores the historical behaviour;
 - value -> ``Body`` (null for a tombstone).
 
-Decoding is capture.records (decompression with kafka-python's codecs: gzip,
-snappy raw or in Kafka's xerial framing, lz4, zstd).
+Decoding is ``kafka_wire.log.records.read_event_columns`` (the log's own codecs:
+gzip, snappy raw or in Kafka's xerial framing, lz4, zstd).
 """
 
 from __future__ import annotations
@@ -35,10 +35,9 @@ from uuid import UUID
 import pyarrow as pa
 from proton import Data
 
-from kafka_wire.log.batch import (AMQP_HEADERS_BIT, AMQP_PROPERTIES_HEADER, EVENTS_PER_POSITION, CorruptRecord,
-                                  parse_header)
+from kafka_wire.log.batch import AMQP_HEADERS_BIT, AMQP_PROPERTIES_HEADER, EVENTS_PER_POSITION, parse_header
+from kafka_wire.log.records import read_event_columns
 
-from .records import read_records
 from .schema import ARROW_SCHEMA, PROPERTY_MAP, UNION_VALUE, union_member
 
 logger = logging.getLogger(__name__)
@@ -75,21 +74,20 @@ def decode_batch(data: bytes, position: int, append_time_ms: int, out: EventBatc
     """Append the records of one stored RecordBatch v2 to ``out`` (a new
     EventBatch if None). Control batches hold no events and add nothing."""
     out = EventBatch() if out is None else out
+    header = parse_header(data, 0)
+    if header.is_control:
+        return out
     seqs, offs, times, keys, hdrs, bodies = out.columns()
     start = len(keys)
     deltas: list[int] = []
-    try:
-        base = read_records(data, deltas, keys, hdrs, bodies)
-    except IndexError:
-        raise CorruptRecord(f"the record batch at byte position {position} is malformed") from None
-    if base is None:
-        return out
+    read_event_columns(data, header, deltas, keys, hdrs, bodies)
+    base = header.base_offset
     seqs.extend([base + d for d in deltas])
     first = position * EVENTS_PER_POSITION
     last = EVENTS_PER_POSITION - 1
     offs.extend([first + (d if d < last else last) for d in deltas])  # log.batch.event_offset, inlined
     times.extend([append_time_ms] * len(deltas))
-    if parse_header(data, 0).attributes & AMQP_HEADERS_BIT:  # typed properties, AMQP-encoded
+    if header.attributes & AMQP_HEADERS_BIT:  # typed properties, AMQP-encoded
         for i in range(start, len(hdrs)):
             if hdrs[i]:
                 hdrs[i] = [(n, amqp_property(v)) for n, v in hdrs[i] if n != AMQP_PROPERTIES_HEADER]

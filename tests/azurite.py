@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from kafka_wire.testing.ports import free_port
+from kafka_wire.testing.processes import stop_processes
 
 JS = Path(__file__).resolve().parent / "js"
 AZURITE = JS / "node_modules" / ".bin" / "azurite-blob"
@@ -55,10 +56,5 @@ def running_azurite(location: Path):
         yield (f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={ACCOUNT_KEY};"
                f"BlobEndpoint=http://127.0.0.1:{port}/{ACCOUNT};")
     finally:
-        proc.terminate()   # by its pid: the .bin entry is azurite's script, run by node itself
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop_processes([proc], 10)  # by its pid: the .bin entry is azurite's script, run by node itself
         proc.stderr.close()

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from kafka_wire.testing.ports import free_port
+from kafka_wire.testing.processes import stop_processes
 
 from .conftest import produce
 from .helpers import check_capture
@@ -104,14 +105,7 @@ def test_readme_cluster_commands_capture_everything_once_despite_a_lost_executor
                 os.killpg(job.pid, signal.SIGKILL)
                 job.wait(30)
     finally:
-        for p in daemons:
-            p.terminate()
-        for p in daemons:
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(10)
+        stop_processes(daemons)
         for log in logs:
             log.close()
     driver = (tmp_path / "driver.log").read_text()

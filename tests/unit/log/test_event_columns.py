@@ -1,6 +1,7 @@
-"""capture.records reads what kafka-python's DefaultRecordBatch reads, for every
-codec, null and long keys, values and headers, and varints of every width
-(offset and timestamp deltas far apart, fields over 8 KiB)."""
+"""log.records.read_event_columns (Capture's and the AMQP receivers' record
+reader) reads what kafka-python's DefaultRecordBatch reads, for every codec, null
+and long keys, values and headers, and varints of every width (offset and
+timestamp deltas far apart, fields over 8 KiB)."""
 from __future__ import annotations
 
 import struct
@@ -9,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
-from kafka_wire.capture.records import read_records
+from kafka_wire.log.batch import parse_header
+from kafka_wire.log.records import read_event_columns
 
 blobs = st.one_of(st.none(), st.binary(max_size=40), st.integers(8_000, 20_000).map(lambda n: b"z" * n))
 record = st.tuples(st.integers(1, 3_000_000), st.integers(0, 10**9), blobs, blobs,
@@ -30,7 +32,7 @@ def test_the_same_records_as_kafka_python(records, codec, base):
     struct.pack_into(">q", data, 0, base)
     data = bytes(data)
     offsets, keys, headers, bodies = [], [], [], []
-    assert read_records(data, offsets, keys, headers, bodies) == base
+    read_event_columns(data, parse_header(data, 0), offsets, keys, headers, bodies)
     expected = list(DefaultRecordBatch(data))
     assert offsets == [r.offset - base for r in expected]
     assert keys == [r.key for r in expected]
