@@ -3,32 +3,58 @@ recovery and retention; producer state (idempotence, transactions, the
 aborted-transaction index) and compaction. The bottom package: it imports
 nothing of ours and knows nothing of Kafka requests or Event Hubs."""
 
-from .batch import BatchHeader, iter_batches, parse_header, patch_base_offset, set_log_append_time, validate_records
-from .config import TOPIC_CONFIG_DEFAULTS, TOPIC_CONFIGS, LogConfig
-from .cleaner import CleanResult, LogCleaner
-from .errors import (
-    CorruptRecord,
-    InvalidProducerEpoch,
-    InvalidRecord,
-    InvalidTxnState,
-    LogClosed,
-    LogError,
-    OffsetOutOfRange,
-    OutOfOrderSequence,
-    ProducerStateError,
-    RecordTooLarge,
-    StorageError,
-    TopicExists,
-    TransactionCoordinatorFenced,
-    UnknownProducerId,
-    UnknownTopic,
-    UnsupportedMagic,
-)
-from .index import AbortedTxn
-from .manager import LogManager, TopicInfo, validate_topic_name
-from .partition_log import AppendInfo, PartitionLog
-from .producer_state import ProducerInfo
-from .segment import LogSegment
+# Names are imported from their modules on first use (PEP 562): a reader that needs only
+# log.batch or log.reader (Capture's workers, each a fresh process) does not pay for the
+# whole package.
+_HOMES = {
+    "BatchHeader": "batch",
+    "iter_batches": "batch",
+    "parse_header": "batch",
+    "patch_base_offset": "batch",
+    "set_log_append_time": "batch",
+    "validate_records": "batch",
+    "TOPIC_CONFIG_DEFAULTS": "config",
+    "TOPIC_CONFIGS": "config",
+    "LogConfig": "config",
+    "CleanResult": "cleaner",
+    "LogCleaner": "cleaner",
+    "CorruptRecord": "errors",
+    "InvalidProducerEpoch": "errors",
+    "InvalidRecord": "errors",
+    "InvalidTxnState": "errors",
+    "LogClosed": "errors",
+    "LogError": "errors",
+    "OffsetOutOfRange": "errors",
+    "OutOfOrderSequence": "errors",
+    "ProducerStateError": "errors",
+    "RecordTooLarge": "errors",
+    "StorageError": "errors",
+    "TopicExists": "errors",
+    "TransactionCoordinatorFenced": "errors",
+    "UnknownProducerId": "errors",
+    "UnknownTopic": "errors",
+    "UnsupportedMagic": "errors",
+    "AbortedTxn": "index",
+    "LogManager": "manager",
+    "TopicInfo": "manager",
+    "validate_topic_name": "manager",
+    "AppendInfo": "partition_log",
+    "PartitionLog": "partition_log",
+    "ProducerInfo": "producer_state",
+    "LogSegment": "segment",
+}
+
+
+def __getattr__(name: str):
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{home}", __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AbortedTxn", "AppendInfo", "BatchHeader", "CleanResult", "CorruptRecord", "InvalidProducerEpoch",
