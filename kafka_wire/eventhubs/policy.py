@@ -18,7 +18,7 @@ import kafka.errors as Errors
 
 from kafka_wire.eventhubs import strict
 from kafka_wire.eventhubs.app_groups import GroupLimiter, group_for
-from kafka_wire.eventhubs.model import MANAGE, SEND, TIER_LIMITS, Tier
+from kafka_wire.eventhubs.model import HOUR_MS, MANAGE, SEND, TIER_LIMITS, Tier
 
 if TYPE_CHECKING:
     from kafka_wire.context import NamespaceRuntime
@@ -263,6 +263,40 @@ class NamespacePolicy:
         if ns is None or not ns.strict or existing < ns.limits.consumer_groups_per_hub:
             return None
         return f"event hub {hub!r} has {existing} consumer groups, the {ns.tier.value} tier's limit"
+
+    def tier_change_refusal(self, tier: Tier) -> str | None:
+        """Why the namespace may not move to ``tier`` in place: only Basic and
+        Standard change into each other, as on Azure."""
+        ns = self.runtime.model
+        if tier is ns.tier or {tier, ns.tier} <= {Tier.BASIC, Tier.STANDARD}:
+            return None
+        return (f"namespace {ns.name!r} cannot change from {ns.tier.value} to {tier.value} in place: only "
+                "Basic and Standard change into each other (Azure migrates to Premium into a new namespace)")
+
+    def rescale_refusal(self, changed) -> str | None:
+        """Why the namespace may not become ``changed`` (another tier or scale, its
+        model already validated), in strict mode: what its log holds that the new
+        tier does not allow beyond the model — hubs made over Kafka, retention set
+        with AlterConfigs. None when it may (and always in relaxed mode)."""
+        if not changed.strict:
+            return None
+        topics = self.runtime.topics
+        lim = changed.limits
+        problem = None
+        hubs = [v for v in topics.all() if not v.internal]
+        if len(hubs) > changed.hub_limit():
+            problem = f"it has {len(hubs)} event hubs; {changed.tier.value} allows {changed.hub_limit()}"
+        for view in hubs:
+            if problem:
+                break
+            retention = topics.effective_config(view.name).retention_ms
+            if view.partitions > lim.partitions_per_hub:
+                problem = (f"event hub {view.name!r} has {view.partitions} partitions; the tier allows "
+                           f"{lim.partitions_per_hub}")
+            elif retention is not None and (retention < 0 or retention > lim.max_retention_hours * HOUR_MS):
+                problem = (f"event hub {view.name!r} keeps events longer than the tier's "
+                           f"{lim.max_retention_hours} hours")
+        return f"namespace {changed.name!r} cannot become {changed.tier.value}: {problem}" if problem else None
 
     def max_publication_bytes(self) -> int:
         """The largest publication (one event or one batch) the namespace takes."""

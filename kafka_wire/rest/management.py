@@ -236,19 +236,18 @@ class Namespaced:
             auto_max = props["maximumThroughputUnits"]
         if (tier, units, auto_max) == (ns.tier, ns.units, ns.auto_inflate_max):
             return None
-        small = {Tier.BASIC, Tier.STANDARD}
-        if tier is not ns.tier and not {tier, ns.tier} <= small:
-            return arm.fail(400, "BadRequest", f"namespace {ns.name!r} cannot change from {ns.tier.value} "
-                            f"to {tier.value} in place: only Basic and Standard change into each other "
-                            "(Azure migrates to Premium into a new namespace)")
+        policy = self.runtime.policy
+        refusal = policy.tier_change_refusal(tier)
+        if refusal:
+            return arm.fail(400, "BadRequest", refusal)
         changed = dataclasses.replace(ns, tier=tier, units=units, auto_inflate_max=auto_max)
         try:
             changed.validate()
         except ValueError as exc:
             raise BadRequest(str(exc)) from None
-        problem = _tier_misfit(self.runtime, changed) if changed.strict else None  # tier rules: strict mode
-        if problem:
-            return arm.fail(400, "BadRequest", f"namespace {ns.name!r} cannot become {tier.value}: {problem}")
+        refusal = policy.rescale_refusal(changed)
+        if refusal:
+            return arm.fail(400, "BadRequest", refusal)
         ns.tier, ns.units, ns.auto_inflate_max = tier, units, auto_max
         from kafka_wire.eventhubs.attach import rescale
 
@@ -609,24 +608,6 @@ class Namespaced:
                 host, key_name=policy.name, key=key, entity_path=hub_name)
 
         return arm.access_keys(policy, cs(policy.primary_key), cs(policy.secondary_key))
-
-
-def _tier_misfit(runtime, changed: Namespace) -> str | None:
-    """What the namespace's log holds that the tier of ``changed`` does not allow,
-    beyond its model (``validate`` checks that): hubs made over Kafka, and
-    retention set with AlterConfigs."""
-    lim = changed.limits
-    hubs = [v for v in runtime.topics.all() if not v.internal]
-    if len(hubs) > changed.hub_limit():
-        return f"it has {len(hubs)} event hubs; {changed.tier.value} allows {changed.hub_limit()}"
-    for view in hubs:
-        if view.partitions > lim.partitions_per_hub:
-            return f"event hub {view.name!r} has {view.partitions} partitions; the tier allows {lim.partitions_per_hub}"
-        retention = runtime.topics.effective_config(view.name).retention_ms
-        if retention is not None and (retention < 0 or retention > lim.max_retention_hours * HOUR_MS):
-            return (f"event hub {view.name!r} keeps events longer than the tier's "
-                    f"{lim.max_retention_hours} hours")
-    return None
 
 
 def _retention_hours(props: dict) -> int | None:
