@@ -239,6 +239,7 @@ class Broker:
             self.services, self.managed, None if cfg.in_memory else Path(cfg.data_dir))
         rest.add_namespace, rest.remove_namespace = self.add_namespace, self.remove_namespace
         rest.hubs_changed = self.hubs_changed
+        self.console.views.registry = rest.registry  # Avro bodies in the Data Explorer
         self.console.http.clock = self.services.clock
         try:
             self.http_address = await listen(

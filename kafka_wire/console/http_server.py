@@ -7,22 +7,10 @@ requests slower than :data:`READ_TIMEOUT_S` are dropped. Every answer is built
 synchronously from in-memory state, so a scrape costs the Kafka path one short
 turn of the loop (a throttled REST send is answered later, on the clock).
 
-Routes (see :mod:`kafka_wire.console` for the JSON shapes):
-
-======================================================  ===============================
-``/health``                                             the official emulator's health API
-``/metrics``                                            Prometheus text format
-``/api/overview``                                       broker facts, connections
-``/api/namespaces``                                     namespaces with their hubs
-``/api/namespaces/{ns}/hubs/{hub}``                     partitions, groups, throughput
-``/api/namespaces/{ns}/hubs/{hub}/consumer-groups``     groups with members and lag
-``/api/namespaces/{ns}/hubs/{hub}/checkpoint-blobs``    Kafka checkpoints and owners as the
-                                                         Azure SDK blob checkpoint store names them
-``/api/throttling``                                     recent throttled requests
-``/api/capture-files``                                  recent Capture files
-``/api/snapshot?namespace=&hub=``                       all of the above in one answer
-``/``, ``/static/*``                                    the web console
-======================================================  ===============================
+Routes: ``/health`` (the official emulator's health API), ``/metrics``
+(Prometheus text format), ``/``, ``/static/*`` (the web console) and the
+console's JSON API under ``/api/`` (:mod:`kafka_wire.console.api`, documented in
+docs/console-api.md: hubs, groups, the Data Explorer's events, sending).
 """
 from __future__ import annotations
 
@@ -34,7 +22,9 @@ from typing import Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from kafka_wire.console import prometheus
+from kafka_wire.console.api import ConsoleApi, refuse
 from kafka_wire.console.views import ConsoleViews
+from kafka_wire.rest.http import Later, Request, Response, error
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +55,7 @@ def _load_static() -> dict[str, tuple[bytes, str]]:
 class HttpServer:
     def __init__(self, views: ConsoleViews, ready: Callable[[], bool]) -> None:
         self.views = views
+        self.api = ConsoleApi(views)
         self.ready = ready
         self.static = _load_static()
         self._servers: list[asyncio.base_events.Server] = []  # HTTP, and HTTPS with TLS
@@ -134,7 +125,9 @@ class HttpServer:
                 conn = headers.get("connection", "").lower()
                 keep = conn != "close" and (version == "HTTP/1.1" or conn == "keep-alive")
                 url = urlsplit(target)
-                rest = self.rest is not None and self.rest.handles(method, unquote(url.path))
+                path = unquote(url.path)
+                rest = self.rest is not None and self.rest.handles(method, path)
+                posted = rest or (method == "POST" and self.api.handles_post(path))
                 if "transfer-encoding" in headers:
                     self._send(writer, 411, b"send a Content-Length (chunked bodies are not taken)\n",
                                "text/plain", False, False)
@@ -147,7 +140,7 @@ class HttpServer:
                     return
                 body = b""
                 if int(length):
-                    if not rest:
+                    if not posted:
                         self._send(writer, 405, b"only GET and HEAD are served here\n", "text/plain",
                                    False, False)
                         return
@@ -155,18 +148,17 @@ class HttpServer:
                         body = await asyncio.wait_for(reader.readexactly(int(length)), READ_TIMEOUT_S)
                     except (asyncio.IncompleteReadError, asyncio.TimeoutError, ConnectionError):
                         return
-                if rest:
-                    await self._rest(writer, method, url, headers, body, keep)
-                elif method not in ("GET", "HEAD"):
+                if posted or method in ("GET", "HEAD"):
+                    peer = writer.get_extra_info("peername")
+                    request = Request(method, path, {k: v[0] for k, v in parse_qs(url.query).items()},
+                                      headers, body, f"{peer[0]}:{peer[1]}" if peer else "",
+                                      [s for s in path.strip("/").split("/")])
+                    answer = await self._answer(request, rest)
+                    self._send(writer, answer.status, answer.body, answer.content_type,
+                               method == "HEAD", keep, extra=answer.headers)
+                else:
                     self._send(writer, 405, b"only GET and HEAD are served\n", "text/plain",
                                False, keep, extra={"Allow": "GET, HEAD"})
-                else:
-                    try:
-                        status, body, ctype = self.route(target)
-                    except Exception:
-                        log.exception("console request %s failed", target)
-                        status, body, ctype = 500, b"internal error: see the broker log\n", "text/plain"
-                    self._send(writer, status, body, ctype, method == "HEAD", keep)
                 await writer.drain()
                 if not keep:
                     return
@@ -176,26 +168,26 @@ class HttpServer:
             self._clients.discard(writer)
             writer.close()
 
-    async def _rest(self, writer, method: str, url, headers: dict, body: bytes, keep: bool) -> None:
-        from kafka_wire.rest.http import Later, Request, error
-
-        path = unquote(url.path)
-        peer = writer.get_extra_info("peername")
-        request = Request(method, path, {k: v[0] for k, v in parse_qs(url.query).items()}, headers,
-                          body, f"{peer[0]}:{peer[1]}" if peer else "",
-                          [s for s in path.strip("/").split("/")])
+    async def _answer(self, request: Request, rest: bool) -> Response:
+        """The REST API's answer, or the console's; a throttled send's after its wait."""
         try:
-            answer = self.rest.handle(request)
+            if rest:
+                answer = self.rest.handle(request)
+            elif request.method == "POST":
+                answer = self.api.post(request.segments[1:], request.headers, request.peer, request.body)
+            else:
+                answer = self.route(request)
             if isinstance(answer, Later):
                 done = asyncio.get_running_loop().create_future()
                 self.clock.call_later(answer.wait_ms, lambda: done.done() or done.set_result(None))
                 await done
                 answer = answer.response
         except Exception:
-            log.exception("REST request %s %s failed", method, path)
-            answer = error(500, "internal error: see the broker log")
-        self._send(writer, answer.status, answer.body, answer.content_type, method == "HEAD", keep,
-                   extra=answer.headers)
+            log.exception("%s request %s %s failed", "REST" if rest else "console", request.method,
+                          request.path)
+            answer = error(500, "internal error: see the broker log") if rest else \
+                refuse(500, "internal error: see the broker log")
+        return answer
 
     @staticmethod
     def _send(writer, status: int, body: bytes, ctype: str, head_only: bool, keep: bool,
@@ -211,62 +203,29 @@ class HttpServer:
             writer.write(body)
 
     # -- routing ----------------------------------------------------------------------
-    def route(self, target: str) -> tuple[int, bytes, str]:
-        url = urlsplit(target)
-        path = url.path.rstrip("/") or "/"
-        query = {k: v[0] for k, v in parse_qs(url.query).items()}
-        views = self.views
+    def route(self, request: Request) -> Response:
+        """A GET: health, metrics, the console's pages, its JSON API."""
+        path = request.path.rstrip("/") or "/"
         if path == "/health":
             ok = self.ready()
-            return (200 if ok else 503), _json(HEALTHY if ok else UNHEALTHY), _JSON
+            return Response(200 if ok else 503, _json(HEALTHY if ok else UNHEALTHY), _JSON)
         if path == "/metrics":
-            return 200, prometheus.render(views).encode(), prometheus.CONTENT_TYPE
+            return Response(200, prometheus.render(self.views).encode(), prometheus.CONTENT_TYPE)
         if path in ("/", "/index.html"):
             return self._static("index.html")
         if path.startswith("/static/"):
             return self._static(path[len("/static/"):])
         if not path.startswith("/api/"):
-            return _not_found(f"no page at {path}: the console is at /")
-        segs = [unquote(s) for s in path[len("/api/"):].split("/")]
-        if segs == ["overview"]:
-            return 200, _json(views.overview()), _JSON
-        if segs == ["namespaces"]:
-            return 200, _json(views.namespaces()), _JSON
-        if segs == ["throttling"]:
-            return 200, _json(views.throttling()), _JSON
-        if segs == ["capture-files"]:
-            return 200, _json(views.capture_files()), _JSON
-        if segs == ["snapshot"]:
-            return 200, _json(views.snapshot(query.get("namespace"), query.get("hub"))), _JSON
-        if len(segs) in (4, 5) and segs[0] == "namespaces" and segs[2] == "hubs":
-            ns, hub = segs[1], segs[3]
-            if ns not in views.services.namespaces:
-                return _not_found(f"namespace {ns!r} is not served here: see /api/namespaces")
-            if len(segs) == 5 and segs[4] in ("consumer-groups", "checkpoint-blobs"):
-                rt = views.services.namespaces[ns]
-                view = rt.topics.get(hub)
-                if view is None:
-                    return _not_found(f"event hub {hub!r} does not exist in namespace {ns!r}")
-                if segs[4] == "checkpoint-blobs":
-                    return 200, _json(views.checkpoint_blobs(ns, hub)), _JSON
-                return 200, _json(views.groups(ns, hub, view.partitions)), _JSON
-            if len(segs) == 4:
-                detail = views.hub(ns, hub)
-                if detail is None:
-                    return _not_found(f"event hub {hub!r} does not exist in namespace {ns!r}")
-                return 200, _json(detail), _JSON
-        return _not_found(f"no API at {path}: see the list in kafka_wire/console/http_server.py")
+            return Response(404, _json({"error": f"no page at {path}: the console is at /"}), _JSON)
+        return self.api.get(path[len("/api/"):].split("/"), request.query, request.headers,
+                            request.peer)
 
-    def _static(self, name: str) -> tuple[int, bytes, str]:
+    def _static(self, name: str) -> Response:
         found = self.static.get(name)
         if found is None:
-            return _not_found(f"no static file {name!r}")
-        return 200, found[0], found[1]
+            return Response(404, _json({"error": f"no static file {name!r}"}), _JSON)
+        return Response(200, found[0], found[1])
 
 
 def _json(value) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
-
-
-def _not_found(message: str) -> tuple[int, bytes, str]:
-    return 404, _json({"error": message}), _JSON

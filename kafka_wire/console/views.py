@@ -16,6 +16,7 @@ from typing import Any
 
 from kafka_wire.eventhubs.groups_view import checkpoint_blobs, consumer_groups
 from kafka_wire.console.capture_files import CaptureFiles
+from kafka_wire.console.lag_history import LagHistory
 from kafka_wire.console.metrics import BrokerMetrics
 
 log = logging.getLogger(__name__)
@@ -36,6 +37,8 @@ class ConsoleViews:
         self.history: dict[tuple[str, str], deque] = {}
         # (namespace, hub, partition) -> [in_ev/s, in_B/s, out_ev/s, out_B/s]
         self.rates: dict[tuple[str, str, int], list[float]] = {}
+        self.lag = LagHistory()
+        self.registry = None  # namespace -> its SchemaRegistry (the REST API's), for Avro bodies
         self._prev: tuple[int, dict] | None = None
         self._timer: asyncio.TimerHandle | None = None
 
@@ -67,11 +70,25 @@ class ConsoleViews:
             self.rates = {k: [(c[i] - before.get(k, (0, 0, 0, 0))[i]) / dt for i in range(4)]
                           for k, c in current.items()}
         self._prev = (now, current)
+        if self.lag.due(now):
+            self._sample_lag(now)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             return
         self._timer = loop.call_later(SAMPLE_S, self.sample)
+
+    def _sample_lag(self, now: int) -> None:
+        seen = {}
+        for name, rt in self.services.namespaces.items():
+            for view in rt.topics.all():
+                if view.internal:
+                    continue
+                for g in self._group_views(rt, view.name, view.partitions):
+                    lags = [p.lag for p in g.partitions]
+                    if any(lag is not None for lag in lags):
+                        seen[(name, view.name, g.name)] = lags
+        self.lag.record(now, seen)
 
     # -- views ------------------------------------------------------------------------
     def _runtime(self, namespace: str):
@@ -201,6 +218,7 @@ class ConsoleViews:
                 "partitions": [{"partition": p.partition, "sequence_number": p.sequence_number,
                                 "offset": p.offset, "last_sequence_number": p.last_sequence_number,
                                 "lag": p.lag, "owner": p.owner} for p in g.partitions],
+                "lag_history": self.lag.of(namespace, hub, g.name),
             })
         return out
 

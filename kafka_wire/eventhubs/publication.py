@@ -39,6 +39,7 @@ class Published(NamedTuple):
     throttle_ms: int = 0
     busy: bool = False
     partition: int = -1
+    sequence_number: int = -1  # the first appended event's
 
 
 def choose_partition(explicit: int | None, key: str | None, partitions: int,
@@ -68,7 +69,7 @@ def publish(services: Services, runtime: NamespaceRuntime, principal, hub: str, 
     if admission.refusal:
         return Published(*admission.refusal, busy=admission.busy)
     try:
-        runtime.topics.append(hub, partition, records, now_ms, headers)
+        info = runtime.topics.append(hub, partition, records, now_ms, headers)
     except log_errors.LogError as exc:
         code = for_log_error(exc)
         if code == STORAGE:
@@ -77,4 +78,5 @@ def publish(services: Services, runtime: NamespaceRuntime, principal, hub: str, 
     observer = services.observer
     if observer is not None:
         observer.on_events(protocol, runtime.name, hub, partition, True, len(events), len(records))
-    return Published(None, throttle_ms=admission.throttle_ms, partition=partition)
+    return Published(None, throttle_ms=admission.throttle_ms, partition=partition,
+                     sequence_number=info.base_offset)

@@ -23,6 +23,27 @@ log = logging.getLogger(__name__)
 _repeats = RepeatedWarnings(log)
 
 
+def authenticate_request(services: Services, runtime: NamespaceRuntime, headers: dict, peer: str,
+                         what: str) -> tuple[object, int, str | None]:
+    """(principal, 200, None) for an HTTP request to ``runtime``'s namespace, from its
+    ``Authorization`` header (None where the namespace lets anyone in), else
+    (None, status, why): 403 an IP filter refuses the client, 401 no valid token."""
+    refused = runtime.policy.address_refused(client_address(peer))
+    if refused is not None:
+        _repeats.warn("rest-ip-filter", client_address(peer), f"{what} from {peer} refused: {refused}")
+        return None, 403, refused
+    model = services.eventhubs
+    try:
+        principal = authenticate_header(model, runtime.name, headers.get("authorization", ""),
+                                        services.clock.now_ms() / 1000)
+        if principal is None and runtime.model is not None and runtime.model.requires_auth:
+            raise AuthError("no Authorization header: send a SharedAccessSignature token")
+    except AuthError as exc:
+        _repeats.warn("rest-auth", client_address(peer), f"{what} from {peer} refused: {exc}")
+        return None, 401, str(exc)
+    return principal, 200, None
+
+
 class RestApi:
     """``state``: where management changes are kept (None: not kept)."""
 
@@ -87,20 +108,10 @@ class RestApi:
         runtime = services.namespaces.get(name) if name else None
         if runtime is None:
             return None, None, error(404, f"host {host!r} names no namespace this server serves")
-        refused = runtime.policy.address_refused(client_address(request.peer))
-        if refused is not None:
-            _repeats.warn("rest-ip-filter", client_address(request.peer),
-                          f"HTTP {request.method} {request.path} from {request.peer} refused: {refused}")
-            return runtime, None, error(403, refused)
-        now_s = services.clock.now_ms() / 1000
-        try:
-            principal = authenticate_header(model, runtime.name, request.headers.get("authorization", ""), now_s)
-            if principal is None and runtime.model is not None and runtime.model.requires_auth:
-                raise AuthError("no Authorization header: send a SharedAccessSignature token")
-        except AuthError as exc:
-            _repeats.warn("rest-auth", client_address(request.peer),
-                          f"HTTP {request.method} {request.path} from {request.peer} refused: {exc}")
-            return runtime, None, error(401, str(exc))
+        principal, status, why = authenticate_request(services, runtime, request.headers, request.peer,
+                                                      f"HTTP {request.method} {request.path}")
+        if why is not None:
+            return runtime, None, error(status, why)
         rights = (LISTEN, SEND, MANAGE) if any_right else (right,)
         if not any(runtime.policy.allows(principal, r, hub) for r in rights):
             what = f"event hub {hub!r}" if hub else f"namespace {runtime.name!r}"

@@ -1,8 +1,11 @@
 """Traffic for the console tests: produce with confluent-kafka, consume, commit."""
 from __future__ import annotations
 
+import os
+import shutil
 import time
 import urllib.request
+from pathlib import Path
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -57,3 +60,25 @@ def http_get(url: str, timeout: float = 10) -> tuple[int, str, str]:
             return r.status, r.headers.get("Content-Type", ""), r.read().decode()
     except urllib.error.HTTPError as e:
         return e.code, e.headers.get("Content-Type", ""), e.read().decode()
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def screenshot(driver, name: str, max_height: int = 1600) -> Path:
+    """The whole page, 1366 px wide, into test-artifacts/``name`` (and, with
+    KAFKA_WIRE_UPDATE_DOCS=1, docs/``name`` for the README: tests don't rewrite
+    tracked files unless asked)."""
+    height, frame = driver.execute_script(
+        "return [document.documentElement.scrollHeight, window.outerHeight - window.innerHeight]")
+    driver.set_window_size(1366, min(int(height), max_height) + int(frame))
+    driver.execute_script("window.scrollTo(0, 0)")
+    time.sleep(0.5)  # a layout pass and a chart redraw after the resize
+    out = ROOT / "test-artifacts" / name
+    out.parent.mkdir(exist_ok=True)
+    assert driver.save_screenshot(str(out)), "Chromium did not save the screenshot"
+    if os.environ.get("KAFKA_WIRE_UPDATE_DOCS"):
+        docs = ROOT / "docs"
+        docs.mkdir(exist_ok=True)
+        shutil.copyfile(out, docs / name)
+    return out

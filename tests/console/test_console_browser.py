@@ -7,56 +7,14 @@ the README). Skips, saying why, when Chromium cannot be found or started;
 """
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 import threading
 import time
 from pathlib import Path
 
-import pytest
-
 from kafka_wire.testing import EmulatedBroker
-from tests.console.helpers import commit, consume_all, produce
+from tests.console.helpers import commit, consume_all, produce, screenshot
 
-ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
 WAIT_S = 20
-
-
-@pytest.fixture
-def chromium():
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        pytest.skip("CONSOLE BROWSER TEST SKIPPED: selenium is not installed "
-                    "(pip install -e '.[test]')")
-    if not CHROMIUM or not DRIVER:
-        pytest.skip("CONSOLE BROWSER TEST SKIPPED: Debian's chromium and chromium-driver are "
-                    "not installed (apt-get install -y chromium chromium-driver, as `make test` "
-                    "does when run as root)")
-    profile = tempfile.mkdtemp(prefix="kafka-wire-chromium-")
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = CHROMIUM
-    for arg in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--no-first-run", "--disable-background-networking", "--disable-component-update",
-                "--disable-sync", "--hide-scrollbars", "--force-device-scale-factor=1",
-                "--window-size=1366,768", f"--user-data-dir={profile}"):
-        opts.add_argument(arg)
-    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    try:
-        driver = webdriver.Chrome(service=Service(executable_path=DRIVER), options=opts)
-    except Exception as exc:  # noqa: BLE001 - any launch failure is a reason to skip, loudly
-        shutil.rmtree(profile, ignore_errors=True)
-        pytest.skip(f"CONSOLE BROWSER TEST SKIPPED: Chromium would not start: {exc}")
-    driver.set_page_load_timeout(WAIT_S)
-    try:
-        yield driver
-    finally:
-        driver.quit()
-        shutil.rmtree(profile, ignore_errors=True)
 
 
 def _member(bootstrap: str, hub: str, group: str, stop: threading.Event) -> threading.Thread:
@@ -181,7 +139,7 @@ def test_console_shows_the_hub_its_partitions_and_a_lagging_groups_lag(tmp_path,
             wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, opened))
             time.sleep(5)  # a few more throughput samples, so the chart (and README) has a line
             driver.execute_script("document.activeElement.blur()")
-            _screenshot(driver)
+            screenshot(driver, "console.png")
         finally:
             stop.set()
             member.join(15)
@@ -222,20 +180,3 @@ def _press(driver, css: str, key: str) -> None:
             if attempt == 4:
                 raise
             time.sleep(0.1)
-
-
-def _screenshot(driver) -> None:
-    # The whole page, 1366 px wide (the window's frame is not part of the viewport).
-    height, frame = driver.execute_script(
-        "return [document.documentElement.scrollHeight, window.outerHeight - window.innerHeight]")
-    driver.set_window_size(1366, min(int(height), 1600) + int(frame))
-    driver.execute_script("window.scrollTo(0, 0)")
-    time.sleep(0.5)  # a layout pass and a chart redraw after the resize
-    out = ROOT / "test-artifacts" / "console.png"
-    out.parent.mkdir(exist_ok=True)
-    assert driver.save_screenshot(str(out)), "Chromium did not save the screenshot"
-    if os.environ.get("KAFKA_WIRE_UPDATE_DOCS"):
-        # Refresh the README's screenshot only when asked: tests don't rewrite tracked files.
-        docs = ROOT / "docs"
-        docs.mkdir(exist_ok=True)
-        shutil.copyfile(out, docs / "console.png")

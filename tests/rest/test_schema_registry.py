@@ -62,6 +62,15 @@ def test_register_encode_send_decode_and_compatibility(tmp_path):
             cs, consumer_group="$Default", eventhub_name="orders", load_balancing_interval=1),
             1, partition_id="1", starting_position="-1")
         assert [encoder.decode(e) for _, e in got] == [{"id": "o-1", "amount": 42}]
+        # The console's Data Explorer decodes it with the registered schema (over HTTPS,
+        # with the namespace's token, as the console sends it).
+        page = requests.get(f"{broker.https_url}/api/namespaces/{NS}/hubs/orders/partitions/1/events",
+                            headers={"Authorization": SasCredential().get_token().token},
+                            verify=str(broker.ca_file), timeout=10).json()
+        avro = page["events"][-1]["body"]["avro"]
+        assert avro == {"schema_id": v1.id, "schema_group": "orders-schemas", "schema_name": "shop.Order",
+                        "schema_version": 1, "value": {"id": "o-1", "amount": 42}}
+        assert page["events"][-1]["properties"]["content_type"] == f"avro/binary+{v1.id}"
 
         v2 = sr.register_schema("orders-schemas", "shop.Order", V2, "Avro")
         assert v2.version == 2 and v2.id != v1.id

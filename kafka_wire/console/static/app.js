@@ -1,10 +1,14 @@
 // kafka-wire console: polls /api/snapshot every few seconds and redraws.
-// Handwritten, no dependencies. Selection lives in the URL hash: #/<namespace>/<hub>.
+// Handwritten, no dependencies. Selection lives in the URL hash:
+// #/<namespace>/<hub> (overview) or #/<namespace>/<hub>/events?partition=..&from=..&value=..
+// (the Data Explorer, explorer.js). On a namespace that requires auth, requests carry
+// a SAS token made from the connection string the user signs in with (sessionStorage).
 "use strict";
 
 const REFRESH_MS = 3000;
 const TIMEOUT_MS = 5000;
 const state = { paused: false, timer: null, data: null, unit: "bytes", open: new Set(), treeKey: "" };
+const TOKEN_KEY = "kafka-wire.token.";
 const $ = (id) => document.getElementById(id);
 
 // -- small helpers -------------------------------------------------------------------
@@ -41,11 +45,23 @@ function fmtDuration(s) {
 }
 const fmtTime = (ms) => new Date(ms).toLocaleTimeString("en-GB");
 
-function selection() {
-  const parts = location.hash.replace(/^#\/?/, "").split("/").map(decodeURIComponent);
-  return parts.length >= 2 && parts[0] && parts[1] ? { ns: parts[0], hub: parts.slice(1).join("/") } : null;
+// The URL hash: namespace, hub, view ("overview" or "events") and the explorer's position.
+function route() {
+  const [path, qs] = location.hash.replace(/^#\/?/, "").split("?");
+  const parts = path.split("/").map((p) => { try { return decodeURIComponent(p); } catch (e) { return p; } });
+  return { ns: parts[0] || null, hub: parts[1] || null, view: parts[2] === "events" ? "events" : "overview",
+    params: new URLSearchParams(qs || "") };
 }
-const hubHref = (ns, hub) => "#/" + encodeURIComponent(ns) + "/" + encodeURIComponent(hub);
+function selection() {
+  const r = route();
+  return r.ns && r.hub ? { ns: r.ns, hub: r.hub } : null;
+}
+function hubHref(ns, hub, view, params) {
+  let href = "#/" + encodeURIComponent(ns) + "/" + encodeURIComponent(hub);
+  if (view === "events") href += "/events" + (params ? "?" + new URLSearchParams(params) : "");
+  return href;
+}
+const tokenFor = (ns) => (ns ? sessionStorage.getItem(TOKEN_KEY + ns) : null);
 
 // Rebuilding a region must not lose the keyboard focus: elements carry data-key,
 // and the focused one is focused again after the rebuild.
@@ -70,21 +86,30 @@ function table(columns, rows, empty) {
 }
 
 // -- fetching --------------------------------------------------------------------------
-async function getJSON(url) {
+// A request about namespace ``ns`` carries its token, when signed in to it.
+async function api(url, ns, options) {
   const ctl = new AbortController();
   const t = setTimeout(() => ctl.abort(), TIMEOUT_MS);
+  const headers = Object.assign({}, (options && options.headers) || {});
+  const token = tokenFor(ns);
+  if (token) headers.Authorization = token;
   try {
-    const r = await fetch(url, { signal: ctl.signal, cache: "no-store" });
-    return { status: r.status, body: await r.json() };
+    const r = await fetch(url, Object.assign({ cache: "no-store" }, options || {}, { signal: ctl.signal, headers }));
+    if (r.status === 401 && token) sessionStorage.removeItem(TOKEN_KEY + ns);  // expired or revoked
+    return r;
   } finally { clearTimeout(t); }
+}
+async function getJSON(url, ns) {
+  const r = await api(url, ns);
+  return { status: r.status, body: await r.json() };
 }
 
 async function refresh() {
   clearTimeout(state.timer);
-  const sel = selection();
-  const q = sel ? `?namespace=${encodeURIComponent(sel.ns)}&hub=${encodeURIComponent(sel.hub)}` : "";
+  const r = route();
+  const q = r.ns ? `?namespace=${encodeURIComponent(r.ns)}` + (r.hub ? `&hub=${encodeURIComponent(r.hub)}` : "") : "";
   try {
-    const [snap, health] = await Promise.all([getJSON("/api/snapshot" + q), getJSON("/health")]);
+    const [snap, health] = await Promise.all([getJSON("/api/snapshot" + q, r.ns), getJSON("/health")]);
     state.data = snap.body;
     render(snap.body, health);
     $("status").textContent = (state.paused ? "Paused · " : "Updated ") + fmtTime(Date.now());
@@ -108,19 +133,29 @@ function render(d, health) {
     ["version", b.version], ["uptime", fmtDuration(b.uptime_s)], ["connections", fmtInt(conns)]]
     .map(([k, v]) => h("div", null, h("dt", null, k), h("dd", null, v))));
   renderTree(d.namespaces);
-  let sel = selection();
-  if (!sel || !d.hub) {
-    const first = d.namespaces.flatMap((ns) => ns.hubs.map((hub) => ({ ns: ns.name, hub: hub.name })))[0];
-    if (!sel && first) { history.replaceState(null, "", hubHref(first.ns, first.hub)); refresh(); return; }
+  const r = route();
+  const sel = selection();
+  if (!sel) {
+    // First load (or a namespace's link): its first hub, else the first hub there is; a
+    // namespace that needs signing in asks for a connection string.
+    const open = d.namespaces.filter((ns) => !ns.locked && (!r.ns || ns.name === r.ns));
+    const first = open.flatMap((ns) => ns.hubs.map((hub) => ({ ns: ns.name, hub: hub.name })))[0];
+    if (first) { history.replaceState(null, "", hubHref(first.ns, first.hub)); refresh(); return; }
+    const locked = d.namespaces.find((ns) => ns.locked && (!r.ns || ns.name === r.ns));
+    if (locked) { showSignIn(locked.name, `Namespace ${locked.name} requires a connection string.`); }
   }
-  renderHub(d.hub, sel);
+  const needsSignIn = sel && d.hub_error && d.hub_error.auth_required;
+  if (needsSignIn) showSignIn(sel.ns, d.hub_error.error);
+  else if (sel || !d.namespaces.some((ns) => ns.locked)) $("signin").hidden = true;
+  renderHub(d.hub, sel, d.hub_error);
+  renderTabs(d.hub, r, d.namespaces);
   renderThrottling(d.throttling);
   renderCapture(d.capture_files, d.capture_directories);
 }
 
 function renderTree(namespaces) {
   const sel = selection();
-  const key = JSON.stringify(namespaces.map((ns) => [ns.name, ns.hubs.map((x) => x.name)]));
+  const key = JSON.stringify(namespaces.map((ns) => [ns.name, ns.locked, ns.hubs.map((x) => x.name)]));
   if (key !== state.treeKey) {
     state.treeKey = key;
     rebuild($("tree"), ...namespaces.map((ns) => h("section", { class: "ns", "aria-label": "namespace " + ns.name },
@@ -130,6 +165,8 @@ function renderTree(namespaces) {
       ns.hubs.length ? h("ul", { class: "hubs" }, ns.hubs.map((hub) => h("li", null,
         h("a", { href: hubHref(ns.name, hub.name), "data-key": ns.name + "/" + hub.name },
           hub.name, h("small", { "data-stats": ns.name + "/" + hub.name })))))
+        : ns.locked ? h("p", null, h("a", { class: "signin-link", href: "#/" + encodeURIComponent(ns.name), "data-key": "signin:" + ns.name },
+          "🔒 Sign in to see its hubs"))
         : h("p", { class: "muted" }, "No event hubs yet"))));
   }
   for (const ns of namespaces) {
@@ -148,10 +185,13 @@ function renderTree(namespaces) {
   }
 }
 
-function renderHub(hub, sel) {
+function renderHub(hub, sel, problem) {
   if (!hub) {
-    $("hub-title").textContent = sel ? `Event hub ${sel.hub} not found` : "No event hubs yet";
-    $("hub-sub").textContent = sel ? `in namespace ${sel.ns}` : "Create one with a Kafka client or a config file.";
+    const locked = !$("signin").hidden;
+    $("hub-title").textContent = locked ? "Sign in to see this namespace"
+      : sel ? (problem && problem.status !== 404 ? `Event hub ${sel.hub}: ${problem.error}` : `Event hub ${sel.hub} not found`)
+      : "No event hubs yet";
+    $("hub-sub").textContent = sel ? `in namespace ${sel.ns}` : locked ? "" : "Create one with a Kafka client, the management API or a config file.";
     rebuild($("cards")); rebuild($("partitions")); rebuild($("groups"));
     drawChart([]);
     return;
@@ -197,16 +237,116 @@ function renderGroups(hub) {
       h("div", { class: "group-body" },
         h("div", null, h("h4", null, "Checkpoints"), h("table", null, ...table(
           [{ label: "Partition" }, { label: "Checkpoint", num: true }, { label: "Last seq. no.", num: true }, { label: "Lag", num: true }, { label: "Owner" }],
-          g.partitions.map((p) => ({ cells: [String(p.partition), fmtInt(p.sequence_number), fmtInt(p.last_sequence_number),
+          g.partitions.map((p) => ({ cells: [String(p.partition), p.sequence_number === null ? "–"
+            : h("a", { href: hubHref(hub.namespace, hub.name, "events", { partition: p.partition, from: "sequence",
+              value: Math.max(0, p.sequence_number - 5), mark: p.sequence_number }), title: "The events around this checkpoint",
+              "data-key": "cp:" + key + "/" + p.partition }, fmtInt(p.sequence_number)),
+            fmtInt(p.last_sequence_number),
             p.lag === null ? "–" : h("span", { class: p.lag > 0 ? "lag" : null }, fmtInt(p.lag)),
             p.owner ? h("span", { class: "owner", title: p.owner }, p.owner) : "–"] })), "No partitions"))),
+        g.lag_history && g.lag_history.length ? h("div", { class: "lag-box" }, h("h4", null, "Lag per partition, last minutes"),
+          h("canvas", { class: "lag-chart", "data-lag-chart": g.name, role: "img",
+            "aria-label": `Lag of ${g.name} per partition over the last ${fmtDuration((g.lag_history[g.lag_history.length - 1].time_ms - g.lag_history[0].time_ms) / 1000)}` })) : null,
         h("div", null, h("h4", null, "Members and assignments"), g.members.length
           ? h("ul", { class: "members" }, g.members.map((m) => h("li", null, h("code", null, m.client_id || m.member_id),
             " on ", (m.client_host || "?").replace(/^\//, ""), " → ", m.partitions.length ? "partitions " + m.partitions.join(", ") : "no partitions")))
           : h("p", { class: "muted" }, "No members connected"))));
-    det.addEventListener("toggle", () => { if (det.open) state.open.add(key); else state.open.delete(key); });
+    det.addEventListener("toggle", () => {
+      if (det.open) state.open.add(key); else state.open.delete(key);
+      if (det.open) drawLag(det.querySelector("canvas.lag-chart"), g.lag_history);
+    });
     return det;
   }));
+  for (const g of groups) {
+    const canvas = $("groups").querySelector(`canvas[data-lag-chart="${CSS.escape(g.name)}"]`);
+    if (canvas && canvas.closest("details").open) drawLag(canvas, g.lag_history);
+  }
+}
+
+// A group's lag per partition over time: one line per partition, the newest sample on the right.
+const LAG_COLORS = ["--in", "--out", "--ok", "--warn", "--bad", "--muted"];
+function drawLag(canvas, history) {
+  if (!canvas || !history || !history.length) return;
+  const css = getComputedStyle(document.documentElement);
+  const dpr = window.devicePixelRatio || 1;
+  const w = canvas.clientWidth || 300, ht = canvas.clientHeight || 90;
+  canvas.width = Math.round(w * dpr); canvas.height = Math.round(ht * dpr);
+  const ctx = canvas.getContext("2d");
+  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  ctx.clearRect(0, 0, w, ht);
+  const pad = { l: 44, r: 6, t: 6, b: 14 };
+  const pw = w - pad.l - pad.r, ph = ht - pad.t - pad.b;
+  const t0 = history[0].time_ms, t1 = Math.max(history[history.length - 1].time_ms, t0 + 1);
+  let max = 0;
+  for (const s of history) for (const v of s.lags) if (v !== null) max = Math.max(max, v);
+  max = niceMax(max || 10, 1000);
+  ctx.font = "10px system-ui, sans-serif"; ctx.fillStyle = css.getPropertyValue("--muted").trim();
+  ctx.textAlign = "right"; ctx.textBaseline = "middle";
+  ctx.fillText(fmtInt(max), pad.l - 4, pad.t); ctx.fillText("0", pad.l - 4, pad.t + ph);
+  ctx.textAlign = "left"; ctx.textBaseline = "top";
+  ctx.fillText("-" + fmtDuration((t1 - t0) / 1000), pad.l, pad.t + ph + 2);
+  ctx.textAlign = "right"; ctx.fillText("now", pad.l + pw, pad.t + ph + 2);
+  const partitions = history[history.length - 1].lags.length;
+  for (let p = 0; p < partitions; p++) {
+    ctx.strokeStyle = css.getPropertyValue(LAG_COLORS[p % LAG_COLORS.length]).trim();
+    ctx.lineWidth = 1.5; ctx.beginPath();
+    let started = false;
+    for (const s of history) {
+      const v = s.lags[p];
+      if (v === null || v === undefined) continue;
+      const x = pad.l + (pw * (s.time_ms - t0)) / (t1 - t0), y = pad.t + ph - (ph * v) / max;
+      if (started) ctx.lineTo(x, y); else { ctx.moveTo(x, y); started = true; }
+    }
+    ctx.stroke();
+  }
+}
+
+// -- tabs and signing in ------------------------------------------------------------------
+function renderTabs(hub, r, namespaces) {
+  $("tabs").hidden = !hub;
+  const events = r.view === "events" && !!hub;
+  $("overview").hidden = events;
+  $("explorer").hidden = !events;
+  const ns = namespaces.find((n) => n.name === r.ns);
+  const who = ns && ns.signed_in_as;
+  rebuild($("signed-in"), who ? ["Signed in as ", h("code", null, who), " ", h("button", { type: "button", id: "signout",
+    onclick: () => { sessionStorage.removeItem(TOKEN_KEY + r.ns); refresh(); } }, "Sign out")] : []);
+  if (!hub) return;
+  $("tab-overview").href = hubHref(hub.namespace, hub.name);
+  $("tab-events").href = hubHref(hub.namespace, hub.name, "events", r.view === "events" ? r.params : null);
+  for (const [id, on] of [["tab-overview", !events], ["tab-events", events]]) {
+    if (on) $(id).setAttribute("aria-current", "page"); else $(id).removeAttribute("aria-current");
+  }
+  if (events) explorerShow(hub, r); else explorerHide();
+}
+
+function showSignIn(ns, why) {
+  const form = $("signin");
+  if (form.hidden || form.dataset.ns !== ns) {
+    form.dataset.ns = ns;
+    $("signin-title").textContent = `Sign in to namespace ${ns}`;
+    $("signin-error").textContent = "";
+  }
+  $("signin-why").textContent = why || "";
+  form.hidden = false;
+}
+
+async function signIn(e) {
+  e.preventDefault();
+  const ns = $("signin").dataset.ns;
+  $("signin-error").textContent = "";
+  try {
+    const r = await fetch(`/api/namespaces/${encodeURIComponent(ns)}/token`, { method: "POST",
+      headers: { "Content-Type": "application/json" }, body: JSON.stringify({ connection_string: $("signin-cs").value.trim() }) });
+    const body = await r.json();
+    if (r.status !== 200) { $("signin-error").textContent = body.error || `refused (${r.status})`; return; }
+    sessionStorage.setItem(TOKEN_KEY + ns, body.token);
+    $("signin-cs").value = "";
+    $("signin").hidden = true;
+    refresh();
+  } catch (err) {
+    $("signin-error").textContent = "The broker did not answer: " + err;
+  }
 }
 
 function renderThrottling(events) {
@@ -304,6 +444,7 @@ document.addEventListener("DOMContentLoaded", () => {
     r.addEventListener("change", () => { state.unit = r.value; if (state.data && state.data.hub) drawChart(state.data.hub.throughput); });
   }
   window.addEventListener("hashchange", () => { refresh(); });
+  $("signin").addEventListener("submit", signIn);
   window.addEventListener("resize", () => { if (state.data && state.data.hub) drawChart(state.data.hub.throughput); });
   $("nav").addEventListener("keydown", (e) => {
     if (e.key !== "ArrowDown" && e.key !== "ArrowUp") return;

@@ -1,0 +1,333 @@
+"""The console's JSON API (``/api/...``), authorized like the REST API: a request
+about a namespace that requires auth carries a SAS token (or, with OAuth, a
+bearer JWT) for it in ``Authorization``; without one the namespace is listed as
+locked and its hubs, groups and events are refused with 401. The routes and
+their JSON are documented in docs/console-api.md.
+
+The namespace a request's token is for is the one in its path, or its
+``?namespace=`` (the snapshot, the lists). Reading events needs the Listen
+right, sending the Send right, the rest any right on the hub.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from proton import Message
+
+from kafka_wire.amqp.messages import MessageError, decode_message
+from kafka_wire.console import explorer
+from kafka_wire.context import LISTEN, MANAGE, SEND
+from kafka_wire.eventhubs import connection_string, sas
+from kafka_wire.eventhubs.auth import AuthError, authenticate, authenticate_header
+from kafka_wire.eventhubs.publication import DENIED, NOT_FOUND, TOO_LARGE, choose_partition, publish
+from kafka_wire.log_lines import client_address
+from kafka_wire.rest.api import authenticate_request
+from kafka_wire.rest.http import Later, Response
+
+if TYPE_CHECKING:
+    from kafka_wire.console.views import ConsoleViews
+
+log = logging.getLogger(__name__)
+
+JSON = "application/json; charset=utf-8"
+TOKEN_TTL_S = 24 * 3600
+SEND_TIMEOUT_MS = 10_000
+_ANY = (LISTEN, SEND, MANAGE)
+
+
+def answer(value, status: int = 200, headers: dict | None = None) -> Response:
+    return Response(status, json.dumps(value, separators=(",", ":")).encode(), JSON, headers)
+
+
+def refuse(status: int, message: str, **extra) -> Response:
+    return answer({"error": message, **extra}, status)
+
+
+class ConsoleApi:
+    def __init__(self, views: ConsoleViews) -> None:
+        self.views = views
+        self._round_robin: dict[tuple[str, str], int] = {}
+
+    @property
+    def services(self):
+        return self.views.services
+
+    def handles_post(self, path: str) -> bool:
+        segs = path.strip("/").split("/")
+        return (len(segs) == 4 and segs[:2] == ["api", "namespaces"] and segs[3] == "token") or \
+            (len(segs) == 6 and segs[:2] == ["api", "namespaces"] and segs[3] == "hubs"
+             and segs[5] == "events")
+
+    # -- who may see what --------------------------------------------------------------------
+    def _principal(self, ns: str, headers: dict, peer: str, what: str):
+        """(runtime, principal, None) or (runtime or None, None, the refusal)."""
+        runtime = self.services.namespaces.get(ns)
+        if runtime is None:
+            return None, None, refuse(404, f"namespace {ns!r} is not served here: see /api/namespaces")
+        principal, status, why = authenticate_request(self.services, runtime, headers, peer, what)
+        if why is not None:
+            return runtime, None, refuse(status, why, namespace=ns, auth_required=status == 401)
+        return runtime, principal, None
+
+    def _hub(self, ns: str, hub: str, headers: dict, peer: str, what: str, rights=_ANY):
+        runtime, principal, refused = self._principal(ns, headers, peer, what)
+        if refused is not None:
+            return None, None, None, refused
+        view = runtime.topics.get(hub)
+        if view is None or view.internal or not runtime.policy.sees(principal, hub):
+            return None, None, None, refuse(404, f"event hub {hub!r} does not exist in namespace {ns!r}")
+        if not any(runtime.policy.allows(principal, r, hub) for r in rights):
+            return None, None, None, refuse(
+                401, f"the token ({principal}) does not grant {' or '.join(rights)} on event hub "
+                     f"{hub!r}", namespace=ns, auth_required=True)
+        return runtime, principal, view, None
+
+    def visible(self, query: dict, headers: dict, peer: str) -> dict[str, object]:
+        """namespace -> principal (None: anyone) for the namespaces this request may see;
+        a namespace that requires auth is seen only with the token the request sends
+        for it (``?namespace=``)."""
+        out = {}
+        token_for = query.get("namespace")
+        for name, runtime in self.services.namespaces.items():
+            if name == token_for and headers.get("authorization"):
+                principal, _status, why = authenticate_request(self.services, runtime, headers, peer,
+                                                               "console")
+                if why is None:
+                    out[name] = principal
+            elif runtime.model is None or not runtime.model.requires_auth:
+                if runtime.policy.address_refused(client_address(peer)) is None:
+                    out[name] = None
+        return out
+
+    def _namespaces(self, visible: dict) -> list[dict]:
+        out = []
+        for ns in self.views.namespaces():
+            name = ns["name"]
+            runtime = self.services.namespaces[name]
+            if name not in visible:
+                out.append({"name": name, "default": ns["default"], "tier": ns["tier"], "locked": True,
+                            "requires_auth": bool(runtime.model and runtime.model.requires_auth),
+                            "hubs": []})
+                continue
+            principal = visible[name]
+            ns["hubs"] = [h for h in ns["hubs"] if runtime.policy.sees(principal, h["name"])]
+            ns["locked"] = False
+            ns["requires_auth"] = bool(runtime.model and runtime.model.requires_auth)
+            ns["signed_in_as"] = str(principal) if principal is not None else None
+            out.append(ns)
+        return out
+
+    def _filtered(self, entries: list[dict], visible: dict) -> list[dict]:
+        everything = len(visible) == len(self.services.namespaces)
+        return [e for e in entries if e.get("namespace") in visible or (everything and not e.get("namespace"))]
+
+    # -- GET ---------------------------------------------------------------------------------
+    def get(self, segs: list[str], query: dict, headers: dict, peer: str) -> Response:
+        views = self.views
+        if segs == ["overview"]:
+            return answer(views.overview())
+        if segs in (["namespaces"], ["throttling"], ["capture-files"], ["snapshot"]):
+            visible = self.visible(query, headers, peer)
+            if segs == ["namespaces"]:
+                return answer(self._namespaces(visible))
+            if segs == ["throttling"]:
+                return answer(self._filtered(views.throttling(), visible))
+            if segs == ["capture-files"]:
+                return answer(self._filtered(views.capture_files(), visible))
+            return answer(self._snapshot(query, headers, peer, visible))
+        if len(segs) >= 4 and segs[0] == "namespaces" and segs[2] == "hubs":
+            return self._hub_get(segs[1], segs[3], segs[4:], query, headers, peer)
+        return refuse(404, f"no API at /api/{'/'.join(segs)}: see docs/console-api.md")
+
+    def _snapshot(self, query: dict, headers: dict, peer: str, visible: dict) -> dict:
+        ns, hub = query.get("namespace"), query.get("hub")
+        detail, hub_error = None, None
+        if ns and hub:
+            runtime, principal, view, refused = self._hub(ns, hub, headers, peer, "console snapshot")
+            if refused is None:
+                detail = self.views.hub(ns, view.name)
+            else:
+                hub_error = {"status": refused.status, **json.loads(refused.body)}
+        return {
+            "broker": self.views.overview(),
+            "namespaces": self._namespaces(visible),
+            "hub": detail,
+            "hub_error": hub_error,
+            "throttling": self._filtered(self.views.throttling(), visible)[:50],
+            "capture_files": self._filtered(self.views.capture_files(), visible)[:50],
+            "capture_directories": [str(d) for d in self.views.capture.directories],
+        }
+
+    def _hub_get(self, ns: str, hub: str, rest: list[str], query: dict, headers: dict,
+                 peer: str) -> Response:
+        reading = len(rest) >= 3 and rest[0] == "partitions" and rest[2] == "events"
+        runtime, _principal, view, refused = self._hub(
+            ns, hub, headers, peer, f"console /api/namespaces/{ns}/hubs/{hub}",
+            (LISTEN,) if reading else _ANY)
+        if refused is not None:
+            return refused
+        if not rest:
+            return answer(self.views.hub(ns, view.name))
+        if rest == ["consumer-groups"]:
+            return answer(self.views.groups(ns, view.name, view.partitions))
+        if rest == ["checkpoint-blobs"]:
+            return answer(self.views.checkpoint_blobs(ns, view.name))
+        if reading and len(rest) <= 5:
+            if not rest[1].isdigit() or int(rest[1]) >= view.partitions:
+                return refuse(404, f"event hub {hub!r} has no partition {rest[1]!r} "
+                                   f"(it has 0..{view.partitions - 1})")
+            plog = runtime.topics.log(view.name, int(rest[1]))
+            try:
+                if len(rest) == 3:
+                    return answer(self._events(ns, view.name, int(rest[1]), plog, query))
+                event = explorer.find(plog, _number(rest[3], "sequence number"))
+                if len(rest) == 4:
+                    return answer(explorer.as_json(event, self._schemas(ns), body_limit=None))
+                if rest[4] == "body":
+                    name = f"{view.name}-{rest[1]}-{event.sequence_number}.bin"
+                    return Response(200, event.value or b"", "application/octet-stream",
+                                    {"Content-Disposition": f'attachment; filename="{name}"'})
+            except explorer.ExplorerError as exc:
+                return refuse(exc.status, str(exc))
+        return refuse(404, f"no API at /api/namespaces/{ns}/hubs/{hub}/{'/'.join(rest)}")
+
+    def _events(self, ns: str, hub: str, partition: int, plog, query: dict) -> dict:
+        count = _number(query.get("count", str(explorer.PAGE_DEFAULT)), "count")
+        before = query.get("before")
+        start = explorer.start_sequence(plog, query.get("from", "earliest"), query.get("value"))
+        if query.get("from", "earliest") == "latest" and before is None:
+            before = str(start)  # the newest events: the page that ends at the partition's end
+        events, nxt, scanned = explorer.page(
+            plog, start, count, before=None if before is None else _number(before, "before"),
+            query=query.get("q") or None)
+        schemas = self._schemas(ns)
+        return {
+            "namespace": ns, "hub": hub, "partition": partition,
+            "first_sequence_number": plog.log_start_offset,
+            "last_sequence_number": plog.log_end_offset - 1,
+            "next_sequence_number": nxt,
+            "scanned": scanned,
+            "events": [explorer.as_json(e, schemas) for e in events],
+        }
+
+    def _schemas(self, ns: str):
+        registry = self.views.registry(ns) if self.views.registry is not None else None
+        return None if registry is None else registry.schemas.get
+
+    # -- POST --------------------------------------------------------------------------------
+    def post(self, segs: list[str], headers: dict, peer: str, body: bytes) -> Response | Later:
+        try:
+            doc = json.loads(body or b"{}")
+        except (ValueError, UnicodeDecodeError) as exc:
+            return refuse(400, f"the request body is not JSON: {exc}")
+        if not isinstance(doc, dict):
+            return refuse(400, "the request body must be a JSON object")
+        if segs[-1] == "token":
+            return self._token(segs[1], doc)
+        return self._send(segs[1], segs[3], doc, headers, peer)
+
+    def _token(self, ns: str, doc: dict) -> Response:
+        """A SAS token for the console to send, from a connection string (or a token)."""
+        runtime = self.services.namespaces.get(ns)
+        if runtime is None:
+            return refuse(404, f"namespace {ns!r} is not served here")
+        text = str(doc.get("connection_string") or "").strip()
+        if not text:
+            return refuse(400, "send {\"connection_string\": \"Endpoint=sb://...;SharedAccessKeyName=...;"
+                               "SharedAccessKey=...\"} (or a SharedAccessSignature token)")
+        model = self.services.eventhubs
+        now_s = self.services.clock.now_ms() / 1000
+        try:
+            if text.lower().startswith("sharedaccesssignature "):
+                token = text
+            else:
+                principal = authenticate(model, text, now_s, kafka=False)
+                if principal.namespace != ns:
+                    raise AuthError(f"the connection string is for namespace {principal.namespace!r}, "
+                                    f"not {ns!r}")
+                cs = connection_string.parse(text)
+                token = cs.signature or sas.generate(
+                    sas.resource_uri(f"{ns}.servicebus.windows.net", principal.hub),
+                    cs.key_name, cs.key, int(now_s) + TOKEN_TTL_S)
+            principal = authenticate_header(model, ns, token, now_s)
+        except (AuthError, connection_string.ConnectionStringError) as exc:
+            log.warning("console sign-in to namespace %s refused: %s", ns, exc)
+            return refuse(401, str(exc), namespace=ns, auth_required=True)
+        return answer({"namespace": ns, "token": token, "principal": str(principal),
+                       "rights": sorted(principal.rights), "hub": principal.hub,
+                       "expires_s": principal.expires_s})
+
+    def _send(self, ns: str, hub: str, doc: dict, headers: dict, peer: str) -> Response | Later:
+        runtime, principal, view, refused = self._hub(ns, hub, headers, peer,
+                                                      f"console send to {ns}/{hub}", (SEND,))
+        if refused is not None:
+            return refused
+        try:
+            event, partition = _event(doc, view.partitions)
+        except ValueError as exc:
+            return refuse(400, str(exc))
+        limit = runtime.policy.max_publication_bytes()
+        size = len(event.body or b"")
+        if size > limit:
+            return refuse(413, f"the event is {size} bytes; event hub {hub!r} accepts at most {limit}")
+        p = choose_partition(partition, event.partition_key, view.partitions,
+                             lambda: self._next_partition(ns, view.name, view.partitions))
+        done = publish(self.services, runtime, principal, view.name, p, [event], size,
+                       SEND_TIMEOUT_MS, headers.get("user-agent"), "console")
+        if done.error is not None:
+            status = 503 if done.busy else 401 if done.error in DENIED else 413 \
+                if done.error in TOO_LARGE else 404 if done.error == NOT_FOUND else 403
+            return refuse(status, done.message or f"refused with Kafka error code {done.error}")
+        sent = answer({"namespace": ns, "hub": view.name, "partition": p,
+                       "sequence_number": done.sequence_number}, 201)
+        return Later(done.throttle_ms, sent) if done.throttle_ms > 0 else sent
+
+    def _next_partition(self, ns: str, hub: str, partitions: int) -> int:
+        key = (ns, hub)
+        n = (self._round_robin.get(key, -1) + 1) % partitions
+        self._round_robin[key] = n
+        return n
+
+
+def _number(text: str, what: str) -> int:
+    if not str(text).lstrip("-").isdigit():
+        raise explorer.ExplorerError(400, f"{what} {text!r} is not a whole number")
+    return int(text)
+
+
+def _event(doc: dict, partitions: int):
+    """(the event as an AMQP sender's, the partition asked for or None)."""
+    body = doc.get("body", "")
+    if not isinstance(body, str):
+        raise ValueError("body must be a string (the event's text, or JSON as text)")
+    props = doc.get("properties") or {}
+    if not isinstance(props, dict):
+        raise ValueError("properties must be an object of names to strings, numbers or booleans")
+    for name, value in props.items():
+        if value is not None and not isinstance(value, (str, bool, int, float)):
+            raise ValueError(f"property {name!r} must be a string, number or boolean")
+    partition = doc.get("partition")
+    if partition not in (None, ""):
+        if not str(partition).isdigit() or int(partition) >= partitions:
+            raise ValueError(f"partition {partition!r} is not one of 0..{partitions - 1}")
+        partition = int(partition)
+    else:
+        partition = None
+    key = doc.get("partition_key") or None
+    if key is not None and not isinstance(key, str):
+        raise ValueError("partition_key must be a string")
+    if key is not None and partition is not None:
+        raise ValueError("give a partition or a partition key, not both")
+    # Built as an AMQP message and decoded as the AMQP endpoint decodes one, so the
+    # log holds exactly what an SDK's send of the same event would leave there.
+    message = Message(body=body.encode("utf-8"), properties=dict(props) or None, inferred=True,
+                      content_type=doc.get("content_type") or None)
+    message.creation_time = time.time()
+    try:
+        incoming = decode_message(bytes(message.encode()))
+    except MessageError as exc:
+        raise ValueError(str(exc)) from None
+    return incoming._replace(partition_key=key), partition

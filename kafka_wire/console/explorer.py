@@ -1,0 +1,384 @@
+"""The Data Explorer's reads: a partition's events from a position, a page at a
+time, as the JSON the console shows (see docs/console-api.md).
+
+Events are read straight from the partition log, never through a consumer group,
+so browsing moves no group's position and is not charged to any quota. Control
+records, aborted transactions and events past the last stable offset are not
+shown, as a read_committed consumer or an Event Hubs receiver would not see them.
+"""
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime, timezone
+from typing import Callable, Iterator, NamedTuple
+
+from proton import Data
+
+from kafka_wire.log import batch as rb
+from kafka_wire.log import errors as log_errors
+from kafka_wire.log.records import read_events
+
+log = logging.getLogger(__name__)
+
+PAGE_DEFAULT = 50
+PAGE_MAX = 500
+BODY_PREVIEW = 16 * 1024      # a page shows at most this much of a body; the rest is a download
+SCAN_EVENTS = 20_000          # a search looks at this many events per request at most
+READ_BYTES = 1024 * 1024
+STARTS = ("earliest", "latest", "sequence", "offset", "time")
+# AMQP's properties section, field by field (AMQP 1.0, 3.2.4).
+_PROPERTY_FIELDS = ("message_id", "user_id", "to", "subject", "reply_to", "correlation_id",
+                    "content_type", "content_encoding", "absolute_expiry_time", "creation_time",
+                    "group_id", "group_sequence", "reply_to_group_id")
+_AVRO_TYPE = "avro/binary+"
+
+
+class ExplorerError(ValueError):
+    """A request the explorer cannot answer; ``status`` is its HTTP status."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Stored(NamedTuple):
+    """One event as the log keeps it."""
+    sequence_number: int
+    offset: int            # Event Hubs' offset (byte position and index in the batch)
+    enqueued_ms: int       # the broker's append time
+    key: bytes | None
+    value: bytes | None
+    headers: list          # [(name, value bytes or None)]
+    amqp: bool             # sent over AMQP or HTTPS: header values are AMQP encodings
+
+
+# -- positions --------------------------------------------------------------------------
+def start_sequence(plog, start: str, value: str | None) -> int:
+    """The sequence number a start names, clamped to the partition."""
+    first, end = plog.log_start_offset, plog.log_end_offset
+    if start == "earliest":
+        return first
+    if start == "latest":
+        return end
+    if start not in STARTS:
+        raise ExplorerError(400, f"from={start!r}: use one of {', '.join(STARTS)}")
+    if value is None or value.strip() == "":
+        raise ExplorerError(400, f"from={start} needs a value=")
+    value = value.strip()
+    if start == "time":
+        ms = parse_time_ms(value)
+        return min(max(plog.offset_for_append_time(ms), first), end)
+    if not value.lstrip("-").isdigit():
+        raise ExplorerError(400, f"{start} {value!r} is not a whole number")
+    number = int(value)
+    if start == "sequence":
+        return min(max(number, first), end)
+    return min(max(plog.offset_at_event_offset(number), first), end)
+
+
+def parse_time_ms(value: str) -> int:
+    """Milliseconds since the epoch, or an ISO 8601 time (UTC unless it says otherwise)."""
+    if value.isdigit():
+        return int(value)
+    try:
+        when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ExplorerError(400, f"time {value!r} is neither milliseconds since the epoch nor "
+                                 "an ISO 8601 time such as 2026-11-25T10:00:00Z") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return int(when.timestamp() * 1000)
+
+
+# -- reading ----------------------------------------------------------------------------
+def walk(plog, start: int, upper: int | None = None) -> Iterator[Stored]:
+    """The partition's events from sequence number ``start`` up to ``upper`` (default:
+    the last stable offset), batch by batch."""
+    stop = plog.last_stable_offset if upper is None else min(upper, plog.last_stable_offset)
+    offset = max(start, plog.log_start_offset)
+    while offset < stop:
+        try:
+            batches = plog.stored_batches(offset, READ_BYTES)
+        except log_errors.OffsetOutOfRange:
+            return
+        if not batches:
+            return
+        for position, append_ms, data in batches:
+            header = rb.parse_header(data, 0)
+            if header.base_offset >= stop:
+                return
+            if header.attributes & (rb.CONTROL_BIT | rb.TRANSACTIONAL_BIT) and (
+                    header.attributes & rb.CONTROL_BIT or _aborted(plog, header)):
+                offset = header.last_offset + 1
+                continue
+            try:
+                records = read_events(data, header)
+            except log_errors.LogError as exc:  # a codec that is not installed, or bit rot
+                raise ExplorerError(500, f"the batch at sequence number {header.base_offset} "
+                                         f"cannot be read: {exc}") from None
+            amqp = bool(header.attributes & rb.AMQP_HEADERS_BIT)
+            base = header.base_offset
+            for delta, key, value, headers in records:
+                seq = base + delta
+                if offset <= seq < stop:
+                    yield Stored(seq, rb.event_offset(position, delta), append_ms,
+                                 None if key is None else bytes(key),
+                                 None if value is None else bytes(value), headers, amqp)
+            offset = header.last_offset + 1
+
+
+def _aborted(plog, header) -> bool:
+    return any(pid == header.producer_id for pid, _ in
+               plog.aborted_transactions(header.base_offset, header.last_offset + 1))
+
+
+def page(plog, start: int, count: int, *, before: int | None = None,
+         query: str | None = None) -> tuple[list[Stored], int, int]:
+    """(events, next sequence number, events looked at).
+
+    Forward from ``start``; with ``before``, the ``count`` events before that
+    sequence number; with ``query``, only events that contain it (a
+    case-insensitive substring of key, a header or the body), looking at no more
+    than :data:`SCAN_EVENTS` events (the next sequence number says where to go on).
+    """
+    count = max(1, min(count, PAGE_MAX))
+    if before is not None:
+        return _page_before(plog, before, count, query)
+    needle = query.lower() if query else None
+    out: list[Stored] = []
+    scanned = 0
+    nxt = max(start, plog.log_start_offset)
+    for event in walk(plog, nxt):
+        scanned += 1
+        nxt = event.sequence_number + 1
+        if needle is None or matches(event, needle):
+            out.append(event)
+            if len(out) >= count:
+                break
+        if scanned >= SCAN_EVENTS:
+            break
+    else:
+        nxt = max(nxt, min(plog.last_stable_offset, plog.log_end_offset))
+    return out, nxt, scanned
+
+
+def _page_before(plog, before: int, count: int, query: str | None) -> tuple[list[Stored], int, int]:
+    first = plog.log_start_offset
+    before = min(before, plog.log_end_offset)
+    needle = query.lower() if query else None
+    span = count
+    while True:
+        lo = max(first, before - span)
+        found = [e for e in walk(plog, lo, before) if needle is None or matches(e, needle)]
+        # Gaps (transaction markers, aborted records) or a search: widen, bounded.
+        if len(found) >= count or lo <= first or span >= SCAN_EVENTS:
+            return found[-count:], before, before - lo
+        span *= 4
+
+
+def find(plog, sequence_number: int) -> Stored:
+    if not plog.log_start_offset <= sequence_number < plog.log_end_offset:
+        raise ExplorerError(404, f"sequence number {sequence_number} is not in the partition "
+                                 f"({plog.log_start_offset}..{plog.log_end_offset - 1})")
+    for event in walk(plog, sequence_number, sequence_number + 1):
+        if event.sequence_number == sequence_number:
+            return event
+    raise ExplorerError(404, f"sequence number {sequence_number} is a transaction marker or "
+                             "an aborted or still-open transaction's record")
+
+
+def matches(event: Stored, needle: str) -> bool:
+    texts = [_text(event.key), _text(event.value)]
+    for name, value in event.headers:
+        texts.append(name)
+        texts.append(_text(value))
+    return any(needle in t.lower() for t in texts if t)
+
+
+def _text(raw: bytes | None) -> str:
+    return "" if raw is None else raw.decode("utf-8", "replace")
+
+
+# -- as JSON ------------------------------------------------------------------------------
+def as_json(event: Stored, registry: Callable[[str], object] | None = None,
+            body_limit: int | None = BODY_PREVIEW) -> dict:
+    """``registry``: schema id -> Schema (or None), to decode Avro bodies."""
+    headers, properties = [], {}
+    for name, value in event.headers:
+        if event.amqp and name == rb.AMQP_PROPERTIES_HEADER and value is not None:
+            properties = _amqp_properties(value)
+            continue
+        headers.append(_header(name, value, event.amqp))
+    out = {
+        "sequence_number": event.sequence_number,
+        "offset": str(event.offset),  # Event Hubs SDKs carry it as a string
+        "enqueued_time": _iso(event.enqueued_ms),
+        "enqueued_time_ms": event.enqueued_ms,
+        "partition_key": None,
+        "key_hex": None,
+        "protocol": "amqp" if event.amqp else "kafka",
+        "headers": headers,
+        "properties": properties,
+        "body": body_json(event.value, body_limit),
+    }
+    if event.key is not None:
+        try:
+            out["partition_key"] = event.key.decode("utf-8")
+        except UnicodeDecodeError:
+            out["key_hex"] = event.key.hex()
+    content_type = properties.get("content_type") or _header_text(headers, "content-type")
+    avro = _avro(event.value, content_type, registry)
+    if avro is not None:
+        out["body"]["avro"] = avro
+    return out
+
+
+def body_json(value: bytes | None, limit: int | None) -> dict:
+    if value is None:
+        return {"size": 0, "null": True, "format": "text", "text": "", "truncated": False}
+    size = len(value)
+    cut = value if limit is None or size <= limit else value[:limit]
+    out = {"size": size, "null": False, "truncated": len(cut) < size}
+    try:
+        text = value.decode("utf-8") if not out["truncated"] else _utf8_prefix(cut)
+    except UnicodeDecodeError:
+        text = None
+    if text is None or _binary_looking(text):
+        out.update(format="binary", hex=cut.hex())
+        return out
+    fmt = "text"
+    if not out["truncated"]:
+        try:
+            json.loads(text)
+            fmt = "json"
+        except ValueError:
+            pass
+    elif text.lstrip()[:1] in ("{", "["):
+        fmt = "json"  # too long to parse here: shown as text, downloadable whole
+    out.update(format=fmt, text=text)
+    return out
+
+
+def _utf8_prefix(cut: bytes) -> str:
+    """A cut body's text: the cut may split a character (up to 3 bytes), not more."""
+    for drop in range(4):
+        try:
+            return cut[: len(cut) - drop].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    raise UnicodeDecodeError("utf-8", cut, 0, len(cut), "not UTF-8")
+
+
+def _binary_looking(text: str) -> bool:
+    """Valid UTF-8 that is still not text (control characters other than whitespace)."""
+    return any(ord(c) < 32 and c not in "\t\n\r\f" for c in text[:4096])
+
+
+def _header(name: str, value: bytes | None, amqp: bool) -> dict:
+    if value is None:
+        return {"name": name, "type": "null", "value": None}
+    if amqp:
+        decoded = _amqp_value(value)
+        if decoded is not _UNDECODED:
+            return {"name": name, "type": _type_name(decoded), "value": plain(decoded)}
+    try:
+        text = value.decode("utf-8")
+        if not _binary_looking(text):
+            return {"name": name, "type": "string", "value": text}
+    except UnicodeDecodeError:
+        pass
+    return {"name": name, "type": "binary", "value": value.hex()}
+
+
+def _header_text(headers: list[dict], name: str) -> str | None:
+    for h in headers:
+        if h["name"].lower() in (name, name.replace("-", "_"), "contenttype") and \
+                isinstance(h["value"], str):
+            return h["value"]
+    return None
+
+
+_UNDECODED = object()
+
+
+def _amqp_value(raw: bytes):
+    data = Data()
+    try:
+        if data.decode(raw) != len(raw):
+            return _UNDECODED
+        data.rewind()
+        data.next()
+        return data.get_object()
+    except Exception:  # noqa: BLE001 - proton raises several types for a value it cannot read
+        return _UNDECODED
+
+
+def _amqp_properties(raw: bytes) -> dict:
+    value = _amqp_value(raw)
+    fields = getattr(value, "value", None)
+    if not isinstance(fields, (list, tuple)):
+        return {}
+    return {name: plain(v) for name, v in zip(_PROPERTY_FIELDS, fields) if v is not None}
+
+
+def _type_name(value) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, (bytes, bytearray)):
+        return "binary"
+    if isinstance(value, str):
+        return "string"
+    return type(value).__name__
+
+
+def plain(value):
+    """A decoded AMQP or Avro value as JSON: bytes as hex, the rest as their text."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value  # proton's symbol, ulong, timestamp...: str and int subclasses
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).hex()
+    if isinstance(value, dict):
+        return {str(plain(k)): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value)
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).isoformat(timespec="milliseconds") \
+        .replace("+00:00", "Z")
+
+
+# -- Avro ---------------------------------------------------------------------------------
+def _avro(value: bytes | None, content_type: str | None, registry) -> dict | None:
+    """An Avro body with a registered schema, decoded: the Schema Registry's Avro
+    encoder names the schema in the content type (``avro/binary+<schema id>``)."""
+    if value is None or not content_type or not content_type.lower().startswith(_AVRO_TYPE):
+        return None
+    schema_id = content_type[len(_AVRO_TYPE):].strip()
+    out = {"schema_id": schema_id}
+    schema = registry(schema_id) if registry is not None else None
+    if schema is None:
+        out["error"] = f"schema {schema_id!r} is not in this namespace's Schema Registry"
+        return out
+    out.update(schema_group=schema.group, schema_name=schema.name, schema_version=schema.version)
+    try:
+        import io
+
+        import fastavro
+    except ImportError:
+        out["error"] = "decoding Avro needs fastavro (pip install 'kafka-wire[capture]')"
+        return out
+    try:
+        parsed = fastavro.parse_schema(json.loads(schema.content))
+        out["value"] = plain(fastavro.schemaless_reader(io.BytesIO(value), parsed))
+    except Exception as exc:  # noqa: BLE001 - any failure to decode is shown, not raised
+        out["error"] = f"the body does not decode with schema {schema_id}: {exc}"
+    return out
