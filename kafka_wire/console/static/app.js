@@ -309,8 +309,8 @@ function renderTabs(hub, r, namespaces) {
   $("explorer").hidden = !events;
   const ns = namespaces.find((n) => n.name === r.ns);
   const who = ns && ns.signed_in_as;
-  rebuild($("signed-in"), who ? ["Signed in as ", h("code", null, who), " ", h("button", { type: "button", id: "signout",
-    onclick: () => { sessionStorage.removeItem(TOKEN_KEY + r.ns); refresh(); } }, "Sign out")] : []);
+  rebuild($("signed-in"), ...(who ? ["Signed in as ", h("code", null, who), " ", h("button", { type: "button", id: "signout",
+    onclick: () => { sessionStorage.removeItem(TOKEN_KEY + r.ns); refresh(); } }, "Sign out")] : []));
   if (!hub) return;
   $("tab-overview").href = hubHref(hub.namespace, hub.name);
   $("tab-events").href = hubHref(hub.namespace, hub.name, "events", r.view === "events" ? r.params : null);

@@ -45,7 +45,9 @@ function setForm(params) {
     const ms = /^\d+$/.test(value) ? Number(value) : Date.parse(/[zZ]|[+-]\d\d:?\d\d$/.test(value) ? value : value + "Z");
     $("ex-time").value = isNaN(ms) ? "" : new Date(ms).toISOString().slice(0, 19);
   } else $("ex-value").value = value;
-  $("ex-count").value = p.get("count") || "50";
+  const count = p.get("count") || "50";
+  if (![...$("ex-count").options].some((o) => o.value === count)) $("ex-count").append(h("option", null, count));
+  $("ex-count").value = count;
   if (p.get("q")) $("ex-filter").value = p.get("q");
   showValueField();
 }
