@@ -268,12 +268,7 @@ const LAG_COLORS = ["--in", "--out", "--ok", "--warn", "--bad", "--muted"];
 function drawLag(canvas, history) {
   if (!canvas || !history || !history.length) return;
   const css = getComputedStyle(document.documentElement);
-  const dpr = window.devicePixelRatio || 1;
-  const w = canvas.clientWidth || 300, ht = canvas.clientHeight || 90;
-  canvas.width = Math.round(w * dpr); canvas.height = Math.round(ht * dpr);
-  const ctx = canvas.getContext("2d");
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  ctx.clearRect(0, 0, w, ht);
+  const { ctx, w, ht } = canvasFor(canvas, 300, 90);
   const pad = { l: 44, r: 6, t: 6, b: 14 };
   const pw = w - pad.l - pad.r, ph = ht - pad.t - pad.b;
   const t0 = history[0].time_ms, t1 = Math.max(history[history.length - 1].time_ms, t0 + 1);
@@ -369,16 +364,22 @@ function renderCapture(files, dirs) {
 }
 
 // -- chart -------------------------------------------------------------------------------
-function drawChart(series) {
-  const canvas = $("chart");
-  const css = getComputedStyle(document.documentElement);
-  const color = (v) => css.getPropertyValue(v).trim();
+// A cleared 2D context sized to the canvas's CSS box, sharp on high-DPI screens.
+function canvasFor(canvas, width, height) {
   const dpr = window.devicePixelRatio || 1;
-  const w = canvas.clientWidth || 600, ht = canvas.clientHeight || 180;
+  const w = canvas.clientWidth || width, ht = canvas.clientHeight || height;
   canvas.width = Math.round(w * dpr); canvas.height = Math.round(ht * dpr);
   const ctx = canvas.getContext("2d");
   ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
   ctx.clearRect(0, 0, w, ht);
+  return { ctx, w, ht };
+}
+
+function drawChart(series) {
+  const canvas = $("chart");
+  const css = getComputedStyle(document.documentElement);
+  const color = (v) => css.getPropertyValue(v).trim();
+  const { ctx, w, ht } = canvasFor(canvas, 600, 180);
   const unit = state.unit;
   const inKey = unit === "bytes" ? "incoming_bytes_per_s" : "incoming_events_per_s";
   const outKey = unit === "bytes" ? "outgoing_bytes_per_s" : "outgoing_events_per_s";
@@ -457,7 +458,8 @@ document.addEventListener("DOMContentLoaded", () => {
   });
   document.addEventListener("keydown", (e) => {
     const t = e.target;
-    if (e.key === "p" && !e.ctrlKey && !e.metaKey && !e.altKey && !(t instanceof HTMLInputElement)) setPaused(!state.paused);
+    const typing = t instanceof HTMLInputElement || t instanceof HTMLTextAreaElement || t instanceof HTMLSelectElement;
+    if (e.key === "p" && !e.ctrlKey && !e.metaKey && !e.altKey && !typing) setPaused(!state.paused);
   });
   refresh();
 });
