@@ -230,19 +230,22 @@ class ConsoleApi:
         return self._send(segs[1], segs[3], doc, headers, peer)
 
     def _token(self, ns: str, doc: dict) -> Response:
-        """A SAS token for the console to send, from a connection string (or a token)."""
+        """A token for the console to send: a SAS token made from a connection string,
+        or the SAS token or JWT (a namespace with OAuth) given, once checked."""
         runtime = self.services.namespaces.get(ns)
         if runtime is None:
             return refuse(404, f"namespace {ns!r} is not served here")
         text = str(doc.get("connection_string") or "").strip()
         if not text:
             return refuse(400, "send {\"connection_string\": \"Endpoint=sb://...;SharedAccessKeyName=...;"
-                               "SharedAccessKey=...\"} (or a SharedAccessSignature token)")
+                               "SharedAccessKey=...\"} (or a SharedAccessSignature token, or a JWT)")
         model = self.services.eventhubs
         now_s = self.services.clock.now_ms() / 1000
         try:
             if text.lower().startswith("sharedaccesssignature "):
                 token = text
+            elif text.lower().startswith("bearer ") or text.count(".") == 2 and "=" not in text:
+                token = text if text.lower().startswith("bearer ") else f"Bearer {text}"  # a JWT (OAuth)
             else:
                 principal = authenticate(model, text, now_s, kafka=False)
                 if principal.namespace != ns:

@@ -228,3 +228,24 @@ def test_a_bad_token_fails_sasl_and_closes_the_connection(broker):
         assert resp.error_code == Errors.SaslAuthenticationFailedError.errno
         assert "matches no key" in resp.error_message
         assert c.is_closed()
+
+
+def test_the_console_takes_a_jwt_on_a_namespace_with_oauth(tmp_path, config):
+    import requests
+
+    with EmulatedBroker(tmp_path / "data", config_file=config, http=True) as broker:
+        base = f"{broker.http_url}/api/namespaces/oauth-ns"
+        events = f"{base}/hubs/telemetry/partitions/0/events"
+        assert requests.get(events, timeout=10).status_code == 401
+        receiver = jwt(claims(roles=[RECEIVER], **ISS))
+        signed_in = requests.post(f"{base}/token", json={"connection_string": receiver}, timeout=10)
+        assert signed_in.status_code == 200, signed_in.text
+        assert signed_in.json()["rights"] == ["Listen"]
+        token = signed_in.json()["token"]
+        assert requests.get(events, headers={"Authorization": token}, timeout=10).status_code == 200
+        sent = requests.post(f"{base}/hubs/telemetry/events", json={"body": "x"},
+                             headers={"Authorization": token}, timeout=10)
+        assert sent.status_code == 401  # a receiver may not send
+        forged = jwt(claims(roles=[OWNER], **ISS), key="not-the-secret")
+        assert requests.post(f"{base}/token", json={"connection_string": forged},
+                             timeout=10).status_code == 401

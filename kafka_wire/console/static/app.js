@@ -215,7 +215,9 @@ function renderHub(hub, sel, problem) {
     { label: "Events", num: true }, { label: "Size", num: true }, { label: "In", num: true }, { label: "Out", num: true },
     { label: "Events in", num: true }, { label: "Events out", num: true }];
   rebuild($("partitions"), ...table(cols, hub.partition_list.map((p) => ({ cells: [
-    String(p.partition), fmtInt(p.log_start_offset), fmtInt(p.last_sequence_number),
+    h("a", { href: hubHref(hub.namespace, hub.name, "events", { partition: p.partition, from: "latest" }),
+      title: `The newest events of partition ${p.partition}`, "data-key": "p:" + p.partition }, String(p.partition)),
+    fmtInt(p.log_start_offset), fmtInt(p.last_sequence_number),
     fmtInt(p.log_end_offset - p.log_start_offset), fmtBytes(p.size_bytes),
     fmtRate(p.rates.incoming_bytes_per_s, "bytes"), fmtRate(p.rates.outgoing_bytes_per_s, "bytes"),
     fmtInt(p.incoming_events), fmtInt(p.outgoing_events)] })), "No partitions"));
@@ -246,7 +248,9 @@ function renderGroups(hub) {
             p.owner ? h("span", { class: "owner", title: p.owner }, p.owner) : "–"] })), "No partitions"))),
         g.lag_history && g.lag_history.length ? h("div", { class: "lag-box" }, h("h4", null, "Lag per partition, last minutes"),
           h("canvas", { class: "lag-chart", "data-lag-chart": g.name, role: "img",
-            "aria-label": `Lag of ${g.name} per partition over the last ${fmtDuration((g.lag_history[g.lag_history.length - 1].time_ms - g.lag_history[0].time_ms) / 1000)}` })) : null,
+            "aria-label": `Lag of ${g.name} per partition over the last ${fmtDuration((g.lag_history[g.lag_history.length - 1].time_ms - g.lag_history[0].time_ms) / 1000)}` }),
+          h("p", { class: "legend" }, g.partitions.map((p) => [h("span", { class: "key", style: `background: var(${LAG_COLORS[p.partition % LAG_COLORS.length]})` }),
+            ` partition ${p.partition} `]))) : null,
         h("div", null, h("h4", null, "Members and assignments"), g.members.length
           ? h("ul", { class: "members" }, g.members.map((m) => h("li", null, h("code", null, m.client_id || m.member_id),
             " on ", (m.client_host || "?").replace(/^\//, ""), " → ", m.partitions.length ? "partitions " + m.partitions.join(", ") : "no partitions")))
