@@ -48,6 +48,9 @@ logger = logging.getLogger(__name__)
 
 SINK_NAME = "eventhubs-capture"
 CRASH_BEFORE_JOURNAL = "KAFKA_WIRE_CAPTURE_CRASH_BEFORE_JOURNAL"  # a micro-batch id (tests' fault)
+# Seconds each write task waits before it starts (tests' fault): keeps tasks running long
+# enough for a test to kill an executor mid-task, whatever the machine's speed.
+TASK_DELAY = "KAFKA_WIRE_CAPTURE_TASK_DELAY_S"
 ARROW_BATCH_ROWS = 10_000  # Spark's default spark.sql.execution.arrow.maxRecordsPerBatch
 JOURNAL_KEEP = 100  # micro-batches whose journal entries are kept (Spark keeps as many)
 
@@ -85,6 +88,10 @@ class CaptureStreamWriter(DataSourceStreamArrowWriter):
     # -- executors ----------------------------------------------------------------------
 
     def write(self, iterator) -> CaptureCommit:
+        delay = os.environ.get(TASK_DELAY)
+        if delay:
+            logger.warning("%s=%s: this write task waits before it starts", TASK_DELAY, delay)
+            time.sleep(float(delay))
         done: list[tuple[str, str, FileInfo]] = []
         writer: CaptureWriter | None = None
         current = None  # (namespace, hub, partition, capture_file)

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from kafka_wire.spark.sink import TASK_DELAY
 from kafka_wire.testing.ports import free_port
 from kafka_wire.testing.processes import stop_processes
 
@@ -25,6 +24,7 @@ from .helpers import check_capture
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 MARK = "<!-- cluster-commands"
+TASK_DELAY_S = 6
 
 
 def readme_commands() -> list[str]:
@@ -52,6 +52,11 @@ def _children(pid: int) -> list[tuple[int, str]]:
     return out
 
 
+def _mid_task(work_dir: Path) -> bool:
+    """Has an executor under this worker's work dir started a (delayed) write task?"""
+    return any(TASK_DELAY in p.read_text(errors="replace") for p in work_dir.glob("app-*/*/stderr"))
+
+
 def _wait(predicate, timeout: float, what: str):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -75,7 +80,11 @@ def test_readme_cluster_commands_capture_everything_once_despite_a_lost_executor
     assert lines[0].startswith("SPARK_HOME=$(") and len(lines) == 5, lines
     spark_home = subprocess.run(["bash", "-c", lines[0] + ' && echo "$SPARK_HOME"'], cwd=ROOT, text=True,
                                 capture_output=True, check=True).stdout.strip()
-    env = dict(os.environ, SPARK_HOME=spark_home, SPARK_LOCAL_IP="127.0.0.1")  # every port on loopback
+    # Every port on loopback; each write task waits a few seconds first, so the executor
+    # killed below is mid-task however fast or loaded the machine is (the executors
+    # inherit the workers' environment).
+    env = dict(os.environ, SPARK_HOME=spark_home, SPARK_LOCAL_IP="127.0.0.1",
+               **{TASK_DELAY: str(TASK_DELAY_S)})
     daemons: list[subprocess.Popen] = []
     logs = []
     try:
@@ -94,10 +103,12 @@ def test_readme_cluster_commands_capture_everything_once_despite_a_lost_executor
                                stderr=subprocess.STDOUT, start_new_session=True)
         try:
             worker = daemons[1].pid
-            # Mid-run: the first worker's executor has started Python workers for its tasks.
-            executor = _wait(lambda: next((pid for pid, cmd in _children(worker)
-                                           if "CoarseGrainedExecutorBackend" in cmd and _children(pid)), None),
-                             180, "an executor running tasks on the first worker")
+            # Mid-task: the first worker's executor logged that a write task is waiting (its
+            # stderr is in the worker's work dir), so the task has TASK_DELAY_S left to run.
+            executor = _wait(lambda: _mid_task(tmp_path / "w1") and next(
+                (pid for pid, cmd in _children(worker) if "CoarseGrainedExecutorBackend" in cmd), None),
+                180, "an executor running a task on the first worker")
+            assert job.poll() is None, "the capture job ended before the executor could be killed"
             os.kill(executor, signal.SIGKILL)
             assert job.wait(300) == 0, (tmp_path / "driver.log").read_text()[-4000:]
         finally:
