@@ -69,7 +69,10 @@ class ConsoleApi:
             return None, None, refuse(404, f"namespace {ns!r} is not served here: see /api/namespaces")
         principal, status, why = authenticate_request(self.services, runtime, headers, peer, what)
         if why is not None:
-            return runtime, None, refuse(status, why, namespace=ns, auth_required=status == 401)
+            # token_refused: the token itself is missing, wrong or expired (the console
+            # forgets it), as against a good token without the right (it keeps that one).
+            return runtime, None, refuse(status, why, namespace=ns, auth_required=status == 401,
+                                         token_refused=status == 401)
         return runtime, principal, None
 
     def _hub(self, ns: str, hub: str, headers: dict, peer: str, what: str, rights=_ANY):

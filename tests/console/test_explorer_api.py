@@ -282,6 +282,7 @@ def test_without_a_token_nothing_of_the_namespace_is_shown(auth_broker):
     bad = requests.get(url(b, "orders", "/partitions/0/events", "contoso"), timeout=10,
                        headers={"Authorization": sas_token(("RootManageSharedAccessKey", "d3Jvbmc="))})
     assert bad.status_code == 401 and "signature" in bad.json()["error"]
+    assert bad.json()["token_refused"] is True
 
 
 def test_tokens_grant_what_their_policy_grants(auth_broker):
@@ -291,6 +292,7 @@ def test_tokens_grant_what_their_policy_grants(auth_broker):
     assert page.status_code == 200 and page.json()["events"][0]["body"]["text"] == "secret"
     r = requests.post(url(b, "orders", "/events", "contoso"), json={"body": "x"}, headers=listen, timeout=10)
     assert r.status_code == 401 and "Send" in r.json()["error"]
+    assert "token_refused" not in r.json()  # a good token without the right
     send = {"Authorization": sas_token(SENDER)}
     r = requests.post(url(b, "orders", "/events", "contoso"), json={"body": "from the console"},
                       headers=send, timeout=10)

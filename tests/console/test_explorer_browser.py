@@ -103,6 +103,17 @@ def test_explorer_browses_jumps_filters_follows_and_sends(tmp_path, chromium):
         _click(driver, '#ex-events tr[data-seq="31"] button.expand')
         hexdump = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#ex-events pre.hex"))
         assert hexdump.text.splitlines()[0].startswith("00000000  00 01 02 03")
+        # Download body: the blob the page hands to the browser holds the body's bytes.
+        driver.execute_script("window.__blobs = []; const make = URL.createObjectURL.bind(URL);"
+                              "URL.createObjectURL = (b) => { window.__blobs.push(b); return make(b); };")
+        _click(driver, "#ex-events tr.detail button.download")
+        downloaded = driver.execute_async_script(
+            "const done = arguments[arguments.length - 1];"
+            "const look = () => window.__blobs.length"
+            "  ? window.__blobs[0].arrayBuffer().then((b) => done(Array.from(new Uint8Array(b))))"
+            "  : setTimeout(look, 50);"
+            "look();")
+        assert bytes(downloaded) == bytes(range(48))
         _click(driver, '#ex-events tr[data-seq="5"] button.expand')
         tree = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#ex-events .json"))
         assert '"customer"' in tree.text and '"tier": "gold"' in tree.text
@@ -245,6 +256,11 @@ def test_a_namespace_with_auth_shows_nothing_until_signed_in(tmp_path, chromium)
         driver.find_element(By.CSS_SELECTOR, "#send-form button[type=submit]").click()
         wait.until(lambda d: "Send" in d.find_element(By.ID, "send-status").text
                    and "error" in d.find_element(By.ID, "send-status").get_attribute("class"))
+        # ... and keeps the listener signed in (a refused right is not a refused token).
+        assert driver.execute_script("return sessionStorage.getItem('kafka-wire.token.contoso')")
+        driver.find_element(By.ID, "tab-overview").click()
+        wait.until(lambda d: d.find_element(By.ID, "overview").is_displayed())
+        assert "listener@contoso" in driver.find_element(By.ID, "signed-in").text
         # Signing out locks it again.
         driver.find_element(By.ID, "signout").click()
         wait.until(lambda d: d.find_element(By.ID, "signin").is_displayed())

@@ -95,7 +95,10 @@ async function api(url, ns, options) {
   if (token) headers.Authorization = token;
   try {
     const r = await fetch(url, Object.assign({ cache: "no-store" }, options || {}, { signal: ctl.signal, headers }));
-    if (r.status === 401 && token) sessionStorage.removeItem(TOKEN_KEY + ns);  // expired or revoked
+    if (r.status === 401 && token) {  // a wrong or expired token is forgotten; one without a right is not
+      const why = await r.clone().json().catch(() => ({}));
+      if (why.token_refused) sessionStorage.removeItem(TOKEN_KEY + ns);
+    }
     return r;
   } finally { clearTimeout(t); }
 }
@@ -144,6 +147,7 @@ function render(d, health) {
     const locked = d.namespaces.find((ns) => ns.locked && (!r.ns || ns.name === r.ns));
     if (locked) { showSignIn(locked.name, `Namespace ${locked.name} requires a connection string.`); }
   }
+  if (d.hub_error && d.hub_error.token_refused && r.ns) sessionStorage.removeItem(TOKEN_KEY + r.ns);
   const needsSignIn = sel && d.hub_error && d.hub_error.auth_required;
   if (needsSignIn) showSignIn(sel.ns, d.hub_error.error);
   else if (sel || !d.namespaces.some((ns) => ns.locked)) $("signin").hidden = true;

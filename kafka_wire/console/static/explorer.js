@@ -248,7 +248,8 @@ function detail(e) {
         : h("p", { class: "muted" }, "No headers or properties")),
     h("div", { class: "event-body" },
       h("div", { class: "body-head" }, h("strong", null, "Body"), " ", h("span", { class: "muted" }, `${bodyFormat(b)} · ${size}`), " ",
-        h("button", { type: "button", class: "download", onclick: () => download(e) }, "Download")),
+        h("button", { type: "button", class: "download", onclick: () => download(e, "body") }, "Download body"),
+        h("button", { type: "button", onclick: () => download(e, "event") }, "Event as JSON")),
       b.avro ? avroView(b.avro) : null,
       bodyView(b)));
 }
@@ -293,14 +294,16 @@ function jsonTree(value, name, depth) {
   return h("div", { class: "jl" }, label, h("span", { class: cls }, JSON.stringify(value)));
 }
 
-async function download(e) {
+// The whole body (bytes), or the whole event as the API gives it (JSON, body not cut).
+async function download(e, what) {
   const hub = ex.hub;
   const url = `/api/namespaces/${encodeURIComponent(hub.namespace)}/hubs/${encodeURIComponent(hub.name)}` +
-    `/partitions/${ex.page.partition}/events/${e.sequence_number}/body`;
+    `/partitions/${ex.page.partition}/events/${e.sequence_number}` + (what === "body" ? "/body" : "");
   const r = await api(url, hub.namespace);
   if (r.status !== 200) { $("ex-status").textContent = `Download refused (${r.status})`; return; }
   const blob = await r.blob();
-  const a = h("a", { href: URL.createObjectURL(blob), download: `${hub.name}-${ex.page.partition}-${e.sequence_number}.bin` });
+  const name = `${hub.name}-${ex.page.partition}-${e.sequence_number}${what === "body" ? ".bin" : ".json"}`;
+  const a = h("a", { href: URL.createObjectURL(blob), download: name });
   document.body.append(a); a.click(); a.remove();
   setTimeout(() => URL.revokeObjectURL(a.href), 10000);
 }
