@@ -73,10 +73,20 @@ class NamespaceRuntime:
     quota: ThroughputQuota | None = None
     cleaner: LogCleaner | None = None
     frame_limit: int | None = None
+    # hub (lower case) -> the partition the last keyless send went to, whichever front end
+    # (AMQP, HTTPS, the console) sent it: one round robin per hub, as the service has.
+    _round_robin: dict[str, int] = field(default_factory=dict, repr=False)
 
     def request_limit(self, configured: int) -> int:
         """The frame limit of a connection bound to this namespace."""
         return configured if self.frame_limit is None else min(configured, self.frame_limit)
+
+    def next_partition(self, hub: str, partitions: int) -> int:
+        """Round robin over a hub's partitions, for sends without a partition or key."""
+        key = hub.lower()
+        n = (self._round_robin.get(key, -1) + 1) % partitions
+        self._round_robin[key] = n
+        return n
 
 
 class BrokerObserver:

@@ -97,8 +97,7 @@ class PublishLink(LinkHandler):
         if view is None:
             return Condition(NOT_FOUND, f"event hub {self.hub!r} was deleted")
         partition = choose_partition(self.partition, messages[0].partition_key, view.partitions,
-                                     lambda: conn.server.next_partition(runtime.name, self.hub,
-                                                                        view.partitions))
+                                     lambda: runtime.next_partition(self.hub, view.partitions))
         done = publish(conn.services, runtime, self.principal, self.hub, partition, messages,
                        len(raw), SEND_TIMEOUT_MS, conn.container, "amqp")
         if done.error is not None:

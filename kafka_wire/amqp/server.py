@@ -19,7 +19,6 @@ class AmqpServer:
         self.connections: set[AmqpConnection] = set()
         # (namespace, hub, consumer group, partition) -> its receive links
         self.readers: dict[tuple[str, str, str, int], set] = {}
-        self._round_robin: dict[tuple[str, str], int] = {}
         self._servers: list[asyncio.base_events.Server] = []  # AMQP, AMQPS
         self.bytes_in = self.events_in = self.bytes_out = self.events_out = 0
 
@@ -29,13 +28,6 @@ class AmqpServer:
                                           ssl=ssl, reuse_address=True)
         self._servers.append(server)
         return server.sockets[0].getsockname()[:2]
-
-    def next_partition(self, namespace: str, hub: str, partitions: int) -> int:
-        """Round robin over a hub's partitions, for sends without a key."""
-        key = (namespace, hub)
-        n = (self._round_robin.get(key, -1) + 1) % partitions
-        self._round_robin[key] = n
-        return n
 
     def count_in(self, nbytes: int, events: int) -> None:
         self.bytes_in += nbytes

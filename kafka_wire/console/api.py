@@ -49,7 +49,6 @@ def refuse(status: int, message: str, **extra) -> Response:
 class ConsoleApi:
     def __init__(self, views: ConsoleViews) -> None:
         self.views = views
-        self._round_robin: dict[tuple[str, str], int] = {}
 
     @property
     def services(self):
@@ -280,7 +279,7 @@ class ConsoleApi:
         if size > limit:
             return refuse(413, f"the event is {size} bytes; event hub {hub!r} accepts at most {limit}")
         p = choose_partition(partition, event.partition_key, view.partitions,
-                             lambda: self._next_partition(ns, view.name, view.partitions))
+                             lambda: runtime.next_partition(view.name, view.partitions))
         done = publish(self.services, runtime, principal, view.name, p, [event], size,
                        SEND_TIMEOUT_MS, headers.get("user-agent"), "console")
         if done.error is not None:
@@ -291,11 +290,6 @@ class ConsoleApi:
                        "sequence_number": done.sequence_number}, 201)
         return Later(done.throttle_ms, sent) if done.throttle_ms > 0 else sent
 
-    def _next_partition(self, ns: str, hub: str, partitions: int) -> int:
-        key = (ns, hub)
-        n = (self._round_robin.get(key, -1) + 1) % partitions
-        self._round_robin[key] = n
-        return n
 
 
 def _number(text: str, what: str) -> int:

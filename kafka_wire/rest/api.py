@@ -52,7 +52,6 @@ class RestApi:
         self.services = services
         self.state = state
         self.data_dir = data_dir
-        self._round_robin: dict[tuple[str, str], int] = {}
         self._registries: dict[str, SchemaRegistry] = {}
         self.add_namespace = None  # the broker's: serve a namespace made at runtime
         self.remove_namespace = None  # the broker's: stop serving one and delete its data
@@ -87,13 +86,6 @@ class RestApi:
             partition, publisher = (segs[2], None) if low[1] == "partitions" else (None, segs[2])
             return send.send(self, request, segs[0], partition, publisher)
         return error(404, f"no Event Hubs API at {request.path}")
-
-    def next_partition(self, namespace: str, hub: str, partitions: int) -> int:
-        """Round robin over a hub's partitions, for sends without a key."""
-        key = (namespace, hub.lower())
-        n = (self._round_robin.get(key, -1) + 1) % partitions
-        self._round_robin[key] = n
-        return n
 
     def authorize(self, request: Request, hub: str | None, right: str, *,
                   any_right: bool = False) -> tuple[NamespaceRuntime | None, object, Response | None]:

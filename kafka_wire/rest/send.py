@@ -72,7 +72,7 @@ def send(api: RestApi, request: Request, hub: str, partition: str | None,
     groups: dict[int, list[Incoming]] = {}
     for event in events:
         p = choose_partition(explicit, event.partition_key, view.partitions,
-                             lambda: api.next_partition(runtime.name, hub, view.partitions))
+                             lambda: runtime.next_partition(hub, view.partitions))
         groups.setdefault(p, []).append(event)
     wait = 0
     client = request.headers.get("user-agent")
