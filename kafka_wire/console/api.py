@@ -22,10 +22,11 @@ from kafka_wire.console import explorer
 from kafka_wire.context import LISTEN, MANAGE, SEND
 from kafka_wire.eventhubs import connection_string, sas
 from kafka_wire.eventhubs.auth import AuthError, authenticate, authenticate_header
-from kafka_wire.eventhubs.publication import DENIED, NOT_FOUND, TOO_LARGE, choose_partition, publish
+from kafka_wire.eventhubs.publication import choose_partition, publish
 from kafka_wire.log_lines import client_address
 from kafka_wire.rest.api import authenticate_request
 from kafka_wire.rest.http import Later, Response
+from kafka_wire.rest.send import refusal_status
 
 if TYPE_CHECKING:
     from kafka_wire.console.views import ConsoleViews
@@ -274,18 +275,14 @@ class ConsoleApi:
             event, partition = _event(doc, view.partitions)
         except ValueError as exc:
             return refuse(400, str(exc))
-        limit = runtime.policy.max_publication_bytes()
         size = len(event.body or b"")
-        if size > limit:
-            return refuse(413, f"the event is {size} bytes; event hub {hub!r} accepts at most {limit}")
         p = choose_partition(partition, event.partition_key, view.partitions,
                              lambda: runtime.next_partition(view.name, view.partitions))
         done = publish(self.services, runtime, principal, view.name, p, [event], size,
                        SEND_TIMEOUT_MS, headers.get("user-agent"), "console")
         if done.error is not None:
-            status = 503 if done.busy else 401 if done.error in DENIED else 413 \
-                if done.error in TOO_LARGE else 404 if done.error == NOT_FOUND else 403
-            return refuse(status, done.message or f"refused with Kafka error code {done.error}")
+            return refuse(refusal_status(done.error, done.busy),
+                          done.message or f"refused with Kafka error code {done.error}")
         sent = answer({"namespace": ns, "hub": view.name, "partition": p,
                        "sequence_number": done.sequence_number}, 201)
         return Later(done.throttle_ms, sent) if done.throttle_ms > 0 else sent

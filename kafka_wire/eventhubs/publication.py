@@ -59,6 +59,11 @@ def publish(services: Services, runtime: NamespaceRuntime, principal, hub: str, 
     """Admit and append ``events`` (``nbytes`` as sent) to ``hub``'s ``partition``."""
     if runtime.topics.get(hub) is None:
         return Published(NOT_FOUND, f"event hub {hub!r} was deleted")
+    limit = runtime.policy.max_publication_bytes()  # the service's limit, strict mode or not
+    if nbytes > limit:
+        return Published(Errors.MessageSizeTooLargeError.errno,
+                         f"the publication is {nbytes} bytes; event hub {hub!r} accepts at most "
+                         f"{limit} bytes per send")
     now_ms = services.clock.now_ms()
     records = records_batch(events, now_ms)
     headers = validate_records(records)

@@ -87,16 +87,21 @@ def send(api: RestApi, request: Request, hub: str, partition: str | None,
     return Later(wait, answer) if wait > 0 else answer
 
 
-def _refusal(code: int, message: str, busy: bool) -> Response:
+def refusal_status(code: int, busy: bool) -> int:
+    """The HTTP status of a refused publication (a Kafka error code, or ``busy``)."""
     if busy:
-        return error(503, message)
+        return 503
     if code in DENIED:
-        return error(401, message)
+        return 401
     if code in TOO_LARGE:
-        return error(413, message)
+        return 413
     if code == NOT_FOUND:
-        return error(404, message)
-    return error(403, message)  # the tier's rules (Event Hubs answers policy refusals with 403)
+        return 404
+    return 403  # the tier's rules (Event Hubs answers policy refusals with 403)
+
+
+def _refusal(code: int, message: str, busy: bool) -> Response:
+    return error(refusal_status(code, busy), message)
 
 
 def _events(request: Request) -> list[Incoming]:
