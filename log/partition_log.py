@@ -459,6 +459,16 @@ class PartitionLog:
             return hw
         return min(hw, max(first, self.log_start_offset))
 
+    def hidden(self, header) -> bool:
+        """Is the batch ``header`` heads one a read_committed reader skips: a transaction
+        marker, or a batch of an aborted transaction? (Callers test the attribute bits
+        first: most batches are neither.)"""
+        if header.attributes & rb.CONTROL_BIT:
+            return True
+        return bool(header.attributes & rb.TRANSACTIONAL_BIT) and any(
+            pid == header.producer_id
+            for pid, _ in self.aborted_transactions(header.base_offset, header.last_offset + 1))
+
     def aborted_transactions(self, fetch_offset: int, upper_offset: int) -> list[tuple[int, int]]:
         """(producer id, first offset) of the aborted transactions overlapping
         [fetch_offset, upper_offset), for a read_committed Fetch response."""

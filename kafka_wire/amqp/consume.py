@@ -256,10 +256,9 @@ class ConsumeLink(LinkHandler):
             if header.base_offset >= upper:
                 break
             nbytes += header.size
-            if header.attributes & (rb.CONTROL_BIT | rb.TRANSACTIONAL_BIT):
-                if header.attributes & rb.CONTROL_BIT or self._aborted(plog, header):
-                    self.next_offset = header.last_offset + 1
-                    continue
+            if header.attributes & (rb.CONTROL_BIT | rb.TRANSACTIONAL_BIT) and plog.hidden(header):
+                self.next_offset = header.last_offset + 1
+                continue
             amqp_headers = bool(header.attributes & rb.AMQP_HEADERS_BIT)
             base, skip = header.base_offset, self.next_offset - header.base_offset
             try:
@@ -289,10 +288,6 @@ class ConsumeLink(LinkHandler):
         if observer is not None:
             observer.on_events("amqp", runtime.name, self.hub, self.partition, False, len(events), nbytes)
         return True
-
-    def _aborted(self, plog, header) -> bool:
-        return any(pid == header.producer_id for pid, _ in
-                   plog.aborted_transactions(header.base_offset, header.last_offset + 1))
 
     def _metric(self, plog) -> bytes:
         """Delivery annotations with the partition's last enqueued event, for

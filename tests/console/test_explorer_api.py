@@ -228,7 +228,8 @@ def test_send_goes_to_the_partition_key_or_round_robin_and_a_kafka_consumer_read
     assert shown["properties"]["content_type"] == "application/json"
     for bad, status in (({"body": 5}, 400), ({"body": "x", "partition": 9}, 400),
                         ({"body": "x", "properties": {"a": [1]}}, 400),
-                        ({"body": "x", "partition": 0, "partition_key": "k"}, 400)):
+                        ({"body": "x", "partition": 0, "partition_key": "k"}, 400),
+                        ({"body": "x" * 1_100_000}, 413)):  # over Standard's 1 MB publication
         r = send(bad)
         assert r.status_code == status and r.json()["error"], (bad, r.text)
     r = requests.post(url(broker, "sent", "/events"), data=b"not json", timeout=10)
@@ -325,3 +326,25 @@ def test_the_console_signs_in_with_a_connection_string(auth_broker):
     r = requests.post(token_url, json={"connection_string": other}, timeout=10)
     assert r.status_code == 401 and "fabrikam" in r.json()["error"]
     assert requests.post(token_url, json={}, timeout=10).status_code == 400
+
+
+def test_aborted_transactions_and_markers_are_not_shown(broker):
+    broker.create_hub("txns", 1)
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": "explorer-txn"})
+    p.init_transactions(30)
+    for outcome in ("kept-1", "dropped", "kept-2"):
+        p.begin_transaction()
+        for i in range(3):
+            p.produce("txns", f"{outcome}-{i}".encode(), partition=0)
+        if outcome == "dropped":
+            assert p.flush(30) == 0  # written to the log first, then aborted
+            p.abort_transaction(30)
+        else:
+            p.commit_transaction(30)
+    page = events(broker, "txns", count=50)
+    assert [e["body"]["text"] for e in page["events"]] == \
+        [f"kept-{n}-{i}" for n in (1, 2) for i in range(3)]
+    # The markers and aborted records still take sequence numbers: 3 + 1, 3 + 1, 3 + 1.
+    assert [e["sequence_number"] for e in page["events"]] == [0, 1, 2, 8, 9, 10]
+    assert page["next_sequence_number"] == 12
+    assert requests.get(url(broker, "txns", "/partitions/0/events/4"), timeout=10).status_code == 404
