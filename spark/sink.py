@@ -135,14 +135,14 @@ class CaptureStreamWriter(DataSourceStreamArrowWriter):
         """The files of one partition's micro-batch, read from the log (or
         Kafka) here: the planned files in order, each from its batches."""
         from .backend import open_backend
-        from .source import _Peekable
+        from .source import Peekable
 
         ns, hub, p = plan["namespace"], plan["event_hub"], plan["partition"]
         backend = open_backend(self.source)
         done = []
         pending = _Pending()
         try:
-            batches = _Peekable(backend.read(hub, p, plan["start"], plan["end"], plan["start_pos"]))
+            batches = Peekable(backend.read(hub, p, plan["start"], plan["end"], plan["start_pos"]))
             for f in map(PlannedFile._make, json.loads(plan["files"])):
                 writer = self._writer(ns, hub, p, f.name_ms)
                 try:

@@ -254,7 +254,7 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             return
         backend = open_backend(self.options)
         try:
-            batches = _Peekable(backend.read(hub, p, start, end, start_pos))
+            batches = Peekable(backend.read(hub, p, start, end, start_pos))
             if files is None:
                 yield from self._chunks(hub, p, batches, None, end)
                 return
@@ -305,7 +305,7 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
         )
 
 
-class _Peekable:
+class Peekable:
     """An iterator that can show its next item without consuming it."""
 
     _END = object()
