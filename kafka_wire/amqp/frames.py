@@ -47,7 +47,8 @@ class FramePadder:
             size = _SIZE.unpack_from(buf, pos)[0]
             if end - pos < size:
                 break
-            if (buf[pos + 4] == 2 and buf[pos + 8] == 0 and buf[pos + 9] == 0x53
+            # size > 13 first: an empty frame (a heartbeat, 8 bytes) may end the chunk
+            if (size > 13 and buf[pos + 4] == 2 and buf[pos + 8] == 0 and buf[pos + 9] == 0x53
                     and buf[pos + 10] == 0x14 and buf[pos + 11] == 0xC0 and buf[pos + 5] == 0):
                 # A transfer as proton writes it (list8 after a smallulong descriptor),
                 # one per event sent: padded here without the general path's parsing.
