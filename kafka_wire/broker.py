@@ -25,7 +25,7 @@ from kafka_wire.eventhubs.attach import configure as configure_eventhubs
 from kafka_wire.eventhubs.managed import ManagedState
 from kafka_wire.eventhubs.auth import Authenticator
 from kafka_wire.eventhubs.model import EventHubsModel
-from kafka_wire.eventhubs.policy import NamespacePolicy
+from kafka_wire.eventhubs.door import Door
 from kafka_wire.eventhubs.report import CompatibilityReport
 from kafka_wire.fetch_sessions import FetchSessionCache
 from kafka_wire.server import KafkaServer
@@ -159,6 +159,7 @@ class Broker:
         cluster = ClusterInfo(cfg.node_id, cfg.advertise_host or cfg.listen_host,
                               cfg.advertise_port or cfg.listen_port, _cluster_id(data_dir, cfg.cluster_id))
         model = cfg.eventhubs or EventHubsModel.single(cfg.default_namespace)
+        self._model = model
         if not cfg.in_memory:  # what the management API changed, over the config file's model
             self.managed = ManagedState(data_dir)
             self.managed.add_namespaces(model)
@@ -341,8 +342,8 @@ class Broker:
         logs = LogManager(data_dir / name, default_log)
         topics = TopicManager(logs, num_partitions=cfg.num_partitions,
                               auto_create=cfg.auto_create_topics, topic_defaults={})
-        ns = NamespaceRuntime(name=name, topics=topics, policy=NamespacePolicy())
-        ns.policy.bind(ns, self._report, self.clock)
+        ns = NamespaceRuntime(name=name, topics=topics, policy=Door())
+        ns.door.bind(ns, self._report, self.clock, self._model, cfg.bounds)
         if cfg.log_cleaner_interval_ms > 0:
             # Compaction runs on its own thread; it takes a partition's lock only to swap.
             ns.cleaner = LogCleaner(logs, interval_ms=cfg.log_cleaner_interval_ms, clock=self.clock.now_ms)

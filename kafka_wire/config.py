@@ -4,6 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kafka_wire.eventhubs.bounds import Bounds
+
 
 def parse_host_port(text: str, default_port: int = 9092) -> tuple[str, int]:
     """'HOST:PORT', ':PORT', 'HOST' or '[::1]:PORT' → (host, port)."""
@@ -118,3 +120,10 @@ class BrokerConfig:
     # DATA_DIR/capture.
     capture_jobs: bool = False
     in_memory: bool = False
+    # What clients may create, in every mode (the config file's [limits]).
+    bounds: Bounds = field(default_factory=Bounds)
+    # The management plane's owner credential (a bearer token), needed for
+    # subscription-level operations once any namespace requires auth. None: made
+    # on first start and kept in DATA_DIR/subscription.key (`kafka-wire token
+    # --management` prints it).
+    subscription_key: str | None = None

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from kafka_wire.coordinator.producer_ids import ProducerIdManager
     from kafka_wire.coordinator.transactions import TransactionCoordinator
     from kafka_wire.eventhubs.auth import Authenticator, Principal
+    from kafka_wire.eventhubs.door import Door
     from kafka_wire.eventhubs.model import EventHubsModel, Namespace
     from kafka_wire.eventhubs.policy import NamespacePolicy
     from kafka_wire.eventhubs.quotas import ThroughputQuota
@@ -76,6 +77,11 @@ class NamespaceRuntime:
     # hub (lower case) -> the partition the last keyless send went to, whichever front end
     # (AMQP, HTTPS, the console) sent it: one round robin per hub, as the service has.
     _round_robin: dict[str, int] = field(default_factory=dict, repr=False)
+
+    @property
+    def door(self) -> Door:
+        """The namespace's one door (its policy, which also identifies clients)."""
+        return self.policy  # type: ignore[return-value]
 
     def request_limit(self, configured: int) -> int:
         """The frame limit of a connection bound to this namespace."""

@@ -21,9 +21,8 @@ from kafka_wire.amqp.messages import MessageError, decode_message
 from kafka_wire.console import explorer
 from kafka_wire.context import LISTEN, MANAGE, SEND
 from kafka_wire.eventhubs import connection_string, sas
-from kafka_wire.eventhubs.auth import AuthError, authenticate, authenticate_header
+from kafka_wire.eventhubs.door import AuthorizationHeader, ConnectionString, Refusal, Refused
 from kafka_wire.eventhubs.publication import choose_partition, publish
-from kafka_wire.log_lines import client_address
 from kafka_wire.rest.api import authenticate_request
 from kafka_wire.rest.http import Later, Response
 from kafka_wire.rest.send import refusal_status
@@ -67,7 +66,7 @@ class ConsoleApi:
         runtime = self.services.namespaces.get(ns)
         if runtime is None:
             return None, None, refuse(404, f"namespace {ns!r} is not served here: see /api/namespaces")
-        principal, status, why = authenticate_request(self.services, runtime, headers, peer, what)
+        principal, status, why = authenticate_request(runtime, headers, peer, what)
         if why is not None:
             # token_refused: the token itself is missing, wrong or expired (the console
             # forgets it), as against a good token without the right (it keeps that one).
@@ -95,14 +94,13 @@ class ConsoleApi:
         out = {}
         token_for = query.get("namespace")
         for name, runtime in self.services.namespaces.items():
-            if name == token_for and headers.get("authorization"):
-                principal, _status, why = authenticate_request(self.services, runtime, headers, peer,
-                                                               "console")
-                if why is None:
-                    out[name] = principal
-            elif runtime.model is None or not runtime.model.requires_auth:
-                if runtime.policy.address_refused(client_address(peer)) is None:
-                    out[name] = None
+            header = headers.get("authorization", "") if name == token_for else ""
+            if not header and runtime.door.requires_auth:
+                continue  # listed as locked, without a refusal in the log at every poll
+            principal, _status, why = authenticate_request(runtime, {"authorization": header}, peer,
+                                                           "console")
+            if why is None:
+                out[name] = principal
         return out
 
     def _namespaces(self, visible: dict) -> list[dict]:
@@ -229,39 +227,40 @@ class ConsoleApi:
         if not isinstance(doc, dict):
             return refuse(400, "the request body must be a JSON object")
         if segs[-1] == "token":
-            return self._token(segs[1], doc)
+            return self._token(segs[1], doc, peer)
         return self._send(segs[1], segs[3], doc, headers, peer)
 
-    def _token(self, ns: str, doc: dict) -> Response:
+    def _token(self, ns: str, doc: dict, peer: str) -> Response:
         """A token for the console to send: a SAS token made from a connection string,
-        or the SAS token or JWT (a namespace with OAuth) given, once checked."""
+        or the SAS token or JWT (a namespace with OAuth) given, once the namespace's
+        door has checked it (and the client's address)."""
         runtime = self.services.namespaces.get(ns)
         if runtime is None:
             return refuse(404, f"namespace {ns!r} is not served here")
-        text = str(doc.get("connection_string") or "").strip()
-        if not text:
+        text = doc.get("connection_string") or ""
+        if not isinstance(text, str) or not text.strip():
             return refuse(400, "send {\"connection_string\": \"Endpoint=sb://...;SharedAccessKeyName=...;"
                                "SharedAccessKey=...\"} (or a SharedAccessSignature token, or a JWT)")
-        model = self.services.eventhubs
-        now_s = self.services.clock.now_ms() / 1000
+        text = text.strip()
+        door = runtime.door
+        what = "console sign-in"
         try:
             if text.lower().startswith("sharedaccesssignature "):
                 token = text
             elif text.lower().startswith("bearer ") or text.count(".") == 2 and "=" not in text:
                 token = text if text.lower().startswith("bearer ") else f"Bearer {text}"  # a JWT (OAuth)
             else:
-                principal = authenticate(model, text, now_s, kafka=False)
-                if principal.namespace != ns:
-                    raise AuthError(f"the connection string is for namespace {principal.namespace!r}, "
-                                    f"not {ns!r}")
+                principal = door.sign_in(ConnectionString(text, kafka=False), peer, what)
                 cs = connection_string.parse(text)
                 token = cs.signature or sas.generate(
                     sas.resource_uri(f"{ns}.servicebus.windows.net", principal.hub),
-                    cs.key_name, cs.key, int(now_s) + TOKEN_TTL_S)
-            principal = authenticate_header(model, ns, token, now_s)
-        except (AuthError, connection_string.ConnectionStringError) as exc:
-            log.warning("console sign-in to namespace %s refused: %s", ns, exc)
-            return refuse(401, str(exc), namespace=ns, auth_required=True)
+                    cs.key_name, cs.key, int(self.services.clock.now_ms() / 1000) + TOKEN_TTL_S)
+            principal = door.sign_in(AuthorizationHeader(token), peer, what)
+        except Refused as exc:
+            status = 403 if exc.reason is Refusal.ADDRESS else 401
+            return refuse(status, exc.message, namespace=ns, auth_required=status == 401)
+        if principal is None:  # an open namespace: a token is not needed, nor checked
+            return refuse(400, f"namespace {ns!r} does not require a token", namespace=ns)
         return answer({"namespace": ns, "token": token, "principal": str(principal),
                        "rights": sorted(principal.rights), "hub": principal.hub,
                        "expires_s": principal.expires_s})

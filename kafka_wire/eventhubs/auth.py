@@ -64,15 +64,20 @@ def split_plain(auth_bytes: bytes) -> tuple[str, str, str]:
         raise AuthError("SASL/PLAIN credentials are not valid UTF-8") from None
 
 
-def authenticate_plain(model: EventHubsModel, auth_bytes: bytes,
-                       now_s: float | None = None) -> Principal:
+def plain_password(auth_bytes: bytes) -> str:
+    """The connection string of a SASL/PLAIN message whose username is ``$ConnectionString``."""
     authzid, username, password = split_plain(auth_bytes)
     if username.lower() != USERNAME.lower():
         raise AuthError(f"SASL/PLAIN username {username!r} is not accepted: Event Hubs expects "
                         f"the username {USERNAME} and a connection string as the password")
     if authzid and authzid != username:
         raise AuthError(f"authorization id {authzid!r} differs from the username")
-    return authenticate(model, password, now_s)
+    return password
+
+
+def authenticate_plain(model: EventHubsModel, auth_bytes: bytes,
+                       now_s: float | None = None) -> Principal:
+    return authenticate(model, plain_password(auth_bytes), now_s)
 
 
 def authenticate(model: EventHubsModel, password: str, now_s: float | None = None,
@@ -224,27 +229,26 @@ class Authenticator:
     def login(self, services, state, auth_bytes: bytes, mechanism: str = "PLAIN") -> str | None:
         """SASL ``mechanism`` (PLAIN or OAUTHBEARER) on connection ``state``: bind it
         to the principal's namespace and return None, or return why authentication
-        failed (the caller closes)."""
-        now_s = services.clock.now_ms() / 1000.0
+        failed (the caller closes). The namespace's door decides."""
+        from kafka_wire.eventhubs.door import (ConnectionString, Jwt, Refused, door_for_credential)
+
         try:
             if mechanism == "OAUTHBEARER":
                 token, _extensions = oauth.parse_client_first(auth_bytes)
-                principal = oauth.authenticate_token(self.model, token, now_s)
+                credential = Jwt(token)
             else:
-                principal = authenticate_plain(self.model, auth_bytes, now_s)
+                credential = ConnectionString(plain_password(auth_bytes), kafka=True)
+            door = door_for_credential(services, credential)
+            principal = door.sign_in(credential, state.peer, f"Kafka {mechanism} login")
         except (AuthError, oauth.TokenError) as exc:
             _failures.warn("auth-failed", client_address(state.peer),
                            f"{mechanism} authentication of {state.peer} failed: {exc}")
             return str(exc)
-        runtime = services.namespaces.get(principal.namespace)
-        if runtime is None:
-            return f"namespace {principal.namespace!r} is not running on this server"
-        refused = runtime.policy.address_refused(client_address(state.peer))
-        if refused is not None:
-            _failures.warn("ip-filter", client_address(state.peer),
-                           f"{mechanism} login of {state.peer} to namespace {runtime.name} refused: "
-                           f"{refused}")
-            return refused
+        except Refused as exc:
+            return exc.message
+        if principal is None:  # an empty credential cannot stand for a login
+            return "no credential: send a connection string as the SASL/PLAIN password"
+        runtime = door.runtime
         state.namespace = runtime
         state.max_request_bytes = runtime.request_limit(services.config.max_request_bytes)
         state.principal = principal

@@ -7,8 +7,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from kafka_wire.context import LISTEN, MANAGE, SEND
-from kafka_wire.eventhubs.auth import AuthError, authenticate_header
-from kafka_wire.log_lines import RepeatedWarnings, client_address
+from kafka_wire.eventhubs.door import AuthorizationHeader, Refusal, Refused
 from kafka_wire.eventhubs.schema_registry import SchemaRegistry
 from kafka_wire.rest import management, schemas, send
 from kafka_wire.rest.http import Later, Request, Response, error
@@ -20,27 +19,20 @@ if TYPE_CHECKING:
     from kafka_wire.eventhubs.managed import ManagedState
 
 log = logging.getLogger(__name__)
-_repeats = RepeatedWarnings(log)
 
 
-def authenticate_request(services: Services, runtime: NamespaceRuntime, headers: dict, peer: str,
+def authenticate_request(runtime: NamespaceRuntime, headers: dict, peer: str,
                          what: str) -> tuple[object, int, str | None]:
     """(principal, 200, None) for an HTTP request to ``runtime``'s namespace, from its
     ``Authorization`` header (None where the namespace lets anyone in), else
-    (None, status, why): 403 an IP filter refuses the client, 401 no valid token."""
-    refused = runtime.policy.address_refused(client_address(peer))
-    if refused is not None:
-        _repeats.warn("rest-ip-filter", client_address(peer), f"{what} from {peer} refused: {refused}")
-        return None, 403, refused
-    model = services.eventhubs
+    (None, status, why): 403 an IP filter refuses the client, 401 no valid token.
+    The namespace's door decides."""
+    header = headers.get("authorization", "")
     try:
-        principal = authenticate_header(model, runtime.name, headers.get("authorization", ""),
-                                        services.clock.now_ms() / 1000)
-        if principal is None and runtime.model is not None and runtime.model.requires_auth:
-            raise AuthError("no Authorization header: send a SharedAccessSignature token")
-    except AuthError as exc:
-        _repeats.warn("rest-auth", client_address(peer), f"{what} from {peer} refused: {exc}")
-        return None, 401, str(exc)
+        principal = runtime.door.sign_in(AuthorizationHeader(header) if header.strip() else None,
+                                         peer, what)
+    except Refused as exc:
+        return None, 403 if exc.reason is Refusal.ADDRESS else 401, exc.message
     return principal, 200, None
 
 
@@ -100,7 +92,7 @@ class RestApi:
         runtime = services.namespaces.get(name) if name else None
         if runtime is None:
             return None, None, error(404, f"host {host!r} names no namespace this server serves")
-        principal, status, why = authenticate_request(services, runtime, request.headers, request.peer,
+        principal, status, why = authenticate_request(runtime, request.headers, request.peer,
                                                       f"HTTP {request.method} {request.path}")
         if why is not None:
             return runtime, None, error(status, why)

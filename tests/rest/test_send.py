@@ -91,7 +91,7 @@ def test_a_publisher_sends_under_its_own_name_only(broker):
 
 
 @pytest.mark.parametrize("auth, why", [
-    (None, "no Authorization"),
+    (None, "requires authentication"),
     (sas.generate(sas.resource_uri(HOST, "orders"), ROOT[0], "d3Jvbmc=", int(time.time()) + 600),
      "signature"),
     (sas.generate(sas.resource_uri(HOST, "orders"), ROOT[0], ROOT[1], int(time.time()) - 3600),  # past the skew allowed

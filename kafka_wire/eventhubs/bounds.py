@@ -1,0 +1,41 @@
+"""How much one broker lets clients create, whatever the namespace's mode.
+
+Event Hubs' tiers have quotas (:mod:`model`'s ``TIER_LIMITS``), which strict
+namespaces enforce and relaxed ones only report. Relaxed is no licence to
+exhaust the machine: one request for 3,000 partitions, or a thousand
+namespaces, would take every file descriptor and hundreds of megabytes. These
+caps hold in every mode and are checked at the namespace's door before
+anything is made. The defaults are the largest Event Hubs tier's figures
+(Dedicated) where one exists; each is a key of the config file's ``[limits]``
+table (docs/eventhubs.md).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+__all__ = ["Bounds"]
+
+
+@dataclass(frozen=True, slots=True)
+class Bounds:
+    namespaces: int = 64                     # per broker (each has its own log and coordinators)
+    hubs_per_namespace: int = 1000           # Dedicated's quota
+    partitions_per_hub: int = 1024           # Dedicated's quota
+    partitions_per_namespace: int = 10_240   # e.g. 10 hubs of 1,024
+    consumer_groups_per_hub: int = 1000      # Dedicated's quota
+    kafka_groups_per_namespace: int = 10_000
+    schema_groups_per_namespace: int = 1000
+    application_groups_per_namespace: int = 100
+    ip_rules_per_namespace: int = 128        # Event Hubs' IP filter rule quota
+    http_connections: int = 512              # open HTTP(S) connections to the broker
+
+    @classmethod
+    def from_table(cls, table: dict, where: str = "[limits]") -> "Bounds":
+        """The ``[limits]`` table of a config file: whole numbers of at least 1."""
+        known = {f.name for f in fields(cls)}
+        for key, value in table.items():
+            if key not in known:
+                raise ValueError(f"{where}: unknown key {key!r}: use {', '.join(sorted(known))}")
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{where} {key} = {value!r}: must be a whole number of at least 1")
+        return cls(**table)
