@@ -1,12 +1,13 @@
 """``kafka-wire groups``: consumer groups per event hub, with members,
 assignments, checkpoints and lag per partition.
 
-    kafka-wire groups [--data-dir DIR] [--bootstrap HOST:PORT]
+    kafka-wire groups [--data-dir DIR] [--bootstrap HOST:PORT] [--config FILE]
                       [--namespace NS] [--hub HUB] [--json]
 
 Every event hub lists ``$Default`` first (Event Hubs always has it), then
-each Kafka group that committed offsets for the hub or has a member
-subscribed to it — the view of :mod:`kafka_wire.eventhubs.groups_view`.
+the consumer groups ``--config`` (the file ``serve --config`` takes) gives
+the hub, then each Kafka group that committed offsets for the hub or has a
+member subscribed to it — the view of :mod:`kafka_wire.eventhubs.groups_view`.
 
 **Offline** (default; ``--data-dir``, default ``./data``) reads the data
 directory and writes nothing, so it is safe while a broker runs on it:
@@ -40,6 +41,7 @@ import argparse
 import json
 import logging
 import sys
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable, TextIO
@@ -70,9 +72,26 @@ def _namespaces(data_dir: Path) -> list[str]:
     return sorted(names)
 
 
+def configured_groups(config: str | Path | None, namespace: str | None) -> dict[str, list[str]]:
+    """Hub name (lower case) -> the consumer groups a config file gives it in
+    ``namespace`` (a name, or a host that selects one; None: the default namespace)."""
+    if config is None:
+        return {}
+    from kafka_wire.eventhubs.config_file import load
+
+    model, _ = load(Path(config))
+    if namespace not in model.namespaces:
+        namespace = (model.namespace_for_host(namespace) if namespace else None) or model.default_namespace
+    ns = model.namespaces.get(namespace)
+    if ns is None:
+        return {}
+    return {name.lower(): hub.all_consumer_groups() for name, hub in ns.hubs.items()}
+
+
 def offline_report(data_dir: str | Path, namespace: str | None = None,
-                   hub: str | None = None) -> list[HubGroups]:
-    """The groups of every event hub in a data directory (read-only)."""
+                   hub: str | None = None, config: str | Path | None = None) -> list[HubGroups]:
+    """The groups of every event hub in a data directory (read-only); ``config``:
+    the config file whose consumer groups are listed too."""
     from kafka_wire.coordinator.checkpoints.embedded import EmbeddedCheckpointStore
     from kafka_wire.coordinator.clock import SystemClock
     from kafka_wire.coordinator.group_coordinator import GroupCoordinator
@@ -94,6 +113,7 @@ def offline_report(data_dir: str | Path, namespace: str | None = None,
         finally:
             store.close()
         hubs = read_topic_partitions(data_dir / ns)
+        configured = configured_groups(config, ns)
         if hub is not None:
             hubs = {hub: hubs[hub]} if hub in hubs else {}
         for name, partitions in hubs.items():
@@ -106,16 +126,19 @@ def offline_report(data_dir: str | Path, namespace: str | None = None,
                 return ends[key]
 
             report.append(HubGroups(ns, name, partitions, consumer_groups(
-                coordinator, name, end_offset, partition_count=partitions)))
+                coordinator, name, end_offset, partition_count=partitions,
+                configured=configured.get(name.lower(), ()))))
     return report
 
 
 # -- online --------------------------------------------------------------------------------
 
 def _views(hub: str, partitions: int, found: dict[str, tuple[str, str, list[MemberView]]],
-           committed: dict[str, dict[int, int]], ends: dict[int, int]) -> list[ConsumerGroupView]:
+           committed: dict[str, dict[int, int]], ends: dict[int, int],
+           configured=()) -> list[ConsumerGroupView]:
     """Same shape and order as :func:`kafka_wire.eventhubs.groups_view.consumer_groups`."""
-    names = [DEFAULT_CONSUMER_GROUP, *sorted(set(found) - {DEFAULT_CONSUMER_GROUP})]
+    names = [DEFAULT_CONSUMER_GROUP, *sorted(set(configured) - {DEFAULT_CONSUMER_GROUP})]
+    names += sorted(set(found) - set(names))
     out = []
     for name in names:
         state, group_type, members = found.get(name, ("", "", []))
@@ -132,10 +155,69 @@ def _views(hub: str, partitions: int, found: dict[str, tuple[str, str, list[Memb
     return out
 
 
+class _RefusalWatch(logging.Filter):
+    """Catches the reason a broker refused the bootstrap connection (wrong SASL
+    credentials, an address not allowed): kafka-python only logs it and retries
+    until its timeout, which then says "Unable to bootstrap"."""
+
+    def __init__(self, quiet: bool) -> None:
+        super().__init__()
+        self.quiet = quiet
+        self.error: Exception | None = None
+        self.seen = threading.Event()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from kafka.errors import AuthorizationError, SaslAuthenticationFailedError
+
+        args = record.args if isinstance(record.args, tuple) else ()
+        for arg in args:
+            if isinstance(arg, (SaslAuthenticationFailedError, AuthorizationError)):
+                self.error = self.error or arg
+                self.seen.set()
+        return not self.quiet
+
+
 def online_report(bootstrap: str, hub: str | None = None,
-                  timeout_s: float = 10.0, client_options: dict | None = None) -> list[HubGroups]:
+                  timeout_s: float = 10.0, client_options: dict | None = None,
+                  configured: dict[str, list[str]] | None = None) -> list[HubGroups]:
     """The groups of every event hub, asked of a running broker. ``client_options``:
-    kafka-python settings (credentials, TLS)."""
+    kafka-python settings (credentials, TLS). A broker that refuses the connection
+    raises its reason at once (a ``KafkaError``), not a timeout."""
+    manager_log = logging.getLogger("kafka.net.manager")
+    watch = _RefusalWatch(quiet=manager_log.getEffectiveLevel() > logging.WARNING)
+    level = manager_log.level
+    manager_log.setLevel(min(manager_log.getEffectiveLevel(), logging.WARNING))
+    manager_log.addFilter(watch)
+    result: list = []
+    worker = threading.Thread(target=lambda: result.append(_capture(
+        _online_report, bootstrap, hub, timeout_s, client_options, configured or {})),
+        daemon=True,
+        name="kafka-wire-groups")
+    try:
+        worker.start()
+        while worker.is_alive() and not watch.seen.wait(0.05):
+            pass
+    finally:
+        manager_log.removeFilter(watch)
+        manager_log.setLevel(level)
+    if watch.error is not None and not result:
+        raise watch.error  # the worker gives up on its own at its timeout
+    worker.join()
+    ok, value = result[0]
+    if not ok:
+        raise value
+    return value
+
+
+def _capture(fn, *args):
+    try:
+        return True, fn(*args)
+    except BaseException as exc:  # handed to the caller's thread
+        return False, exc
+
+
+def _online_report(bootstrap: str, hub: str | None, timeout_s: float,
+                   client_options: dict | None, configured: dict[str, list[str]]) -> list[HubGroups]:
     from kafka import KafkaAdminClient, TopicPartition
     from kafka.protocol.consumer import OffsetSpec
 
@@ -211,8 +293,27 @@ def online_report(bootstrap: str, hub: str | None = None,
                 found[group_id] = (g.group_state, "consumer", members)
         ends = {tp.partition: o.offset for tp, o in latest.items() if tp.topic == topic}
         report.append(HubGroups(None, topic, partitions,
-                                _views(topic, partitions, found, committed, ends)))
+                                _views(topic, partitions, found, committed, ends,
+                                       configured.get(topic.lower(), ()))))
     return report
+
+
+def _namespace_of(connection_string: str | None) -> str | None:
+    """The host of a connection string's Endpoint (it selects the namespace)."""
+    for part in (connection_string or "").split(";"):
+        key, _, value = part.partition("=")
+        if key.strip().lower() == "endpoint":
+            return value.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0] or None
+    return None
+
+
+def _reason(exc: Exception) -> str:
+    """The broker's own words where it sent some (kafka-python prefixes its error name)."""
+    text = str(exc)
+    name = type(exc).__name__ + ": "
+    while name in text:
+        text = text.split(name, 1)[1]
+    return text
 
 
 # -- output --------------------------------------------------------------------------------
@@ -269,6 +370,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="ask a running broker over the Kafka protocol instead")
     p.add_argument("--namespace", help="only this namespace (offline)")
     p.add_argument("--hub", help="only this event hub")
+    p.add_argument("--config", metavar="FILE",
+                   help="the Config.json (or kafka-wire TOML) the broker serves: its consumer "
+                   "groups are listed too, with or without checkpoints")
     p.add_argument("--json", action="store_true", help="print JSON instead of text")
     p.add_argument("--connection-string", metavar="STRING",
                    help="authenticate as an Event Hubs client: SASL PLAIN with username "
@@ -301,14 +405,16 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
         options = connection_string_options(args.connection_string) if args.connection_string else {}
         options.update(parse_kafka_options(args.kafka_option, typed=True))
+        configured = configured_groups(args.config, _namespace_of(args.connection_string))
         try:
-            report = online_report(args.bootstrap, args.hub, args.timeout, options)
+            report = online_report(args.bootstrap, args.hub, args.timeout, options, configured)
         except KafkaError as exc:
-            print(f"kafka-wire groups: cannot query {args.bootstrap}: {exc!r}", file=sys.stderr)
+            print(f"kafka-wire groups: cannot query {args.bootstrap}: {type(exc).__name__}: "
+                  f"{_reason(exc)}", file=sys.stderr)
             return 1
         mode, source = "online", args.bootstrap
     else:
-        report = offline_report(args.data_dir, args.namespace, args.hub)
+        report = offline_report(args.data_dir, args.namespace, args.hub, args.config)
         mode, source = "offline", str(Path(args.data_dir).resolve())
     if args.json:
         render_json(report, out, mode, source)
