@@ -13,12 +13,13 @@ Writable (active) files are extended sparse with ftruncate and mapped read-only
 for lookups. Entries are written with os.pwrite, never through the map, so a
 full disk surfaces as OSError(ENOSPC) at the write instead of SIGBUS at some
 later page fault. On roll or close the file is trimmed to its entries.
+The maps hold no descriptor (``mapping``); an active file's write descriptor
+may be closed while idle (``close_fd``) and is reopened by the next append.
 """
 
 from __future__ import annotations
 
 import logging
-import mmap
 import os
 import struct
 import sys
@@ -28,6 +29,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from crc32c import crc32c
+
+from .mapping import Map, map_read_only, release_map  # noqa: F401  (re-exported)
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +47,7 @@ class _EntryFile:
         self.path = path
         self.max_entries = max(0, max_bytes // self.ENTRY.size)
         self._fd: int | None = None
-        self._map: mmap.mmap | None = None
+        self._map: Map | None = None
         self._map_len = 0
         self._capacity = 0  # entries the file can hold right now (active only)
         self.entries = 0
@@ -60,7 +63,18 @@ class _EntryFile:
 
     @property
     def writable(self) -> bool:
+        """Open for append (sized for new entries), whether or not its descriptor is open now."""
+        return self._capacity > 0
+
+    @property
+    def fd_open(self) -> bool:
         return self._fd is not None
+
+    def close_fd(self) -> None:
+        """Close the write descriptor of an idle file; the map and the room stay."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     @property
     def is_full(self) -> bool:
@@ -136,7 +150,9 @@ class _EntryFile:
     def append(self, data: bytes, count: int) -> None:
         """Append ``count`` packed entries with one pwrite. Raises OSError."""
         if self._fd is None:
-            raise RuntimeError(f"{self.path.name} is not open for append")
+            if not self._capacity:
+                raise RuntimeError(f"{self.path.name} is not open for append")
+            self._fd = os.open(self.path, os.O_RDWR)  # closed while idle
         if self.entries + count > self._capacity:
             if not self.GROWABLE:
                 raise RuntimeError(f"{self.path.name} is full")
@@ -193,29 +209,6 @@ class _EntryFile:
         release_map(self._map)
         self._map = None
         self._map_len = 0
-
-
-def map_read_only(path: Path, fd: int | None, length: int) -> mmap.mmap | None:
-    """A read-only map of the first ``length`` bytes (None if empty); uses ``fd``
-    when open, else opens ``path`` just for the mapping."""
-    if length <= 0:
-        return None
-    own = fd if fd is not None else os.open(path, os.O_RDONLY)
-    try:
-        return mmap.mmap(own, length, access=mmap.ACCESS_READ)
-    finally:
-        if own is not fd:
-            os.close(own)
-
-
-def release_map(m: mmap.mmap | None) -> None:
-    """Close a map unless a view of it is still out (a pending socket write):
-    then the garbage collector unmaps it later."""
-    if m is not None:
-        try:
-            m.close()
-        except BufferError:
-            pass
 
 
 class OffsetIndex(_EntryFile):

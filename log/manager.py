@@ -9,10 +9,18 @@ Topic metadata is written atomically (tmp + fsync + rename). Deleting a topic
 renames its partition directories to ``*.deleted`` before removing them, so a
 crash half way leaves nothing that looks like live data; leftovers are removed
 at the next start.
+
+Partition logs are opened lazily (``PartitionLog(lazy=True)``): creating or
+loading a topic only makes its directories, so start-up with thousands of
+partitions reads no segment, and a partition's recovery runs when it is first
+used. Descriptors are bounded by one ``FileHandleCache`` (``handles``). A
+creation that fails part way (EMFILE, ENOSPC, any error) removes the partition
+directories it made and registers nothing.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
 import os
@@ -26,7 +34,8 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from .config import LogConfig
-from .errors import TopicExists, UnknownTopic
+from .errors import StorageError, TopicExists, UnknownTopic
+from .handles import FileHandleCache, shared_cache
 from .partition_log import PartitionLog
 from .recovery import write_atomic
 
@@ -86,10 +95,12 @@ def _wall_clock_ms() -> int:
 
 
 class LogManager:
-    def __init__(self, root: Path, default_config: LogConfig, *, clock: Callable[[], int] = _wall_clock_ms):
+    def __init__(self, root: Path, default_config: LogConfig, *, clock: Callable[[], int] = _wall_clock_ms,
+                 handles: FileHandleCache | None = None):
         self.root = Path(root)
         self.default_config = default_config
         self._clock = clock
+        self.handles = handles if handles is not None else shared_cache()
         self._lock = threading.RLock()
         self._topics: dict[str, TopicInfo] = {}
         self._logs: dict[tuple[str, int], PartitionLog] = {}
@@ -138,9 +149,17 @@ class LogManager:
                 if collision_key(other) == collision:
                     raise TopicExists(f"topic {name!r} collides with existing topic {other!r} ('.' and '_' clash)")
             info = TopicInfo(name, str(uuid.uuid4()), partitions, overrides, config, created_ms=self._clock())
-            for p in range(partitions):
-                self._open_partition(info, p)
-            self._save(info)
+            made: list[Path] = []
+            try:
+                for p in range(partitions):
+                    self._open_partition(info, p, made)
+                self._save(info)
+            except BaseException as exc:
+                (self.root / TOPICS_DIR / f"{name}.json").unlink(missing_ok=True)
+                self._discard_partitions(name, range(partitions), made)
+                if isinstance(exc, OSError):
+                    raise _storage_error(f"topic {name!r}", exc) from exc
+                raise
             self._topics[name] = info
             logger.info("created topic %s with %d partitions in %s", name, partitions, self.root)
             return info
@@ -174,9 +193,21 @@ class LogManager:
                     f"topic {name!r} has {info.partitions} partitions: the new count must be larger, not {new_total}"
                 )
             new = TopicInfo(info.name, info.topic_id, new_total, info.configs, info.config, info.created_ms)
-            for p in range(info.partitions, new_total):
-                self._open_partition(new, p)
-            self._save(new)
+            made: list[Path] = []
+            try:
+                for p in range(info.partitions, new_total):
+                    self._open_partition(new, p, made)
+                self._save(new)
+            except BaseException as exc:
+                self._discard_partitions(name, range(info.partitions, new_total), made)
+                try:
+                    self._save(info)  # the new file may have replaced it before the failure
+                except OSError:
+                    logger.exception("cannot rewrite the metadata of topic %s", name)
+                if isinstance(exc, OSError):
+                    raise _storage_error(f"partitions {info.partitions}..{new_total - 1} of topic {name!r}",
+                                         exc) from exc
+                raise
             self._topics[name] = new
             return new
 
@@ -256,10 +287,24 @@ class LogManager:
         if self._closed:
             raise RuntimeError("the log manager is closed")
 
-    def _open_partition(self, info: TopicInfo, partition: int) -> PartitionLog:
-        log = PartitionLog(self.partition_dir(info.name, partition), info.config, now_ms=self._clock())
+    def _open_partition(self, info: TopicInfo, partition: int, made: list[Path] | None = None) -> PartitionLog:
+        """A lazy log: only its directory is made here. ``made`` collects the
+        directories this call creates (listed first, so a half-made one is too)."""
+        path = self.partition_dir(info.name, partition)
+        if made is not None and not path.exists():
+            made.append(path)
+        log = PartitionLog(path, info.config, now_ms=self._clock(), handles=self.handles, lazy=True)
         self._logs[(info.name, partition)] = log
         return log
+
+    def _discard_partitions(self, name: str, partitions: range, made: list[Path]) -> None:
+        """Undo a failed creation: forget the logs, remove the directories made."""
+        for p in partitions:
+            log = self._logs.pop((name, p), None)
+            if log is not None:
+                log.abandon()
+        for path in made:
+            shutil.rmtree(path, ignore_errors=True)
 
     def _save(self, info: TopicInfo) -> None:
         data = json.dumps(info.to_json(), indent=2, sort_keys=True).encode()
@@ -290,3 +335,15 @@ class LogManager:
                 self._open_partition(info, p)
             self._topics[name] = info
         logger.info("loaded %d topics, %d partitions from %s", len(self._topics), len(self._logs), self.root)
+
+
+def _storage_error(what: str, exc: OSError) -> StorageError:
+    """A failed creation's OSError as StorageError, saying what to do."""
+    hint = ""
+    if exc.errno == errno.EMFILE:
+        hint = "; raise the open file limit (ulimit -n) or lower the log's max open files"
+    elif exc.errno == errno.ENOSPC:
+        hint = "; free disk space"
+    return StorageError(
+        f"cannot create {what}: {exc.strerror or exc}{hint}; nothing was kept", errno=exc.errno,
+    )

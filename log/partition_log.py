@@ -15,6 +15,12 @@ Single replica, so the high watermark is the log end offset. Mutations take a
 lock (flush and the cleaner's segment swap run on other threads); reads are
 lock-free from the owner: they take ``self._segments`` once and work on that
 list, which a swap replaces whole rather than editing in place.
+
+Descriptors: maps hold none, and the active segment's four write descriptors
+are closed after loading and reopened by the first write; a shared
+``FileHandleCache`` closes them again when this log is the least recently
+written of too many. A ``lazy`` log (what LogManager opens) only makes its
+directory: segments are loaded and recovered on first use.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from . import records as rec
 from .batch import BatchHeader
 from .config import LogConfig
 from .errors import InvalidRecord, LogClosed, OffsetOutOfRange, RecordTooLarge, StorageError
+from .handles import FileHandleCache, shared_cache
 from .index import AbortedTxn
 from .producer_state import BatchMetadata, CompletedTxn, Duplicate, ProducerInfo, ProducerStateManager
 from .recovery import (
@@ -43,6 +50,8 @@ logger = logging.getLogger(__name__)
 
 _EMPTY = memoryview(b"")
 _BASE = operator.attrgetter("base_offset")
+# Set by _load: a lazy log reaches them through __getattr__ until then.
+_LOADED_ON_FIRST_USE = frozenset({"_segments", "_producers", "log_start_offset", "_last_append_ms"})
 
 
 def _writable(buf) -> bool:
@@ -89,21 +98,50 @@ class CompactionView(NamedTuple):
 
 
 class PartitionLog:
-    def __init__(self, directory: Path, config: LogConfig, *, now_ms: int):
+    _segments: list[LogSegment]
+    _producers: ProducerStateManager
+    log_start_offset: int
+    _last_append_ms: int
+
+    def __init__(self, directory: Path, config: LogConfig, *, now_ms: int,
+                 handles: FileHandleCache | None = None, lazy: bool = False):
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.config = config
         self._lock = threading.RLock()
         self._closed = False
-        self._segments: list[LogSegment] = []
-        self.log_start_offset = 0
+        self._handles = handles if handles is not None else shared_cache()
         self._unflushed = 0
         self._last_flush_ms = now_ms
-        self._last_append_ms = 0
-        self._load()
+        if not lazy:
+            self._load()
 
     def __repr__(self) -> str:
+        if not self.loaded:
+            return f"PartitionLog({self.directory}, not loaded)"
         return f"PartitionLog({self.directory}, [{self.log_start_offset}, {self.log_end_offset}))"
+
+    def __getattr__(self, name: str):
+        # Reached only for attributes not set: a lazy log's state, loaded now.
+        if name in _LOADED_ON_FIRST_USE and "_lock" in self.__dict__:
+            self._ensure_loaded()
+            return self.__dict__[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @property
+    def loaded(self) -> bool:
+        return "_segments" in self.__dict__
+
+    def _ensure_loaded(self) -> None:
+        with self._lock:
+            if self.loaded:
+                return
+            if self._closed:
+                raise LogClosed(f"{self.directory} is closed")
+            try:
+                self._load()
+            except OSError as exc:
+                raise StorageError(f"cannot open {self.directory}: {exc.strerror or exc}", errno=exc.errno) from exc
 
     # -- state ------------------------------------------------------------------
 
@@ -135,7 +173,7 @@ class PartitionLog:
         """Apply altered topic configs; index sizes apply from the next segment."""
         with self._lock:
             self.config = config
-            for seg in self._segments:
+            for seg in self.__dict__.get("_segments", ()):
                 seg.config = config
 
     # -- append -----------------------------------------------------------------
@@ -212,9 +250,11 @@ class PartitionLog:
                     seg.txn_index.remove_last()
                 raise
         except OSError as exc:
+            self._handles.touch(self, self._segments[-1].open_descriptors)  # reopened, maybe
             raise StorageError(f"cannot write to {self.directory}: {exc.strerror or exc}", errno=exc.errno) from exc
         self._last_append_ms = append_time
         self._unflushed += len(stored)
+        self._handles.touch(self, seg.open_descriptors)
         self._maybe_flush(now_ms)
         return seg, position
 
@@ -286,6 +326,7 @@ class PartitionLog:
             self.directory, old.next_offset if base_offset is None else base_offset, old.end_position, self.config,
         )
         self._segments.append(new)
+        self._handles.touch(self, new.open_descriptors)
         logger.debug("%s: rolled to segment %d", self.directory, new.base_offset)
         try:
             self._producers.take_snapshot(new.base_offset)
@@ -488,7 +529,7 @@ class PartitionLog:
         """Forget producers idle for producer_id_expiration_ms (and with no
         open transaction); returns how many. Call periodically."""
         with self._lock:
-            if self._closed:
+            if self._closed or not self.loaded:  # loading replays snapshots: expiry then
                 return 0
             self._producers.expiration_ms = self.config.producer_id_expiration_ms
             return len(self._producers.expire(now_ms))
@@ -646,6 +687,7 @@ class PartitionLog:
                 self._producers.delete_snapshots(above=-1)
                 self._producers.reset(offset)
                 self._producers.incomplete = offset > 0
+                self._handles.touch(self, self._segments[-1].open_descriptors)
                 return
             i = _index_of(self._segments, offset)
             for seg in reversed(self._segments[i + 1 :]):
@@ -657,6 +699,7 @@ class PartitionLog:
             self._producers.rebuild(self._segments, upto=self.log_end_offset)
             if self._segments[i].positions is not None:
                 self._roll()  # a compacted segment takes no appends (see LogSegment)
+            self._handles.touch(self, self._segments[-1].open_descriptors)
 
     # -- durability -------------------------------------------------------------
 
@@ -676,7 +719,7 @@ class PartitionLog:
     def flush(self) -> None:
         """fsync every segment written since the last flush."""
         with self._lock:
-            if not self._closed:
+            if not self._closed and self.loaded:
                 self._flush(self._last_flush_ms)
 
     def _flush(self, now_ms: int) -> None:
@@ -695,6 +738,9 @@ class PartitionLog:
             if self._closed:
                 return
             self._closed = True
+            self._handles.forget(self)
+            if not self.loaded:  # untouched: its files (and clean-shutdown marker) are as they were
+                return
             try:
                 self._flush(self._last_flush_ms)
                 for seg in self._segments:
@@ -709,8 +755,23 @@ class PartitionLog:
         before deleting the directory, and by tests to simulate a crash)."""
         with self._lock:
             self._closed = True
-            for seg in self._segments:
+            self._handles.forget(self)
+            for seg in self.__dict__.get("_segments", ()):
                 seg.release()
+
+    def close_idle_handles(self) -> bool:
+        """For the FileHandleCache: close the active segment's write descriptors
+        unless another thread is using this log (then False, at once)."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            segments = self.__dict__.get("_segments")
+            if segments:
+                segments[-1].close_handles()
+            self._handles.forget(self)
+            return True
+        finally:
+            self._lock.release()
 
     def _check_open(self) -> None:
         if self._closed:
@@ -726,14 +787,22 @@ class PartitionLog:
         self.log_start_offset = offset
 
     def _load(self) -> None:
-        segments, self.log_start_offset = load_segments(self.directory, self.config)
-        self._segments = segments
+        segments, log_start_offset = load_segments(self.directory, self.config)
+        try:
+            producers = ProducerStateManager(self.directory, self.config.producer_id_expiration_ms)
+            # Segments whose .txnindex may be wrong are replayed from a snapshot at or before them.
+            suspects = [s for s in segments if s.txn_index_suspect]
+            producers.rebuild(
+                segments, upto=segments[-1].next_offset,
+                replay_from=min((s.base_offset for s in suspects), default=None), rebuild_txn_index=suspects,
+            )
+            producers.delete_snapshots(below=segments[0].base_offset)
+        except BaseException:
+            for seg in segments:
+                seg.release()
+            raise
+        segments[-1].close_handles()  # reopened by the first write
+        self.log_start_offset = log_start_offset
         self._last_append_ms = max((s.last_append_ms or 0 for s in segments), default=0)
-        self._producers = ProducerStateManager(self.directory, self.config.producer_id_expiration_ms)
-        # Segments whose .txnindex may be wrong are replayed from a snapshot at or before them.
-        suspects = [s for s in segments if s.txn_index_suspect]
-        self._producers.rebuild(
-            segments, upto=self.log_end_offset,
-            replay_from=min((s.base_offset for s in suspects), default=None), rebuild_txn_index=suspects,
-        )
-        self._producers.delete_snapshots(below=segments[0].base_offset)
+        self._producers = producers
+        self._segments = segments  # last: the log counts as loaded from here

@@ -189,14 +189,18 @@ def write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
     tmp = path.with_name(f".{uuid.uuid4().hex[:8]}.tmp")  # short: a topic name may be 249 chars
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        if durable:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if durable:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # a full disk must not also keep the half-written copy
+        raise
     if durable:
         fsync_dir(path.parent)
 

@@ -12,13 +12,16 @@ segment's file is extended sparse to segment.bytes (preallocate), written with
 os.pwrite and mapped read-only; reads are zero-copy memoryview slices of the
 map. A map that may have exported views (a socket write in flight) is never
 closed: we drop our reference and let the last view unmap it.
+
+Maps hold no file descriptor (``mapping``): a sealed segment holds none, the
+active one holds four write descriptors (.log, .index, .timeindex, .batches),
+which ``close_handles`` may close while it is idle; writes reopen them.
 """
 
 from __future__ import annotations
 
 import bisect
 import logging
-import mmap
 import os
 from array import array
 from pathlib import Path
@@ -28,8 +31,9 @@ from . import batch as rb
 from .batch import BatchHeader
 from .config import LogConfig
 from .errors import CorruptRecord
-from .index import (BatchIndex, OffsetIndex, TimeIndex, TransactionIndex, fsync_path, map_read_only,
-                    pack_positions, pwrite_all, release_map, unpack_positions)
+from .index import (BatchIndex, OffsetIndex, TimeIndex, TransactionIndex, fsync_path, pack_positions, pwrite_all,
+                    unpack_positions)
+from .mapping import Map, find_bytes, map_read_only, release_map
 
 logger = logging.getLogger(__name__)
 
@@ -90,7 +94,7 @@ class LogSegment:
         # Event Hubs positions of the batches, by .batches index, when the cleaner kept them.
         self.positions: array | None = None
         self._fd: int | None = None
-        self._map: mmap.mmap | None = None
+        self._map: Map | None = None
         self._map_len = 0
         self._file_len = self.log_path.stat().st_size if self.log_path.exists() else 0
         self._bytes_since_index = 0
@@ -200,7 +204,7 @@ class LogSegment:
             tail = bytes(buf[pos : min(end, pos + rb.HEADER_SIZE)]) if buf is not None else b""
             if tail.strip(b"\0"):
                 # Count the junk up to the preallocated zeros, not the whole sparse file.
-                zeros = buf.find(bytes(4096), pos)  # type: ignore[union-attr]
+                zeros = find_bytes(buf, bytes(4096), pos, end)  # type: ignore[arg-type]
                 dropped = (end if zeros < 0 else zeros) - pos
                 logger.warning(
                     "%s: recovery (%s) kept %d bytes in %d batches (offsets %d..%d) and dropped "
@@ -292,8 +296,9 @@ class LogSegment:
         pos0 = self.size
         counts = [(ix, ix.entries) for ix in (self.offset_index, self.time_index, self.batch_index)]
         saved = (self.next_offset, self.max_timestamp, self.offset_of_max_timestamp, self._bytes_since_index)
+        fd = self._fd if self._fd is not None else self._reopen_log()
         try:
-            pwrite_all(self._fd, data, pos0)  # type: ignore[arg-type]
+            pwrite_all(fd, data, pos0)
             self._file_len = max(self._file_len, pos0 + len(data))
             self._index_batches(pos0, headers, append_time_ms)
         except BaseException:
@@ -557,9 +562,9 @@ class LogSegment:
                     self.time_index.append(
                         TimeIndex.ENTRY.pack(self.max_timestamp, self.offset_of_max_timestamp - self.base_offset), 1
                     )
+        if self.dirty and (self.config.flush_messages or self.config.flush_ms is not None):
+            self.flush()
         if self._fd is not None:
-            if self.dirty and (self.config.flush_messages or self.config.flush_ms is not None):
-                self.flush()
             # Views handed out cover only [0, size), so shrinking cannot fault them.
             os.ftruncate(self._fd, self.size)
             os.close(self._fd)
@@ -573,7 +578,29 @@ class LogSegment:
         self.active = False
         self._remap()
 
+    @property
+    def open_descriptors(self) -> int:
+        """Descriptors this segment holds now (maps hold none)."""
+        return ((self._fd is not None) + self.offset_index.fd_open + self.time_index.fd_open
+                + self.batch_index.fd_open)
+
+    def close_handles(self) -> None:
+        """Close the write descriptors of an idle active segment. It stays
+        active and mapped; the next append reopens them (files keep their size)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        for index in (self.offset_index, self.time_index, self.batch_index):
+            index.close_fd()
+
+    def _reopen_log(self) -> int:
+        if not self.active:
+            raise RuntimeError(f"{self.log_path.name} is not the active segment")
+        self._fd = os.open(self.log_path, os.O_RDWR)
+        return self._fd
+
     def flush(self) -> None:
+        # Any descriptor of the file will do: fsync covers the inode's dirty pages.
         fsync_path(self._fd, self.log_path)
         for index in (self.offset_index, self.time_index, self.batch_index, self.txn_index):
             index.flush()
@@ -618,7 +645,9 @@ class LogSegment:
         if length == self._map_len and self._map is not None:
             return
         self._drop_map()
-        self._map = map_read_only(self.log_path, self._fd, length)
+        # By path, not self._fd: lock-free readers remap while an idle segment's
+        # descriptors may be closed by another thread.
+        self._map = map_read_only(self.log_path, None, length)
         self._map_len = length if self._map is not None else 0
 
     def _drop_map(self) -> None:

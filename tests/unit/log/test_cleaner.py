@@ -339,6 +339,7 @@ def test_a_lost_or_damaged_positions_file_falls_back_to_file_positions(tmp_path,
     sidecars[1].write_bytes(damaged)
     env.manager = LogManager(tmp_path, LogConfig(), clock=lambda: env.now)
     log = env.log
+    log.log_end_offset  # a partition is opened (and recovered) on first use
     assert "CRC mismatch" in caplog.text and not sidecars[1].exists()  # a reader falls back with the broker
     assert records_of(read_all(log)) == records
     moved = {int(p.name.split(".")[0]) for p in sidecars[:2]}

@@ -1,0 +1,266 @@
+"""The log's descriptors: maps hold none, and a FileHandleCache bounds the
+write descriptors of active segments however many partitions there are."""
+
+from __future__ import annotations
+
+import gc
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from kafka_wire.log.config import LogConfig
+from kafka_wire.log.handles import FileHandleCache
+from kafka_wire.log.manager import LogManager
+from kafka_wire.log.mapping import map_read_only, release_map
+
+from .log_helpers import make_batch
+
+ACTIVE_SEGMENT_FDS = 4  # .log, .index, .timeindex, .batches
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def mapped(path: Path) -> bool:
+    return str(path) in Path("/proc/self/maps").read_text()
+
+
+class Owner:
+    def __init__(self, cache: FileHandleCache, name: str, busy: bool = False):
+        self.cache, self.name, self.busy, self.closed = cache, name, busy, 0
+
+    def close_idle_handles(self) -> bool:
+        if self.busy:
+            return False
+        self.closed += 1
+        self.cache.forget(self)
+        return True
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+# -- maps ----------------------------------------------------------------------
+
+
+def test_maps_hold_no_descriptor(tmp_path):
+    paths = []
+    for i in range(50):
+        path = tmp_path / f"{i}.log"
+        path.write_bytes(bytes([i]) * 8192)
+        paths.append(path)
+    before = open_fds()
+    maps = [map_read_only(p, None, 8192) for p in paths]
+    assert open_fds() == before
+    assert [m[100] for m in maps] == list(range(50))
+    for m in maps:
+        release_map(m)
+
+
+def test_a_view_outlives_its_released_map_and_unmaps_with_it(tmp_path):
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(b"abcdefgh" * 1024)
+    m = map_read_only(path, None, 8192)
+    view = memoryview(m)[8:16]  # as a Fetch response's socket write holds one
+    release_map(m)
+    del m
+    gc.collect()
+    assert bytes(view) == b"abcdefgh" and mapped(path)
+    view.release()
+    del view
+    gc.collect()
+    assert not mapped(path)
+
+
+# -- the cache -------------------------------------------------------------------
+
+
+def test_the_least_recently_used_owner_is_closed_first():
+    cache = FileHandleCache(max_open_files=8)
+    a, b, c = (Owner(cache, n) for n in "abc")
+    cache.touch(a, 4)
+    cache.touch(b, 4)
+    cache.touch(a, 4)  # a is now the most recent
+    cache.touch(c, 4)
+    assert (a.closed, b.closed, c.closed) == (0, 1, 0)
+    assert cache.open_files == 8 and len(cache) == 2
+
+
+def test_a_busy_owner_is_skipped_not_waited_for():
+    cache = FileHandleCache(max_open_files=8)
+    a, b, c = Owner(cache, "a", busy=True), Owner(cache, "b"), Owner(cache, "c")
+    cache.touch(a, 4)
+    cache.touch(b, 4)
+    cache.touch(c, 4)
+    assert (a.closed, b.closed) == (0, 1)
+    assert cache.open_files == 8
+
+
+def test_the_owner_touching_is_never_its_own_victim():
+    cache = FileHandleCache(max_open_files=1)
+    a = Owner(cache, "a")
+    cache.touch(a, 4)  # over the cap alone: a partition being written keeps its files
+    assert a.closed == 0 and cache.open_files == 4
+
+
+def test_lowering_the_cap_closes_at_once_and_zero_is_refused():
+    cache = FileHandleCache(max_open_files=100)
+    owners = [Owner(cache, str(i)) for i in range(10)]
+    for o in owners:
+        cache.touch(o, 4)
+    cache.max_open_files = 12
+    assert cache.open_files == 12 and [o.closed for o in owners] == [1] * 7 + [0] * 3
+    with pytest.raises(ValueError, match="at least 1"):
+        cache.max_open_files = 0
+
+
+# -- partition logs under a cap ---------------------------------------------------
+
+
+def test_many_partitions_stay_under_the_cap_and_round_trip(tmp_path):
+    cache = FileHandleCache(max_open_files=8)
+    config = LogConfig(message_timestamp_type="CreateTime")  # stored bytes as sent
+    before = open_fds()
+    manager = LogManager(tmp_path, config, handles=cache)
+    manager.create_topic("t", 300)
+    assert open_fds() == before  # creation makes directories only
+    sent = {}
+    for p in range(0, 300, 7):
+        sent[p] = make_batch(3, tag=p)
+        manager.get_log("t", p).append(sent[p], now_ms=1_000)
+        assert open_fds() <= before + 8
+    for p in range(0, 300, 7):
+        manager.get_log("t", p).append(make_batch(1, tag=1000 + p), now_ms=1_001)  # reopens evicted files
+        assert cache.open_files <= 8 and open_fds() <= before + 8
+    manager.close()
+    assert open_fds() == before and cache.open_files == 0
+
+    manager = LogManager(tmp_path, config, handles=cache)
+    for p, data in sent.items():
+        log = manager.get_log("t", p)
+        assert (log.log_start_offset, log.log_end_offset) == (0, 4)
+        assert bytes(log.read(0, 1 << 20, max_offset=3)) == data
+    assert open_fds() == before  # reads hold nothing
+    manager.close()
+
+
+def test_an_untouched_partition_keeps_its_clean_shutdown_marker(tmp_path):
+    manager = LogManager(tmp_path, LogConfig(), handles=FileHandleCache(8))
+    manager.create_topic("t", 2)
+    manager.get_log("t", 0).append(make_batch(1), now_ms=1)
+    manager.get_log("t", 1).append(make_batch(1), now_ms=1)
+    manager.close()
+    manager = LogManager(tmp_path, LogConfig(), handles=FileHandleCache(8))
+    manager.get_log("t", 0).log_end_offset  # opened: its marker is consumed until the next close
+    assert not (tmp_path / "t-0" / "clean-shutdown").exists()
+    assert (tmp_path / "t-1" / "clean-shutdown").exists()
+    for p in range(2):
+        manager.get_log("t", p).abandon()  # a crash
+    manager = LogManager(tmp_path, LogConfig(), handles=FileHandleCache(8))
+    assert [manager.get_log("t", p).log_end_offset for p in range(2)] == [1, 1]
+    manager.close()
+
+
+# -- a tiny cap gives the same log as an unbounded one ------------------------------------
+
+
+class TinyCapMachine(RuleBasedStateMachine):
+    """Two managers fed the same operations, one with a cap of 1 to 9
+    descriptors and one without a practical cap: every answer must match."""
+
+    PARTITIONS = 6
+
+    @initialize(cap=st.integers(1, 9), segment_bytes=st.sampled_from([700, 1 << 20]),
+                flush_messages=st.sampled_from([None, 1]))
+    def setup(self, cap, segment_bytes, flush_messages):
+        self.root = Path(tempfile.mkdtemp(prefix="handles-"))
+        self.now = 1_000
+        self.cap = cap
+        self.small_cache, self.big_cache = FileHandleCache(cap), FileHandleCache(1 << 20)
+        self.configs = {"segment.bytes": str(segment_bytes), "message.timestamp.type": "CreateTime"}
+        if flush_messages:
+            self.configs["flush.messages"] = str(flush_messages)
+        self.small, self.big = self._open()
+        for manager in (self.small, self.big):
+            manager.create_topic("t", self.PARTITIONS, self.configs)
+        self.tag = 0
+
+    def _open(self) -> tuple[LogManager, LogManager]:
+        return (LogManager(self.root / "small", LogConfig(), clock=lambda: self.now, handles=self.small_cache),
+                LogManager(self.root / "big", LogConfig(), clock=lambda: self.now, handles=self.big_cache))
+
+    def teardown(self):
+        if hasattr(self, "small"):
+            for manager in (self.small, self.big):
+                for log in manager.logs().values():
+                    log.abandon()
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def both(self, p: int):
+        return self.small.get_log("t", p), self.big.get_log("t", p)
+
+    @rule(p=st.integers(0, PARTITIONS - 1), records=st.integers(1, 4), size=st.integers(1, 200),
+          tick=st.integers(0, 50))
+    def append(self, p, records, size, tick):
+        self.now += tick
+        self.tag += 1
+        data = make_batch(records, value_size=size, ts=self.now, tag=self.tag)
+        a, b = (log.append(data, now_ms=self.now) for log in self.both(p))
+        assert a._replace(headers=[]) == b._replace(headers=[]) and a.headers == b.headers
+
+    @rule(p=st.integers(0, PARTITIONS - 1), where=st.floats(0, 1), max_bytes=st.integers(1, 3000))
+    def read(self, p, where, max_bytes):
+        small, big = self.both(p)
+        start, end = big.log_start_offset, big.log_end_offset
+        assert (small.log_start_offset, small.log_end_offset) == (start, end)
+        offset = start + int((end - start) * where)
+        assert bytes(small.read(offset, max_bytes)) == bytes(big.read(offset, max_bytes))
+
+    @rule(p=st.integers(0, PARTITIONS - 1))
+    def roll(self, p):
+        for log in self.both(p):
+            log.roll()
+
+    @rule(p=st.integers(0, PARTITIONS - 1))
+    def flush(self, p):
+        for log in self.both(p):
+            log.flush()
+
+    @rule(p=st.integers(0, PARTITIONS - 1), where=st.floats(0, 1))
+    def delete_records(self, p, where):
+        small, big = self.both(p)
+        offset = big.log_start_offset + int((big.log_end_offset - big.log_start_offset) * where)
+        assert small.delete_records_before(offset) == big.delete_records_before(offset)
+
+    @rule(clean=st.booleans())
+    def restart(self, clean):
+        for manager in (self.small, self.big):
+            if clean:
+                manager.close()
+            else:  # a crash: nothing trimmed, no clean-shutdown marker
+                for log in manager.logs().values():
+                    log.abandon()
+        self.small, self.big = self._open()
+
+    @invariant()
+    def descriptors_are_bounded_and_accounted(self):
+        if not hasattr(self, "small"):
+            return
+        held = sum(log.active_segment.open_descriptors for log in self.small.logs().values()
+                   if log.loaded and not log.closed)
+        assert held == self.small_cache.open_files
+        assert held <= max(self.cap, ACTIVE_SEGMENT_FDS)
+
+
+TestTinyCapMachine = TinyCapMachine.TestCase
+TestTinyCapMachine.settings = settings(
+    max_examples=60, stateful_step_count=30, deadline=None, derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
