@@ -106,6 +106,10 @@ def _serve(args: argparse.Namespace) -> int:
         config.auto_create_topics = False
     if args.num_partitions is not None:
         config.num_partitions = args.num_partitions
+    if args.log_max_open_files is not None:
+        # A process-wide cap (the descriptor limit is per process), so not a BrokerConfig field.
+        from kafka_wire.log.handles import shared_cache
+        shared_cache().max_open_files = args.log_max_open_files
     if args.no_http:
         config.http_listen_host = None
     elif args.http_listen:
@@ -266,6 +270,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--num-partitions", metavar="N", type=_int_at_least(1),
                        help="partitions of auto-created event hubs (default 1)")
     serve.add_argument("--no-auto-create", action="store_true", help="refuse topic auto-creation")
+    serve.add_argument("--log-max-open-files", metavar="N", type=_int_at_least(1),
+                       help="descriptors the partition logs may keep open; the least recently written "
+                       "partitions close theirs past it (default: a quarter of ulimit -n, 16 to 1024)")
     http = serve.add_mutually_exclusive_group()
     http.add_argument("--http-listen", type=_address(5300), metavar="HOST:PORT",
                       help="health API, Prometheus /metrics and web console (default "
