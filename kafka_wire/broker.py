@@ -26,6 +26,7 @@ from kafka_wire.eventhubs.managed import ManagedState
 from kafka_wire.eventhubs.auth import Authenticator
 from kafka_wire.eventhubs.model import EventHubsModel
 from kafka_wire.eventhubs.door import Door
+from kafka_wire.eventhubs.subscription import Subscription
 from kafka_wire.eventhubs.report import CompatibilityReport
 from kafka_wire.fetch_sessions import FetchSessionCache
 from kafka_wire.server import KafkaServer
@@ -132,6 +133,7 @@ class Broker:
         self.amqps_address: tuple[str, int] | None = None
         self._tls_context = None
         self.console = None  # kafka_wire.console.Console when HTTP is on
+        self.http = None  # kafka_wire.http.listener.HttpListener: REST and the console
         self.managed: ManagedState | None = None  # the management API's changes
         self.capture = None  # kafka_wire.capture_jobs.CaptureJobs when config.capture_jobs
         self.http_address: tuple[str, int] | None = None
@@ -179,7 +181,8 @@ class Broker:
             default_namespace=cfg.default_namespace, eventhubs=model, report=report,
             auth=Authenticator(model, report),
             producer_ids=ProducerIdManager(data_dir / "producer-ids"),
-            fetch_sessions=FetchSessionCache())
+            fetch_sessions=FetchSessionCache(),
+            subscription=Subscription(model, cfg.subscription_key, data_dir))
         self.logs = self.services.default.topics.logs
         self._attach_coordinators(data_dir)
         if self.managed is not None:
@@ -227,31 +230,37 @@ class Broker:
                 counts["amqp"] = len(self.amqp_server.connections)
             return counts
 
-        self.console = attach(self.services, ready=lambda: self._serving,
-                              connections=connections, capture_dir=self.config.capture_dir)
+        from kafka_wire.http.listener import HttpListener
+
+        self.console = attach(self.services, connections=connections, capture_dir=self.config.capture_dir)
+        self.http = HttpListener(self.console.pages, ready=lambda: self._serving,
+                                 max_connections=self.config.bounds.http_connections)
 
     async def _start_console(self) -> None:
         cfg = self.config
         from kafka_wire.rest.api import RestApi
 
         if self.amqp_server is not None:  # AMQP over WebSockets on the HTTP listener too
-            self.console.http.websocket = self.amqp_server.serve_upgrade
-        self.console.http.rest = rest = RestApi(  # the Event Hubs REST API
+            self.http.websocket = self.amqp_server.serve_upgrade
+        self.http.rest = rest = RestApi(  # the Event Hubs REST API
             self.services, self.managed, None if cfg.in_memory else Path(cfg.data_dir))
         rest.add_namespace, rest.remove_namespace = self.add_namespace, self.remove_namespace
         rest.hubs_changed = self.hubs_changed
         self.console.views.registry = rest.registry  # Avro bodies in the Data Explorer
-        self.console.http.clock = self.services.clock
+        self.http.clock = self.services.clock
         try:
             self.http_address = await listen(
                 "HTTP", "--http-listen (or --no-http)", cfg.http_listen_host, cfg.http_listen_port,
-                lambda: self.console.start(cfg.http_listen_host, cfg.http_listen_port))
+                lambda: self.http.start(cfg.http_listen_host, cfg.http_listen_port))
         except StartupError as exc:
             if not cfg.http_optional:
                 raise
             log.warning("HTTP console/metrics not started: %s", exc)
-            self.console = None
+            self.console = self.http = None
             return
+        self.console.start()
+        log.info("console and metrics on http://%s:%d/ (health: /health, Prometheus: /metrics)",
+                 *self.http_address)
         if cfg.https_listen_host is None:
             return
         if self._tls_context is None:
@@ -260,8 +269,9 @@ class Broker:
         try:
             self.https_address = await listen(
                 "HTTPS", "--https-listen", cfg.https_listen_host, cfg.https_listen_port,
-                lambda: self.console.start_https(cfg.https_listen_host, cfg.https_listen_port,
-                                                 self._tls_context))
+                lambda: self.http.start(cfg.https_listen_host, cfg.https_listen_port,
+                                        ssl=self._tls_context))
+            log.info("console, metrics and REST API on https://%s:%d/", *self.https_address)
         except StartupError as exc:
             if not cfg.https_optional:
                 raise
@@ -468,8 +478,11 @@ class Broker:
         """Stop accepting, drop connections, flush and close the log."""
         self._serving = False  # /health answers 503 from here on
         if self.console is not None:
-            await self.console.stop()
+            self.console.stop()
             self.console = None
+        if self.http is not None:
+            await self.http.stop()
+            self.http = None
         if self.capture is not None:  # its queries end before the log they read closes
             await asyncio.get_running_loop().run_in_executor(None, self.capture.stop)
             self.capture = None

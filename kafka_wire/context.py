@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from kafka_wire.coordinator.transactions import TransactionCoordinator
     from kafka_wire.eventhubs.auth import Authenticator, Principal
     from kafka_wire.eventhubs.door import Door
+    from kafka_wire.eventhubs.subscription import Subscription
     from kafka_wire.eventhubs.model import EventHubsModel, Namespace
     from kafka_wire.eventhubs.policy import NamespacePolicy
     from kafka_wire.eventhubs.quotas import ThroughputQuota
@@ -25,8 +26,8 @@ if TYPE_CHECKING:
     from kafka_wire.topics import TopicManager
 
 
-# The rights a principal may hold (Event Hubs' SAS rights), in every protocol.
-SEND, LISTEN, MANAGE = "Send", "Listen", "Manage"
+# Handlers name rights as Event Hubs does (kept here for the Kafka API modules' imports).
+from kafka_wire.eventhubs.rights import LISTEN, MANAGE, SEND  # noqa: E402,F401
 
 
 @dataclass(slots=True)
@@ -129,6 +130,7 @@ class Services:
     fetch_sessions: FetchSessionCache
     faults: Faults | None = None
     observer: BrokerObserver | None = None  # None: nothing measures requests
+    subscription: Subscription | None = None  # the management plane's owner
 
     @property
     def default(self) -> NamespaceRuntime:

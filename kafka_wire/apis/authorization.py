@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import kafka.errors as Errors
 
-from kafka_wire.context import LISTEN, MANAGE, SEND
+from kafka_wire.eventhubs.rights import LISTEN, MANAGE, SEND
 
 __all__ = ["SEND", "LISTEN", "MANAGE", "check", "visible", "topic_error", "cluster_error",
            "transactional_error", "group_allowed", "group_error", "commit_metadata_error"]

@@ -19,7 +19,7 @@ from proton import Message
 
 from kafka_wire.amqp.messages import MessageError, decode_message
 from kafka_wire.console import explorer
-from kafka_wire.context import LISTEN, MANAGE, SEND
+from kafka_wire.eventhubs.rights import LISTEN, MANAGE, SEND
 from kafka_wire.eventhubs import connection_string, sas
 from kafka_wire.eventhubs.door import AuthorizationHeader, ConnectionString, Refusal, Refused
 from kafka_wire.eventhubs.publication import choose_partition, publish

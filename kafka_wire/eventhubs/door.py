@@ -100,7 +100,6 @@ class Door(NamespacePolicy):
     def __init__(self) -> None:
         super().__init__()
         self.model: EventHubsModel | None = None
-        self.bounds = Bounds()
 
     def bind(self, runtime: NamespaceRuntime, report: CompatibilityReport, clock: Clock,
              model: EventHubsModel | None = None, bounds: Bounds | None = None) -> None:
@@ -126,12 +125,15 @@ class Door(NamespacePolicy):
                                                        f"{self.name} refused: {why}")
             raise Refused(Refusal.ADDRESS, why)
 
-    def sign_in(self, credential: Credential | None, peer: str,
-                what: str = "connection") -> Principal | None:
+    def sign_in(self, credential: Credential | None, peer: str, what: str = "connection",
+                data_plane: bool = True) -> Principal | None:
         """The principal ``credential`` proves in this namespace, None for an
         anonymous client where the namespace lets one in; else :class:`Refused`.
-        ``what`` names the front end's request in the one log line a refusal gets."""
-        self.admit(peer, what)
+        ``what`` names the front end's request in the one log line a refusal gets.
+        The IP filter guards the data plane; the management plane (ARM) is not
+        behind it on Azure (``data_plane=False``), so rules cannot lock their owner out."""
+        if data_plane:
+            self.admit(peer, what)
         principal = None
         if credential is not None:
             try:

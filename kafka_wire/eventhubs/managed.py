@@ -17,6 +17,7 @@ from pathlib import Path
 
 from kafka_wire.eventhubs.app_groups import ApplicationGroup
 from kafka_wire.eventhubs.model import CaptureSettings, EventHub, EventHubsModel, Namespace, SasPolicy, Tier
+from kafka_wire.eventhubs.names import namespace_name_error
 from kafka_wire.eventhubs.network import NetworkRuleSet
 from kafka_wire.log.recovery import write_atomic
 
@@ -71,11 +72,16 @@ class ManagedState:
             if "namespace" not in state:
                 continue
             made = state["namespace"]
+            problem = namespace_name_error(name)
+            if problem is not None and name not in model.namespaces:
+                log.error("management state %s ignored: %s", self.directory / f"{name}.json", problem)
+                continue
             if made is None:  # deleted (its data went with it)
                 if name != model.default_namespace:
                     model.namespaces.pop(name, None)
             elif name not in model.namespaces:
-                model.namespaces[name] = Namespace(name, Tier.parse(made["tier"]), units=made.get("units"))
+                model.namespaces[name] = Namespace(name, Tier.parse(made["tier"]), units=made.get("units"),
+                                                   created_at_runtime=True)
 
     def namespace_created(self, ns: Namespace) -> None:
         state = self.overrides.setdefault(ns.name, {})

@@ -27,18 +27,19 @@ __all__ = [
 
 MB = 1024 * 1024
 HOUR_MS = 3600 * 1000
-DEFAULT_CONSUMER_GROUP = "$Default"
 ROOT_POLICY = "RootManageSharedAccessKey"
 EMULATOR_KEY = "SAS_KEY_VALUE"  # the official emulator's fixed key
 SERVICEBUS_SUFFIXES = (".servicebus.windows.net", ".servicebus.chinacloudapi.cn",
                        ".servicebus.usgovcloudapi.net", ".servicebus.cloudapi.de")
+
+from kafka_wire.eventhubs.names import (DEFAULT_CONSUMER_GROUP, RESERVED_NAMESPACE_NAMES,  # noqa: E402
+                                        consumer_group_name_error, hub_name_error,
+                                        namespace_name_error, policy_name_error)
+from kafka_wire.eventhubs.rights import LISTEN, MANAGE, RIGHTS, SEND  # noqa: E402
+
 # Endpoint hosts that mean "the default namespace" (the official emulator's
 # connection string says sb://localhost; Docker setups use these too).
-LOCAL_HOSTS = frozenset({"localhost", "host.docker.internal", "0.0.0.0"})
-
-from kafka_wire.context import LISTEN, MANAGE, SEND  # noqa: E402  one definition for every front end
-from kafka_wire.log.manager import MAX_TOPIC_NAME  # noqa: E402  an event hub is a Kafka topic
-RIGHTS = (SEND, LISTEN, MANAGE)
+LOCAL_HOSTS = RESERVED_NAMESPACE_NAMES
 
 
 class Tier(str, Enum):
@@ -120,39 +121,6 @@ DEDICATED_MAX_MESSAGE_BYTES = (1 * MB, 20 * MB)  # eventhubmaxmessagesizeinbytes
 KAFKA_FRAME_LIMIT = 1_046_528  # the Kafka endpoint closes connections on frames this large
 MIN_RETENTION_HOURS = 1
 
-_NAMESPACE = re.compile(r"^[A-Za-z][A-Za-z0-9-]{4,48}[A-Za-z0-9]$")
-_HUB = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
-_POLICY = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$")
-_KAFKA_TOPIC_MAX = MAX_TOPIC_NAME
-
-
-def namespace_name_error(name: str) -> str | None:
-    if not isinstance(name, str) or not _NAMESPACE.fullmatch(name):
-        return (f"namespace name {name!r} is invalid: use 6-50 letters, digits and hyphens, "
-                "starting with a letter and ending with a letter or digit")
-    return None
-
-
-def hub_name_error(name: str) -> str | None:
-    if not isinstance(name, str) or not name:
-        return "event hub name is empty"
-    if len(name) > _KAFKA_TOPIC_MAX:
-        return (f"event hub name {name[:40]!r}... is {len(name)} characters long: Kafka topics "
-                f"stop at {_KAFKA_TOPIC_MAX}")
-    if not _HUB.fullmatch(name):
-        return (f"event hub name {name!r} is invalid: use letters, digits, '.', '-' and '_', "
-                "starting and ending with a letter or digit")
-    return None
-
-
-def consumer_group_name_error(name: str) -> str | None:
-    if not isinstance(name, str) or not name or len(name) > 50:
-        return f"consumer group name {name!r} is invalid: use 1-50 characters"
-    if name.lower() == DEFAULT_CONSUMER_GROUP.lower():
-        return f"consumer group {DEFAULT_CONSUMER_GROUP} always exists: do not list it"
-    return None
-
-
 def normalize_rights(rights) -> frozenset[str]:
     """Rights as a set of Send/Listen/Manage (case-insensitive); Manage includes both others."""
     if isinstance(rights, str):
@@ -182,9 +150,9 @@ class SasPolicy:
     hub: str | None = None  # set for hub-level rules
 
     def __post_init__(self) -> None:
-        if not _POLICY.fullmatch(self.name or "") or len(self.name) > 256:
-            raise ValueError(f"SAS policy name {self.name!r} is invalid: use letters, digits, "
-                             "'.', '-' and '_'")
+        problem = policy_name_error(self.name)
+        if problem:
+            raise ValueError(problem)
         if not self.primary_key:
             raise ValueError(f"SAS policy {self.name!r} needs a primary_key")
         self.rights = normalize_rights(self.rights)
@@ -326,6 +294,9 @@ class Namespace:
     oauth: Any = None                      # eventhubs.oauth.OAuthSettings: trusted local tokens
     network_rules: Any = None              # eventhubs.network.NetworkRuleSet (management API)
     application_groups: dict[str, Any] = field(default_factory=dict)  # eventhubs.app_groups
+    # made through the management API: selected only by <name>.servicebus.windows.net,
+    # never by a plain host name (those stay with the namespaces the operator configured)
+    created_at_runtime: bool = False
 
     @property
     def strict(self) -> bool:
@@ -500,7 +471,9 @@ class EventHubsModel:
         ``<name>.servicebus.windows.net`` (and the other clouds' suffixes) select
         ``<name>``; a namespace's configured ``hosts`` select it; ``localhost``,
         IP literals, ``host.docker.internal`` and any other plain host name (a
-        Docker alias) select the default namespace.
+        Docker alias) select the default namespace, unless it is the name of a
+        namespace the operator configured. A namespace made at runtime is never
+        selected by a plain name: it cannot take over a host clients already use.
         """
         host = (host or "").strip().lower().rstrip(".")
         if not host:
@@ -515,12 +488,12 @@ class EventHubsModel:
                     if ns.name.lower() == label:
                         return ns.name
                 return None
-        for ns in self.namespaces.values():
-            if ns.name.lower() == host:
-                return ns.name
-        if host in LOCAL_HOSTS or _is_ip(host) or "." not in host:
+        if host in LOCAL_HOSTS or _is_ip(host):
             return self.default_namespace
-        return None
+        for ns in self.namespaces.values():
+            if ns.name.lower() == host and not ns.created_at_runtime:
+                return ns.name
+        return self.default_namespace if "." not in host else None
 
     def endpoint_host(self, name: str) -> str:
         """The host a connection string for namespace ``name`` should name."""

@@ -18,6 +18,7 @@ import kafka.errors as Errors
 
 from kafka_wire.eventhubs import strict
 from kafka_wire.eventhubs.app_groups import GroupLimiter, group_for
+from kafka_wire.eventhubs.bounds import Bounds
 from kafka_wire.eventhubs.model import HOUR_MS, MANAGE, SEND, TIER_LIMITS, Tier
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ log = logging.getLogger(__name__)
 
 _DENIED = Errors.TopicAuthorizationFailedError.errno
 _POLICY_VIOLATION = Errors.PolicyViolationError.errno
+_INVALID_PARTITIONS = Errors.InvalidPartitionsError.errno
 
 Refusal = tuple[int, str]  # (error code, message)
 
@@ -59,6 +61,7 @@ class NamespacePolicy:
         self.report: CompatibilityReport | None = None
         self.clock: Clock | None = None
         self.groups = GroupLimiter()  # application groups' throttling buckets
+        self.bounds = Bounds()  # what may be created in any mode (the broker's [limits])
 
     def bind(self, runtime: NamespaceRuntime, report: CompatibilityReport, clock: Clock) -> None:
         self.runtime, self.report, self.clock = runtime, report, clock
@@ -135,6 +138,10 @@ class NamespacePolicy:
         if joining:
             ids = self.runtime.groups.group_ids()
             known, is_new = len(ids), group_id not in ids
+            if is_new and known >= self.bounds.kafka_groups_per_namespace:
+                return (_POLICY_VIOLATION, f"namespace {self.runtime.name!r} has {known} Kafka consumer "
+                                           "groups, as many as this broker allows ([limits] "
+                                           "kafka_groups_per_namespace)")
         return self._enforce(strict.kafka_group(ns, group_id, known, is_new), None, client_id)
 
     def commit_metadata(self, metadata: str, client_id: str | None) -> Refusal | None:
@@ -151,6 +158,9 @@ class NamespacePolicy:
                     f"event hub {name!r} does not exist and {principal} may not create it "
                     "(Manage right needed)")
         topics = self.runtime.topics
+        beyond = self.beyond_bounds(name, topics.num_partitions, new_hub=True)
+        if beyond:
+            return beyond
         ns = self.runtime.model
         if ns is None:
             return None
@@ -161,6 +171,10 @@ class NamespacePolicy:
     def create_topic(self, principal, name: str, partitions: int, configs: dict,
                      client_id: str | None) -> Refusal | None:
         topics = self.runtime.topics
+        beyond = self._need(principal, MANAGE, None, "creating event hubs") or \
+            self.beyond_bounds(name, partitions, new_hub=True)
+        if beyond:
+            return beyond
         return self._managed(principal, None, name, "creating event hubs",
                              lambda ns: strict.hub_creation(ns, topics, name, partitions)
                              or strict.topic_config(ns, name, topics.validate_configs(configs)),
@@ -168,9 +182,32 @@ class NamespacePolicy:
 
     def create_partitions(self, principal, name: str, count: int,
                           client_id: str | None) -> Refusal | None:
+        beyond = self._need(principal, MANAGE, name, "adding partitions") or \
+            self.beyond_bounds(name, count, new_hub=False)
+        if beyond:
+            return beyond
         return self._managed(principal, name, name, "adding partitions",
                              lambda ns: strict.partition_growth(ns, self.runtime.topics, name, count),
                              client_id)
+
+    def beyond_bounds(self, name: str, partitions: int, new_hub: bool) -> Refusal | None:
+        """Why hub ``name`` may not have ``partitions`` partitions (or, ``new_hub``,
+        exist at all) on this broker, whatever the mode: its [limits]."""
+        b = self.bounds
+        if partitions > b.partitions_per_hub:
+            return (_INVALID_PARTITIONS, f"event hub {name!r}: {partitions} partitions are more than "
+                                         f"this broker allows per event hub ({b.partitions_per_hub}; "
+                                         "[limits] partitions_per_hub)")
+        hubs = [v for v in self.runtime.topics.all() if not v.internal]
+        if new_hub and len(hubs) >= b.hubs_per_namespace:
+            return (_POLICY_VIOLATION, f"namespace {self.runtime.name!r} already has {len(hubs)} event "
+                                       f"hubs, as many as this broker allows ([limits] hubs_per_namespace)")
+        total = sum(v.partitions for v in hubs if v.name != name) + partitions
+        if total > b.partitions_per_namespace:
+            return (_INVALID_PARTITIONS, f"namespace {self.runtime.name!r} would have {total} partitions, "
+                                         f"more than this broker allows ({b.partitions_per_namespace}; "
+                                         "[limits] partitions_per_namespace)")
+        return None
 
     def delete_topic(self, principal, name: str) -> Refusal | None:
         return self._need(principal, MANAGE, None, "deleting event hubs")
@@ -259,6 +296,9 @@ class NamespacePolicy:
     def consumer_group_limit(self, hub: str, existing: int) -> str | None:
         """Why ``hub``, holding ``existing`` consumer groups, may take no other (the
         tier's limit, in strict mode), else None."""
+        if existing >= self.bounds.consumer_groups_per_hub:
+            return (f"event hub {hub!r} has {existing} consumer groups, as many as this broker allows "
+                    "([limits] consumer_groups_per_hub)")
         ns = self.runtime.model
         if ns is None or not ns.strict or existing < ns.limits.consumer_groups_per_hub:
             return None

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from kafka_wire.context import LISTEN, MANAGE, SEND
+from kafka_wire.eventhubs.rights import LISTEN, MANAGE, SEND
 from kafka_wire.eventhubs.door import AuthorizationHeader, Refusal, Refused
 from kafka_wire.eventhubs.schema_registry import SchemaRegistry
 from kafka_wire.rest import management, schemas, send

@@ -2,9 +2,7 @@
 ``azure-mgmt-eventhub`` reads and writes), and its error bodies."""
 from __future__ import annotations
 
-import dataclasses
 import json
-from pathlib import Path
 
 from kafka_wire.rest.http import Response
 
@@ -69,68 +67,6 @@ def capture_description(c) -> dict:
     return {"enabled": c.enabled, "encoding": c.encoding, "intervalInSeconds": c.interval_seconds,
             "sizeLimitInBytes": c.size_limit_bytes, "skipEmptyArchives": c.skip_empty_archives,
             "destination": {"name": c.destination_type, "properties": where}}
-
-
-def capture_settings(desc: dict, current, root: Path, now_ms: int, where: str, accounts: dict | None = None):
-    """A hub's CaptureSettings from a ``captureDescription`` (ValueError: 400).
-    A storage account named in ``accounts`` (name -> connection string: the
-    config's ``[storage_accounts]``) gets the files uploaded to its container;
-    any other account's container (or Data Lake folder) stands as a local
-    directory. Either way ``root/{account}/{container}`` holds the job's local
-    state. Enabling starts a new capture now, as on Azure."""
-    from kafka_wire.eventhubs.model import CaptureSettings
-
-    defaults = CaptureSettings()
-    if not isinstance(desc, dict):
-        raise ValueError("captureDescription must be a JSON object")
-    c = dataclasses.replace(current)
-    enabled = bool(desc.get("enabled", c.enabled))
-    encoding = desc.get("encoding", c.encoding)
-    if str(encoding).lower() == "avrodeflate":
-        raise ValueError("captureDescription.encoding AvroDeflate is not emulated: kafka-wire writes "
-                         "Avro without compression (use Avro) or Parquet")
-    if str(encoding).lower() not in ("avro", "parquet"):
-        raise ValueError(f"captureDescription.encoding {encoding!r} is not Avro or Parquet")
-    c.encoding = "Parquet" if str(encoding).lower() == "parquet" else "Avro"
-    for key, attr in (("intervalInSeconds", "interval_seconds"), ("sizeLimitInBytes", "size_limit_bytes")):
-        if key in desc:
-            value = desc[key]
-            if not isinstance(value, int) or isinstance(value, bool):
-                raise ValueError(f"captureDescription.{key} must be a whole number, not {value!r}")
-            setattr(c, attr, value)
-    if "skipEmptyArchives" in desc:
-        c.skip_empty_archives = bool(desc["skipEmptyArchives"])
-    dest = desc.get("destination")
-    if dest is not None:
-        if not isinstance(dest, dict):
-            raise ValueError("captureDescription.destination must be a JSON object")
-        props = dest.get("properties") or {}
-        c.destination_type = str(dest.get("name") or defaults.destination_type)
-        c.name_format = props.get("archiveNameFormat") or defaults.name_format
-        if c.destination_type.endswith("AzureDataLake"):
-            account, container = props.get("dataLakeAccountName"), props.get("dataLakeFolderPath")
-            needed = "dataLakeAccountName and dataLakeFolderPath"
-        else:
-            resource = str(props.get("storageAccountResourceId") or "")
-            account = resource.rstrip("/").rsplit("/", 1)[-1] if resource else None
-            container = props.get("blobContainer")
-            needed = "storageAccountResourceId and blobContainer"
-        if not account or not container:
-            raise ValueError(f"captureDescription.destination {c.destination_type} needs {needed}")
-        c.storage_account, c.blob_container = str(account), str(container).strip("/")
-        if ".." in Path(c.storage_account).parts + Path(c.blob_container).parts:
-            raise ValueError("the storage account and container names must not contain '..'")
-        c.destination = str(root / c.storage_account / c.blob_container)
-        c.storage_connection_string = (accounts or {}).get(c.storage_account)
-    elif enabled and c.storage_account is None and current.destination == defaults.destination:
-        raise ValueError("captureDescription.destination is required to enable Capture")
-    c.validate(where)
-    if enabled and not current.enabled:
-        c.enabled_at_ms = now_ms
-    elif not enabled:
-        c.enabled_at_ms = None
-    c.enabled = enabled
-    return c
 
 
 def consumer_group(hub_id: str, name: str) -> dict:

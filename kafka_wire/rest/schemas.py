@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from kafka_wire.context import LISTEN, SEND
+from kafka_wire.eventhubs.rights import LISTEN, SEND
 from kafka_wire.eventhubs.schema_registry import RegistryError, Schema
 from kafka_wire.rest import arm
 from kafka_wire.rest.http import Request, Response

@@ -20,7 +20,7 @@ import json
 from typing import TYPE_CHECKING
 
 from kafka_wire.amqp.messages import Incoming, encode_value
-from kafka_wire.context import SEND
+from kafka_wire.eventhubs.rights import SEND
 from kafka_wire.eventhubs.publication import DENIED, NOT_FOUND, TOO_LARGE, choose_partition, publish
 from kafka_wire.rest.http import Later, Request, Response, error
 

@@ -225,6 +225,12 @@ class EmulatedBroker:
                                        entity_path=hub, emulator=ns.emulator)
 
     @property
+    def subscription_token(self) -> str:
+        """The management plane's bearer token (create, delete and list namespaces, and
+        manage any namespace), as ``kafka-wire token --management`` prints it."""
+        return self._running.services.subscription.key
+
+    @property
     def https_url(self) -> str:
         """``https://localhost:PORT`` of the HTTPS listener (``http=True, tls=True``):
         clients trust :attr:`ca_file`."""

@@ -12,7 +12,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kafka_wire.console.capture_files import EVENTS_FILE, CaptureFiles
-from kafka_wire.console.http_server import HttpServer
+from kafka_wire.http.listener import HttpListener
 from kafka_wire.console.metrics import BrokerMetrics
 from kafka_wire.rest.http import Request
 from kafka_wire.testing import EmulatedBroker
@@ -62,7 +62,7 @@ def test_health_answers_exactly_like_the_official_emulator(http_broker):
 
 
 def test_health_is_503_with_the_emulators_message_while_not_serving():
-    server = HttpServer(SimpleNamespace(), ready=lambda: False)
+    server = HttpListener(SimpleNamespace(), ready=lambda: False)
     status, body, ctype, _headers = server.route(Request("GET", "/health", {}, {}, b""))
     assert status == 503 and ctype.startswith("application/json")
     assert json.loads(body) == {"status": "unhealthy",

@@ -35,6 +35,21 @@ class SasCredential:
         return AccessToken(sas.generate(resource, *self.policy, expiry), expiry)
 
 
+class OwnerCredential:
+    """The subscription's credential: the bearer token `kafka-wire token --management` prints."""
+
+    def __init__(self, token: str) -> None:
+        self.token = token
+
+    def get_token(self, *scopes, **kwargs) -> AccessToken:
+        return AccessToken(self.token, int(time.time()) + 3600)
+
+
+def owner(broker) -> EventHubManagementClient:
+    return EventHubManagementClient(OwnerCredential(broker.subscription_token), SUB,
+                                    base_url=broker.https_url, connection_verify=str(broker.ca_file))
+
+
 def start(data_dir) -> EmulatedBroker:
     return EmulatedBroker(data_dir, config_file=MULTI_TOML, tls=True, http=True, amqp=True).start()
 
@@ -69,7 +84,7 @@ def test_event_hubs_and_consumer_groups_live_and_after_restart(data_dir):
     broker = start(data_dir)
     try:
         mgmt = client(broker)
-        assert [n.name for n in mgmt.namespaces.list()] == [NS]
+        assert sorted(n.name for n in owner(broker).namespaces.list()) == [NS, "fabrikam"]
         assert mgmt.namespaces.get(RG, NS).sku.tier == "Standard"
         hub = mgmt.event_hubs.create_or_update(RG, NS, "telemetry", {
             "partition_count": 3, "retention_description": {"retention_time_in_hours": 12}})
@@ -242,38 +257,41 @@ def test_the_report_says_what_differs_from_the_config_file(data_dir):
 def test_a_namespace_made_at_runtime_serves_kafka_and_stays(data_dir):
     broker = start(data_dir)
     try:
-        mgmt = client(broker)
+        with pytest.raises(HttpResponseError) as refused:  # a namespace's Root key is not the owner's
+            client(broker).namespaces.begin_create_or_update(RG, "fresh-ns", {"location": "local"}).result()
+        assert refused.value.status_code == 401
+        mgmt = owner(broker)
         made = mgmt.namespaces.begin_create_or_update(RG, "fresh-ns", {
             "location": "local", "sku": {"name": "Standard", "tier": "Standard", "capacity": 1}}).result()
         assert (made.name, made.sku.tier, made.provisioning_state) == ("fresh-ns", "Standard", "Succeeded")
-        # A new namespace has no SAS policies yet: it takes any token, as the default one does.
-        fresh = EventHubManagementClient(SasCredential(namespace="fresh-ns"), SUB,
-                                         base_url=broker.https_url, connection_verify=str(broker.ca_file))
-        fresh.event_hubs.create_or_update(RG, "fresh-ns", "events", {"partition_count": 2})
-        password = connection_string.build("fresh-ns.servicebus.windows.net", key_name="any", key="any")
+        # On a broker whose namespaces require auth a new one gets its own Root key, as on Azure.
+        mgmt.event_hubs.create_or_update(RG, "fresh-ns", "events", {"partition_count": 2})
+        password = mgmt.namespaces.list_keys(RG, "fresh-ns", ROOT[0]).primary_connection_string
+        assert "fresh-ns.servicebus.windows.net" in password
         kafka_send(broker, "events", password)
-        assert sorted(n.name for n in mgmt.namespaces.list()) == [NS, "fresh-ns"]
+        with pytest.raises(KafkaException):  # another key is refused
+            kafka_send(broker, "events", connection_string.build("fresh-ns.servicebus.windows.net",
+                                                                 key_name=ROOT[0], key="wrong"))
+        assert sorted(n.name for n in mgmt.namespaces.list()) == [NS, "fabrikam", "fresh-ns"]
     finally:
         broker.stop()
     broker = start(data_dir)
     try:
-        fresh = EventHubManagementClient(SasCredential(namespace="fresh-ns"), SUB,
-                                         base_url=broker.https_url, connection_verify=str(broker.ca_file))
-        assert fresh.event_hubs.get(RG, "fresh-ns", "events").partition_count == 2
-        password = connection_string.build("fresh-ns.servicebus.windows.net", key_name="any", key="any")
+        mgmt = owner(broker)
+        assert mgmt.event_hubs.get(RG, "fresh-ns", "events").partition_count == 2
         kafka_send(broker, "events", password)
-        client(broker).namespaces.begin_delete(RG, "fresh-ns").result()
+        mgmt.namespaces.begin_delete(RG, "fresh-ns").result()
         with pytest.raises(KafkaException):  # its endpoint names no namespace now
             kafka_send(broker, "events", password)
-        assert [n.name for n in client(broker).namespaces.list()] == [NS]
+        assert sorted(n.name for n in mgmt.namespaces.list()) == [NS, "fabrikam"]
         with pytest.raises(HttpResponseError) as default:  # the default namespace stays
-            client(broker).namespaces.begin_delete(RG, NS).result()
+            mgmt.namespaces.begin_delete(RG, NS).result()
         assert default.value.status_code == 400
     finally:
         broker.stop()
     assert not (data_dir / "fresh-ns").exists()
     broker = start(data_dir)
     try:
-        assert [n.name for n in client(broker).namespaces.list()] == [NS]
+        assert sorted(n.name for n in owner(broker).namespaces.list()) == [NS, "fabrikam"]
     finally:
         broker.stop()

@@ -77,7 +77,7 @@ def test_serve_runs_one_job_per_capture_enabled_hub_from_when_it_first_ran(tmp_p
 def test_a_management_api_capture_into_a_listed_storage_account_uploads_there(tmp_path):
     from kafka_wire.capture_jobs import jobs_for
     from kafka_wire.eventhubs.model import CaptureSettings
-    from kafka_wire.rest.arm import capture_settings
+    from kafka_wire.rest.management.capture import settings as capture_settings
 
     account = "/subscriptions/s/resourceGroups/g/providers/Microsoft.Storage/storageAccounts/"
     desc = {"enabled": True, "encoding": "Parquet", "intervalInSeconds": 120, "sizeLimitInBytes": 10485760,

@@ -1,29 +1,29 @@
-"""A small HTTP/1.1 server on the broker's own event loop (stdlib asyncio only).
+"""The broker's one HTTP listener: a small HTTP/1.1 server on the broker's own
+event loop (stdlib asyncio only) that hands each request to one of two siblings
+and answers ``/health`` itself.
 
-The console's pages are GET and HEAD; the Event Hubs REST API (:mod:`kafka_wire.rest`,
-when set) takes the requests it :meth:`handles`, bodies (``Content-Length``, at
-most :data:`MAX_BODY`) included. Keep-alive; heads larger than 16 KiB or
-requests slower than :data:`READ_TIMEOUT_S` are dropped. Every answer is built
-synchronously from in-memory state, so a scrape costs the Kafka path one short
-turn of the loop (a throttled REST send is answered later, on the clock).
+- the Event Hubs REST API (:mod:`kafka_wire.rest`: management, REST send, the
+  Schema Registry) takes the requests it :meth:`handles`;
+- the console (:mod:`kafka_wire.console`: pages, ``/metrics``, its JSON API) the
+  rest;
+- an upgrade to ``/$servicebus/websocket`` goes to the AMQP endpoint.
 
-Routes: ``/health`` (the official emulator's health API), ``/metrics``
-(Prometheus text format), ``/``, ``/static/*`` (the web console) and the
-console's JSON API under ``/api/`` (:mod:`kafka_wire.console.api`, documented in
-docs/console-api.md: hubs, groups, the Data Explorer's events, sending).
+Neither sibling reaches into the other. Bodies need a ``Content-Length`` (at
+most :data:`MAX_BODY`); keep-alive; heads larger than 16 KiB or requests slower
+than :data:`READ_TIMEOUT_S` are dropped, and past ``max_connections`` open
+connections a new one gets 503 at once. Every answer is built synchronously
+from in-memory state, so a scrape costs the Kafka path one short turn of the
+loop (a throttled REST send is answered later, on the clock).
 """
 from __future__ import annotations
 
 import asyncio
 import json
 import logging
-from importlib import resources
 from typing import Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from kafka_wire.console import prometheus
-from kafka_wire.console.api import ConsoleApi, refuse
-from kafka_wire.console.views import ConsoleViews
+from kafka_wire.rest import arm
 from kafka_wire.rest.http import Later, Request, Response, error
 
 log = logging.getLogger(__name__)
@@ -37,27 +37,16 @@ _REASONS = {200: "OK", 201: "Created", 204: "No Content", 304: "Not Modified", 4
             401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
             409: "Conflict", 411: "Length Required", 413: "Payload Too Large",
             500: "Internal Server Error", 503: "Service Unavailable"}
-_STATIC_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
-                 ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
 _JSON = "application/json; charset=utf-8"
 
 
-def _load_static() -> dict[str, tuple[bytes, str]]:
-    files = {}
-    root = resources.files("kafka_wire.console") / "static"
-    for entry in root.iterdir():
-        suffix = "." + entry.name.rsplit(".", 1)[-1]
-        if entry.is_file() and suffix in _STATIC_TYPES:
-            files[entry.name] = (entry.read_bytes(), _STATIC_TYPES[suffix])
-    return files
+class HttpListener:
+    """``console``: the console's pages (:class:`kafka_wire.console.pages.ConsolePages`)."""
 
-
-class HttpServer:
-    def __init__(self, views: ConsoleViews, ready: Callable[[], bool]) -> None:
-        self.views = views
-        self.api = ConsoleApi(views)
+    def __init__(self, console, ready: Callable[[], bool], max_connections: int = 512) -> None:
+        self.console = console
         self.ready = ready
-        self.static = _load_static()
+        self.max_connections = max_connections
         self._servers: list[asyncio.base_events.Server] = []  # HTTP, and HTTPS with TLS
         self._clients: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task] = set()
@@ -90,6 +79,14 @@ class HttpServer:
 
     # -- connection -----------------------------------------------------------------
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        most = self.max_connections
+        if len(self._clients) >= most:  # refused before any buffer is spent on it
+            log.warning("HTTP connection from %s refused: %d connections are open, the most "
+                        "[limits] http_connections allows", writer.get_extra_info("peername"), most)
+            self._send(writer, 503, b"too many connections: try again later\n", "text/plain", False,
+                       False, extra={"Retry-After": "1"})
+            writer.close()
+            return
         self._clients.add(writer)
         task = asyncio.current_task()
         self._tasks.add(task)
@@ -127,7 +124,7 @@ class HttpServer:
                 url = urlsplit(target)
                 path = unquote(url.path)
                 rest = self.rest is not None and self.rest.handles(method, path)
-                posted = rest or (method == "POST" and self.api.handles_post(path))
+                posted = rest or (method == "POST" and self.console.handles_post(path))
                 if "transfer-encoding" in headers:
                     self._send(writer, 411, b"send a Content-Length (chunked bodies are not taken)\n",
                                "text/plain", False, False)
@@ -174,7 +171,7 @@ class HttpServer:
             if rest:
                 answer = self.rest.handle(request)
             elif request.method == "POST":
-                answer = self.api.post(request.segments[1:], request.headers, request.peer, request.body)
+                answer = self.console.post(request)
             else:
                 answer = self.route(request)
             if isinstance(answer, Later):
@@ -185,8 +182,12 @@ class HttpServer:
         except Exception:
             log.exception("%s request %s %s failed", "REST" if rest else "console", request.method,
                           request.path)
-            answer = error(500, "internal error: see the broker log") if rest else \
-                refuse(500, "internal error: see the broker log")
+            if not rest:
+                answer = self.console.failed()
+            elif request.segments[0].lower() == "subscriptions":  # the management API speaks ARM JSON
+                answer = arm.fail(500, "InternalServerError", "internal error: see the broker log")
+            else:
+                answer = error(500, "internal error: see the broker log")
         return answer
 
     @staticmethod
@@ -204,27 +205,11 @@ class HttpServer:
 
     # -- routing ----------------------------------------------------------------------
     def route(self, request: Request) -> Response:
-        """A GET: health, metrics, the console's pages, its JSON API."""
-        path = request.path.rstrip("/") or "/"
-        if path == "/health":
+        """A GET: the official emulator's health API, else the console's."""
+        if (request.path.rstrip("/") or "/") == "/health":
             ok = self.ready()
             return Response(200 if ok else 503, _json(HEALTHY if ok else UNHEALTHY), _JSON)
-        if path == "/metrics":
-            return Response(200, prometheus.render(self.views).encode(), prometheus.CONTENT_TYPE)
-        if path in ("/", "/index.html"):
-            return self._static("index.html")
-        if path.startswith("/static/"):
-            return self._static(path[len("/static/"):])
-        if not path.startswith("/api/"):
-            return Response(404, _json({"error": f"no page at {path}: the console is at /"}), _JSON)
-        return self.api.get(path[len("/api/"):].split("/"), request.query, request.headers,
-                            request.peer)
-
-    def _static(self, name: str) -> Response:
-        found = self.static.get(name)
-        if found is None:
-            return Response(404, _json({"error": f"no static file {name!r}"}), _JSON)
-        return Response(200, found[0], found[1])
+        return self.console.get(request)
 
 
 def _json(value) -> bytes:

@@ -1,0 +1,142 @@
+"""The management API (Azure Resource Manager shape) that ``azure-mgmt-eventhub``
+drives, one module per resource: namespaces, event hubs, consumer groups, SAS
+authorization rules, IP filter rules, schema groups and application groups,
+changed live.
+
+Routes are under ``/subscriptions/{id}/resourceGroups/{group}/providers/
+Microsoft.EventHub/namespaces``; any subscription and resource group name is
+taken (kafka-wire has neither). Every request needs ``api-version`` and a
+bearer token: the subscription's credential for what lies above a namespace
+(making, deleting and listing namespaces) once any namespace requires auth
+(:mod:`kafka_wire.eventhubs.subscription`), and inside a namespace either that
+credential or a token with the Manage right on what it changes, checked by the
+namespace's door (a SAS token of a Manage policy, or a JWT where the namespace
+has OAuth; an open namespace takes any). As on Azure, the IP filter guards the data
+plane, not management. A change takes effect at once for
+Kafka, AMQP and HTTPS clients and is kept under the data directory
+(:mod:`kafka_wire.eventhubs.managed`), never in the config file. Malformed
+input gets ARM's JSON 400, never a 500.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kafka_wire.eventhubs.door import AuthorizationHeader, Refusal, Refused
+from kafka_wire.eventhubs.rights import MANAGE
+from kafka_wire.rest import arm
+from kafka_wire.rest.http import Request, Response
+from kafka_wire.rest.management import (application_groups, authorization_rules, consumer_groups,
+                                        event_hubs, namespaces, network_rules, schema_groups)
+from kafka_wire.rest.management.common import BadRequest, Scope, no_route, not_allowed
+
+if TYPE_CHECKING:
+    from kafka_wire.rest.api import RestApi
+
+__all__ = ["handle"]
+
+
+def handle(api: RestApi, request: Request) -> Response:
+    version = request.query.get("api-version")
+    if version is None:
+        return arm.fail(400, "MissingApiVersionParameter",
+                        "The api-version query parameter (?api-version=) is required for all requests.")
+    if version not in arm.API_VERSIONS:
+        return arm.fail(400, "InvalidApiVersionParameter",
+                        f"The api-version '{version[:40]}' is invalid. The supported versions are "
+                        f"'{', '.join(sorted(arm.API_VERSIONS))}'.")
+    segs = request.segments
+    low = [s.lower() for s in segs]
+    # /subscriptions/{id}[/resourceGroups/{group}]/providers/Microsoft.EventHub/namespaces[/...]
+    if len(segs) < 2:
+        return no_route(request)
+    sub, group, at = segs[1], "default", 2
+    if len(low) > 3 and low[2] == "resourcegroups":
+        group, at = segs[3], 4
+    if low[at:at + 3] != ["providers", "microsoft.eventhub", "namespaces"]:
+        return no_route(request)
+    tail = segs[at + 3:]
+    try:
+        return _route(api, request, sub, group, tail)
+    except BadRequest as exc:
+        return arm.fail(400, "BadRequest", str(exc))
+    except Refused as exc:
+        return _refused(exc)
+
+
+def _refused(exc: Refused) -> Response:
+    if exc.reason is Refusal.UNAUTHENTICATED:
+        return arm.fail(401, "AuthenticationFailed", exc.message)
+    if exc.reason is Refusal.NOT_FOUND:
+        return arm.fail(404, "ResourceNotFound", exc.message)
+    if exc.reason in (Refusal.INVALID, Refusal.LIMIT):
+        return arm.fail(400, "BadRequest", exc.message)
+    return arm.fail(403, "AuthorizationFailed", exc.message)
+
+
+def _subscription(api: RestApi, request: Request, what: str) -> None:
+    subscription = api.services.subscription
+    if subscription is not None:
+        subscription.sign_in(request.headers.get("authorization", ""), request.peer, what)
+
+
+def _route(api: RestApi, request: Request, sub: str, group: str, tail: list[str]) -> Response:
+    method = request.method
+    if not tail:
+        if method != "GET":
+            return not_allowed(request)
+        _subscription(api, request, "listing namespaces")
+        return namespaces.listing(api, sub, group)
+    name, tail = tail[0], tail[1:]
+    runtime = next((rt for n, rt in api.services.namespaces.items() if n.lower() == name.lower()), None)
+    base = arm.namespace_id(sub, group, runtime.name if runtime else name)
+    if runtime is None or runtime.model is None:
+        if not tail and method == "PUT":
+            _subscription(api, request, "creating a namespace")
+            return namespaces.create(api, request, base, name)
+        return arm.fail(404, "ResourceNotFound", f"namespace {name[:64]!r} is not served here")
+    if not tail and method == "DELETE":
+        _subscription(api, request, "deleting a namespace")
+        return namespaces.delete(api, runtime.name)
+    low = [t.lower() for t in tail]
+    hub = tail[1] if len(tail) >= 2 and low[0] == "eventhubs" else None
+    scope = Scope(api, request, runtime, base, _manager(api, request, runtime, hub))
+    if not tail:
+        return namespaces.namespace(scope)
+    if low[0] == "authorizationrules":
+        return authorization_rules.rules(scope, tail[1:], None)
+    if low[0] == "eventhubs":
+        if len(tail) == 1:
+            return event_hubs.hubs(scope)
+        if len(tail) == 2:
+            return event_hubs.hub(scope, tail[1])
+        if low[2] == "consumergroups":
+            return consumer_groups.groups(scope, tail[1], tail[3:])
+        if low[2] == "authorizationrules":
+            return authorization_rules.rules(scope, tail[3:], tail[1])
+    if low[0] == "networkrulesets":
+        return network_rules.network_rules(scope, tail[1:])
+    if low[0] == "schemagroups":
+        return schema_groups.schema_groups(scope, tail[1:])
+    if low[0] == "applicationgroups":
+        return application_groups.application_groups(scope, tail[1:])
+    if low[0] == "disasterrecoveryconfigs":
+        return arm.fail(400, "NotSupported", f"{tail[0][:64]} are not emulated by kafka-wire yet")
+    return no_route(request)
+
+
+def _manager(api: RestApi, request: Request, runtime, hub: str | None):
+    """Who may manage ``hub`` (None: the namespace) in ``runtime``: the subscription's
+    owner, or a principal the namespace's door lets in with the Manage right
+    (None where the namespace is open). Refused otherwise."""
+    header = request.headers.get("authorization", "")
+    subscription = api.services.subscription
+    if subscription is not None and subscription.holds(header):
+        return None
+    door = runtime.door
+    what = f"management {request.method} {request.path[:200]}"
+    if not door.requires_auth:  # an open namespace takes any token, as it takes any key
+        return None
+    principal = door.sign_in(AuthorizationHeader(header) if header.strip() else None, request.peer, what,
+                             data_plane=False)
+    door.authorize(principal, MANAGE, hub, "managing it")
+    return principal
