@@ -539,6 +539,10 @@ async def serve_forever(config: BrokerConfig, ready_line: bool = True) -> None:
     if broker.tls_address is not None:
         log.info("kafka-wire SASL_SSL listener: %s, CA certificate: %s",
                  broker.tls_bootstrap_servers, broker.tls_ca_file or "(given by the config)")
+    subscription = broker.services.subscription
+    if broker.http is not None and subscription.required:
+        log.info("management API: creating, deleting and listing namespaces needs the subscription's "
+                 "bearer token: `kafka-wire token --management --data-dir %s`", config.data_dir)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -180,6 +180,28 @@ def _sas(args: argparse.Namespace) -> int:
     return 0
 
 
+def _token(args: argparse.Namespace) -> int:
+    from kafka_wire.eventhubs.subscription import KEY_FILE, read_key
+
+    if args.config:
+        from kafka_wire.config import BrokerConfig
+        from kafka_wire.eventhubs.config_file import apply_config_file
+
+        config = BrokerConfig()
+        apply_config_file(config, Path(args.config))
+        if config.subscription_key:
+            print(config.subscription_key)
+            return 0
+    key = read_key(Path(args.data_dir))
+    if key is None:
+        print(f"kafka-wire token: no {KEY_FILE} in {Path(args.data_dir).resolve()}: start the broker "
+              "on that data directory once (it makes the key), or give --config with [server] "
+              "subscription_key", file=sys.stderr)
+        return 1
+    print(key)
+    return 0
+
+
 def _report(args: argparse.Namespace) -> int:
     import json
 
@@ -305,6 +327,16 @@ def build_parser() -> argparse.ArgumentParser:
     sas_cmd.add_argument("--ttl", type=int, default=3600, help="validity in seconds (default 3600)")
     sas_cmd.add_argument("--secondary", action="store_true", help="sign with the secondary key")
     sas_cmd.set_defaults(func=_sas)
+
+    token = sub.add_parser("token", help="print the management plane's bearer token",
+                           description="Print the subscription's credential: the bearer token the "
+                           "management API needs to create, delete and list namespaces (and to "
+                           "manage any namespace) once a namespace requires authentication.")
+    token.add_argument("--management", action="store_true", required=True,
+                       help="the management plane's token (the only kind so far)")
+    token.add_argument("--data-dir", default="./data", help="the broker's data directory")
+    token.add_argument("--config", help="a config file whose [server] subscription_key is the token")
+    token.set_defaults(func=_token)
 
     report = sub.add_parser("report", help="print the Event Hubs compatibility report")
     report.add_argument("--data-dir", default="./data", help="the broker's data directory")

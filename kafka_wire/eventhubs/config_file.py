@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_wire.config import parse_host_port
+from kafka_wire.eventhubs.bounds import Bounds
 from kafka_wire.eventhubs.oauth import OAuthSettings
 from kafka_wire.eventhubs.model import (
     DEFAULT_CONSUMER_GROUP, EMULATOR_KEY, ROOT_POLICY, CaptureSettings, EventHub, EventHubsModel,
@@ -47,6 +48,7 @@ class _Settings:
     def __init__(self) -> None:
         self.server: dict[str, Any] = {}
         self.tls: dict[str, Any] = {}
+        self.limits: dict[str, Any] = {}
 
 
 # -- Config.json ------------------------------------------------------------------
@@ -141,6 +143,7 @@ _SERVER_KEYS: dict[str, type] = {
     "listen": str, "advertise": str, "tls_listen": str, "tls_advertise": str, "data_dir": str,
     "auto_create_topics": bool, "num_partitions": int, "connections_max_idle_ms": int,
     "failed_authentication_delay_ms": int, "amqp_listen": str, "amqps_listen": str, "https_listen": str,
+    "subscription_key": str,
 }
 _SERVER_MINIMUM = {"num_partitions": 1, "connections_max_idle_ms": 0,
                    "failed_authentication_delay_ms": 0}
@@ -229,12 +232,15 @@ def _hub(name: str, t: dict, where: str) -> EventHub:
 
 def load_toml(data: dict, base: Path | None = None) -> tuple[EventHubsModel, _Settings]:
     """``base``: the config file's directory (relative key file paths)."""
-    _check_keys(data, {"default_namespace", "server", "tls", "namespaces", "storage_accounts"}, "config")
+    _check_keys(data, {"default_namespace", "server", "tls", "limits", "namespaces", "storage_accounts"},
+                "config")
     settings = _Settings()
     settings.server = dict(data.get("server") or {})
     _check_keys(settings.server, set(_SERVER_KEYS), "[server]")
     _check_types(settings.server, _SERVER_KEYS, "[server]")
     settings.tls = dict(data.get("tls") or {})
+    settings.limits = dict(data.get("limits") or {})
+    Bounds.from_table(settings.limits)  # refused here, with the file's name, not at start
     _check_keys(settings.tls, {"cert_file", "key_file", "ca_file"}, "[tls]")
     _check_types(settings.tls, dict.fromkeys(("cert_file", "key_file", "ca_file"), str), "[tls]")
     if bool(settings.tls.get("cert_file")) != bool(settings.tls.get("key_file")):
@@ -309,7 +315,7 @@ def load(path: Path) -> tuple[EventHubsModel, _Settings]:
 
 def apply_config_file(config, path: Path) -> None:
     """Load ``path`` into ``config`` (a BrokerConfig): the model, its namespaces, and the
-    TOML's [server] and [tls] settings (command-line flags are applied after, and win)."""
+    TOML's [server], [tls] and [limits] settings (command-line flags are applied after, and win)."""
     model, settings = load(path)
     config.eventhubs = model
     config.default_namespace = model.default_namespace
@@ -319,6 +325,8 @@ def apply_config_file(config, path: Path) -> None:
         _apply_server(config, server)
     except ValueError as exc:
         raise ValueError(f"{path}: [server]: {exc}") from None
+    if settings.limits:
+        config.bounds = Bounds.from_table(settings.limits)
     base = Path(path).resolve().parent
     for key, field in (("cert_file", "tls_cert_file"), ("key_file", "tls_key_file"),
                        ("ca_file", "tls_ca_file")):
@@ -343,6 +351,11 @@ def _apply_server(config, server: dict) -> None:
         config.https_listen_host, config.https_listen_port = parse_host_port(server["https_listen"], 5443)
     if "amqps_listen" in server:
         config.amqps_listen_host, config.amqps_listen_port = parse_host_port(server["amqps_listen"], 5671)
+    if "subscription_key" in server:
+        if len(server["subscription_key"]) < 16:
+            raise ValueError("subscription_key must be at least 16 characters: it guards the "
+                             "management plane")
+        config.subscription_key = server["subscription_key"]
     if "data_dir" in server:
         config.data_dir = Path(server["data_dir"])
     if "auto_create_topics" in server:

@@ -79,10 +79,11 @@ class RestApi:
             return send.send(self, request, segs[0], partition, publisher)
         return error(404, f"no Event Hubs API at {request.path}")
 
-    def authorize(self, request: Request, hub: str | None, right: str, *,
-                  any_right: bool = False) -> tuple[NamespaceRuntime | None, object, Response | None]:
+    def authorize(self, request: Request, hub: str | None, right: str, *, any_right: bool = False,
+                  namespace_wide: bool = False) -> tuple[NamespaceRuntime | None, object, Response | None]:
         """(namespace, principal, None) when the request may exercise ``right`` on
-        ``hub`` (``any_right``: any of Listen, Send and Manage); else (…, …, the refusal).
+        ``hub`` (``any_right``: any of Listen, Send and Manage; ``namespace_wide``: a
+        namespace-level resource, which a hub-scoped token does not reach); else (…, …, the refusal).
         The token is a SAS token, bare or as a bearer token (the Azure SDKs' token
         credentials send it so), or a bearer JWT where the namespace has OAuth."""
         services = self.services
@@ -97,7 +98,8 @@ class RestApi:
         if why is not None:
             return runtime, None, error(status, why)
         rights = (LISTEN, SEND, MANAGE) if any_right else (right,)
-        if not any(runtime.policy.allows(principal, r, hub) for r in rights):
+        scoped = namespace_wide and principal is not None and principal.hub is not None
+        if scoped or not any(runtime.policy.allows(principal, r, hub) for r in rights):
             what = f"event hub {hub!r}" if hub else f"namespace {runtime.name!r}"
             return runtime, principal, error(401, f"the token ({principal}) does not grant {right} "
                                                   f"on {what}")

@@ -34,7 +34,7 @@ def handle(api: RestApi, request: Request) -> Response:
     low = [s.lower() for s in segs]
     write = request.method in ("PUT", "POST")
     runtime, _principal, refused = api.authorize(request, None, SEND if write else LISTEN,
-                                                 any_right=not write)
+                                                 any_right=not write, namespace_wide=True)
     if refused is not None:
         return _json_error(refused)
     registry = api.registry(runtime.name)

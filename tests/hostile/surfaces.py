@@ -1,0 +1,246 @@
+"""The hostile-client suite's two axes: the credentials a client may hold, and
+the surfaces (a route, node or API of each front end) it may try them on.
+
+A credential knows how to show itself to each front end: an HTTP
+``Authorization`` header, a Kafka SASL/PLAIN password, an AMQP connection
+string. A surface says which right it needs (or that only the management
+plane's owner may use it) and answers ``True`` when the broker served the
+request, ``False`` when it refused it. Every client is real: requests for
+HTTP, confluent-kafka for Kafka, azure-eventhub for AMQP."""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import requests
+
+from kafka_wire.eventhubs import connection_string, sas
+
+NS, OTHER = "contoso", "fabrikam"
+HUB, OTHER_HUB = "payments", "orders"  # orders-writer is scoped to OTHER_HUB
+HOST = f"{NS}.servicebus.windows.net"
+MG = "/subscriptions/s/resourceGroups/g/providers/Microsoft.EventHub/namespaces"
+API = "?api-version=2024-01-01"
+OWNER = "owner"  # the right a subscription-level route needs
+
+
+@dataclass(frozen=True)
+class Credential:
+    """``rights``: what it may do in NS (empty: nothing, it must be refused)."""
+    kind: str
+    rights: frozenset
+    key_name: str | None = None
+    key: str | None = None
+    host: str = HOST
+    hub: str | None = None          # the token's resource hub
+    expired: bool = False
+
+    def token(self) -> str | None:
+        if self.key_name is None:
+            return None
+        expiry = int(time.time()) + (-3600 if self.expired else 3600)  # past the 15 min skew allowed
+        return sas.generate(sas.resource_uri(self.host, self.hub), self.key_name, self.key, expiry)
+
+    def header(self) -> dict:
+        token = self.token()
+        return {"Authorization": token} if token else {}
+
+    def password(self) -> str | None:
+        """A Kafka SASL/PLAIN password (a token-carrying connection string)."""
+        token = self.token()
+        return None if token is None else connection_string.build(self.host, signature=token,
+                                                                   entity_path=self.hub)
+
+    def amqp(self, port: int) -> str | None:
+        token = self.token()
+        if token is None:
+            return None
+        return connection_string.build(f"127.0.0.1:{port}", signature=token, entity_path=self.hub,
+                                       emulator=True)
+
+
+ROOT_KEY = ("RootManageSharedAccessKey", "cm9vdC1rZXktMQ==")
+CREDENTIALS = [
+    Credential("root", frozenset({"Manage", "Send", "Listen"}), *ROOT_KEY),
+    Credential("none", frozenset()),
+    Credential("wrong-key", frozenset(), ROOT_KEY[0], "bm90LXRoZS1rZXk="),
+    Credential("wrong-scope", frozenset(), "orders-writer", "b3JkZXJzLWtleQ==", hub=OTHER_HUB),
+    Credential("expired", frozenset(), *ROOT_KEY, expired=True),
+    Credential("listen-only", frozenset({"Listen"}), "listener", "bGlzdGVuLWtleQ=="),
+    Credential("send-only", frozenset({"Send"}), "sender", "c2VuZC1rZXk="),
+    Credential("other-namespace", frozenset(), ROOT_KEY[0], "ZmFicmlrYW0ta2V5",
+               host=f"{OTHER}.servicebus.windows.net"),
+]
+
+
+@dataclass(frozen=True)
+class Surface:
+    name: str
+    right: str  # Manage, Send, Listen, any, or OWNER
+    served: Callable  # (broker, credential) -> bool
+
+    def allowed(self, credential: Credential) -> bool:
+        if self.right == OWNER:
+            return False  # no namespace credential is the subscription's
+        if self.right == "any":
+            return bool(credential.rights)
+        return self.right in credential.rights
+
+
+# -- HTTP ---------------------------------------------------------------------------------
+def _http(method: str, path: str, **kwargs) -> Callable:
+    def call(broker, credential: Credential) -> bool:
+        headers = {"Host": HOST, **credential.header()}
+        answer = requests.request(method, broker.http_url + path, headers=headers, timeout=15, **kwargs)
+        assert answer.status_code < 500, (method, path, answer.status_code, answer.text)
+        if answer.status_code in (401, 403, 404):  # 404: a hub-scoped credential sees no other hub
+            return False
+        assert answer.status_code < 300, (method, path, answer.status_code, answer.text)
+        return True
+    return call
+
+
+def _console_send(broker, credential: Credential) -> bool:
+    return _http("POST", f"/api/namespaces/{NS}/hubs/{HUB}/events", json={"body": "hi", "partition": 0})(
+        broker, credential)
+
+
+HTTP = [
+    Surface("mgmt list namespaces", OWNER, _http("GET", MG + API)),
+    Surface("mgmt create namespace", OWNER, _http("PUT", f"{MG}/attacker1{API}", json={"sku": {"name": "Standard"}})),
+    Surface("mgmt delete namespace", OWNER, _http("DELETE", f"{MG}/{OTHER}{API}")),
+    Surface("mgmt get namespace", "Manage", _http("GET", f"{MG}/{NS}{API}")),
+    Surface("mgmt list hubs", "Manage", _http("GET", f"{MG}/{NS}/eventhubs{API}")),
+    Surface("mgmt put hub", "Manage", _http("PUT", f"{MG}/{NS}/eventhubs/made{API}",
+                                            json={"properties": {"partitionCount": 1}})),
+    Surface("mgmt put consumer group", "Manage",
+            _http("PUT", f"{MG}/{NS}/eventhubs/{HUB}/consumergroups/made{API}", json={})),
+    Surface("mgmt list rules", "Manage", _http("GET", f"{MG}/{NS}/authorizationRules{API}")),
+    Surface("mgmt list keys", "Manage", _http("POST", f"{MG}/{NS}/authorizationRules/listener/listKeys{API}")),
+    Surface("mgmt network rules", "Manage", _http("GET", f"{MG}/{NS}/networkRuleSets/default{API}")),
+    Surface("mgmt schema group", "Manage", _http("PUT", f"{MG}/{NS}/schemagroups/made{API}",
+                                                 json={"properties": {"schemaType": "Avro"}})),
+    Surface("mgmt application groups", "Manage", _http("GET", f"{MG}/{NS}/applicationGroups{API}")),
+    Surface("rest send", "Send", _http("POST", f"/{HUB}/messages", data=b"x")),
+    Surface("rest send partition", "Send", _http("POST", f"/{HUB}/partitions/0/messages", data=b"x")),
+    Surface("schema registry list", "any", _http("GET", "/$schemagroups?api-version=2022-10")),
+    Surface("console hub", "any", _http("GET", f"/api/namespaces/{NS}/hubs/{HUB}")),
+    Surface("console events", "Listen", _http("GET", f"/api/namespaces/{NS}/hubs/{HUB}/partitions/0/events"
+                                                    "?from=earliest")),
+    Surface("console send", "Send", _console_send),
+]
+
+
+# -- Kafka ----------------------------------------------------------------------------------
+def _kafka_conf(broker, credential: Credential) -> dict:
+    conf = {"bootstrap.servers": broker.bootstrap_servers, "log_level": 0,
+            "reconnect.backoff.ms": 200, "reconnect.backoff.max.ms": 1000}
+    password = credential.password()
+    if password is not None:
+        conf.update({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                     "sasl.username": "$ConnectionString", "sasl.password": password})
+    return conf
+
+
+def log_end(broker) -> int:
+    """NS's HUB/0 end, read in the broker (a Kafka credential names its own namespace,
+    so a delivery alone does not say where the record went)."""
+    return broker.call(lambda: broker.broker.services.namespaces[NS].topics.log(HUB, 0).log_end_offset)
+
+
+def kafka_produce(broker, credential: Credential) -> bool:
+    from confluent_kafka import Producer
+
+    reports: list = []
+    before = log_end(broker)
+    p = Producer({**_kafka_conf(broker, credential), "message.timeout.ms": 6000,
+                  "error_cb": lambda err: None})
+    p.produce(HUB, b"kafka", partition=0, on_delivery=lambda err, msg: reports.append(err))
+    p.flush(15)
+    return bool(reports) and reports[0] is None and log_end(broker) == before + 1
+
+
+def kafka_fetch(broker, credential: Credential) -> bool:
+    """Served when the first record of HUB/0 arrives (the fixture put one there)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    errors: list = []
+    c = Consumer({**_kafka_conf(broker, credential), "group.id": "hostile", "enable.auto.commit": False,
+                  "error_cb": errors.append})
+    try:
+        c.assign([TopicPartition(HUB, 0, 0)])
+        deadline = time.monotonic() + 8
+        while time.monotonic() < deadline and not errors:
+            msg = c.poll(0.2)
+            if msg is None:
+                continue
+            return not msg.error() and msg.value() == b"seed"  # NS's first record, not another's
+        return False
+    finally:
+        c.close()
+
+
+KAFKA = [Surface("kafka produce", "Send", kafka_produce), Surface("kafka fetch", "Listen", kafka_fetch)]
+
+
+# -- AMQP -------------------------------------------------------------------------------------
+def amqp_send(broker, credential: Credential) -> bool:
+    from azure.eventhub import EventData, EventHubProducerClient
+    from azure.eventhub.exceptions import EventHubError
+
+    cs = credential.amqp(broker.amqp_port)
+    if cs is None:
+        return False
+    try:
+        with EventHubProducerClient.from_connection_string(cs, eventhub_name=HUB, retry_total=0) as p:
+            p.send_batch([EventData(b"amqp")], partition_id="0")
+        return True
+    except EventHubError:
+        return False
+
+
+def amqp_management(broker, credential: Credential) -> bool:
+    from azure.eventhub import EventHubProducerClient
+    from azure.eventhub.exceptions import EventHubError
+
+    cs = credential.amqp(broker.amqp_port)
+    if cs is None:
+        return False
+    try:
+        with EventHubProducerClient.from_connection_string(cs, eventhub_name=HUB, retry_total=0) as p:
+            return p.get_partition_properties("0")["id"] == "0"
+    except EventHubError:
+        return False
+
+
+def amqp_receive(broker, credential: Credential) -> bool:
+    from azure.eventhub import EventHubConsumerClient
+
+    cs = credential.amqp(broker.amqp_port)
+    if cs is None:
+        return False
+    outcome: list = []
+    done = threading.Event()
+
+    def on_event(_ctx, event):
+        outcome.append(event is not None)
+        done.set()
+
+    def on_error(_ctx, error):
+        outcome.append(False)
+        done.set()
+
+    client = EventHubConsumerClient.from_connection_string(cs, "$Default", eventhub_name=HUB, retry_total=0)
+    worker = threading.Thread(target=client.receive, kwargs=dict(
+        on_event=on_event, on_error=on_error, partition_id="0", starting_position="-1"), daemon=True)
+    worker.start()
+    done.wait(15)
+    client.close()
+    worker.join(15)
+    return bool(outcome) and outcome[0]
+
+
+AMQP = [Surface("amqp send", "Send", amqp_send), Surface("amqp $management", "any", amqp_management),
+        Surface("amqp receive", "Listen", amqp_receive)]
