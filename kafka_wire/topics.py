@@ -150,6 +150,9 @@ class TopicManager:
     # -- administration -----------------------------------------------------
     def create(self, name: str, partitions: int | None = None,
                configs: dict[str, str] | None = None) -> TopicView:
+        """Create a topic; partitions open on first use. A failure part way (a
+        full disk, any error) registers nothing: the log manager removes the
+        partition directories it made and raises (StorageError for an OSError)."""
         error = topic_name_error(name)
         if error:
             raise ValueError(error)
@@ -167,6 +170,8 @@ class TopicManager:
         log.info("deleted topic %s", name)
 
     def create_partitions(self, name: str, total: int) -> None:
+        """Grow a topic to ``total`` partitions; on failure it keeps its old count
+        and the new partitions' directories are removed."""
         self.logs.create_partitions(name, total)
 
     def alter_config(self, name: str, overrides: dict[str, str]) -> None:

@@ -42,6 +42,8 @@ from .recovery import write_atomic
 logger = logging.getLogger(__name__)
 
 TOPICS_DIR = "__topics"
+# ~0.3 ms each after a clean shutdown, a few ms after a crash (an empty partition).
+RETENTION_OPENS_PER_PASS = 64
 MAX_TOPIC_NAME = 249
 _LEGAL = re.compile(r"[a-zA-Z0-9._-]+")  # used with fullmatch: "$" would accept a final newline
 
@@ -238,11 +240,19 @@ class LogManager:
     # -- maintenance ------------------------------------------------------------
 
     def enforce_retention(self, now_ms: int) -> int:
-        """Apply retention to every log; returns segments deleted."""
-        deleted = 0
+        """Apply retention to every log; returns segments deleted. Partitions not
+        opened yet are opened for it, at most RETENTION_OPENS_PER_PASS a pass:
+        the pass runs on the event loop, and opening thousands after a crash
+        (each recovers its active segment) would stall it for seconds."""
+        deleted = opened = 0
         for log in list(self._logs.values()):
-            if not log.closed:
-                deleted += log.enforce_retention(now_ms)
+            if log.closed:
+                continue
+            if not log.loaded:
+                if opened >= RETENTION_OPENS_PER_PASS:
+                    continue  # a later pass: once open, a log no longer counts
+                opened += 1
+            deleted += log.enforce_retention(now_ms)
         return deleted
 
     def expire_producers(self, now_ms: int) -> int:

@@ -264,3 +264,23 @@ TestTinyCapMachine.settings = settings(
     max_examples=60, stateful_step_count=30, deadline=None, derandomize=True,
     suppress_health_check=[HealthCheck.too_slow],
 )
+
+
+def test_retention_opens_a_bounded_number_of_partitions_a_pass(tmp_path, monkeypatch):
+    from kafka_wire.log import manager as manager_module
+
+    monkeypatch.setattr(manager_module, "RETENTION_OPENS_PER_PASS", 3)
+    config = LogConfig(retention_ms=1_000)
+    manager = LogManager(tmp_path, config, handles=FileHandleCache(8))
+    manager.create_topic("t", 7)
+    for p in range(7):
+        log = manager.get_log("t", p)
+        log.append(make_batch(1), now_ms=1)
+        log.roll()
+        log.append(make_batch(1), now_ms=5_000)
+    manager.close()
+    manager = LogManager(tmp_path, config, handles=FileHandleCache(8))
+    passes = [manager.enforce_retention(6_000) for _ in range(4)]
+    assert passes == [3, 3, 1, 0]  # one old segment deleted per partition, three partitions a pass
+    assert all(manager.get_log("t", p).log_start_offset == 1 for p in range(7))
+    manager.close()
