@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from kafka_wire.amqp.messages import Incoming, encode_value
 from kafka_wire.eventhubs.rights import SEND
-from kafka_wire.eventhubs.publication import DENIED, NOT_FOUND, TOO_LARGE, choose_partition, publish
+from kafka_wire.eventhubs.publication import DENIED, NOT_FOUND, TOO_LARGE, choose_partition, publish_batch
 from kafka_wire.rest.http import Later, Request, Response, error
 
 if TYPE_CHECKING:
@@ -74,17 +74,13 @@ def send(api: RestApi, request: Request, hub: str, partition: str | None,
         p = choose_partition(explicit, event.partition_key, view.partitions,
                              lambda: runtime.next_partition(hub, view.partitions))
         groups.setdefault(p, []).append(event)
-    wait = 0
-    client = request.headers.get("user-agent")
-    for p, group in groups.items():
-        size = sum(len(e.body or b"") for e in group)
-        done = publish(api.services, runtime, principal, hub, p, group, size, timeout_s * 1000,
-                       client, "https")
-        if done.error is not None:
-            return _refusal(done.error, done.message, done.busy)
-        wait = max(wait, done.throttle_ms)
+    size = sum(len(e.body or b"") for e in events)
+    done = publish_batch(api.services, runtime, principal, hub, groups, size, timeout_s * 1000,
+                         request.headers.get("user-agent"), "https")
+    if done.error is not None:
+        return _refusal(done.error, done.message, done.busy)
     answer = Response(201, b"", "text/plain")
-    return Later(wait, answer) if wait > 0 else answer
+    return Later(done.throttle_ms, answer) if done.throttle_ms > 0 else answer
 
 
 def refusal_status(code: int, busy: bool) -> int:

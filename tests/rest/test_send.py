@@ -170,3 +170,26 @@ def test_https_send_with_the_brokers_ca(tmp_path):
                             timeout=10).json()["status"] == "healthy"
         with pytest.raises(requests.exceptions.SSLError):  # not without the CA
             requests.post(f"{broker.https_url}/secure/messages", data=b"x", timeout=10)
+
+
+def test_a_batch_over_two_partitions_is_refused_whole_or_appended_whole(metered):
+    """Admission sees the whole publication: a batch whose second partition's events would
+    overrun the throughput units leaves the first partition unchanged too."""
+    broker, _clock = metered
+    broker.create_hub("two", 2)
+    keys = {}
+    for i in range(20):
+        keys.setdefault(partition_for_key(f"k{i}", 2), f"k{i}")
+    events = [{"Body": "e", "BrokerProperties": {"PartitionKey": keys[i % 2]}} for i in range(1500)]
+    local = {"Host": "localhost"}  # the metered namespace is the default one
+    r = post(broker, "/two/messages?timeout=0", events, auth=None, batch=True, headers=local)
+    assert r.status_code == 503 and "throughput unit" in r.text, r.text
+
+    def ends():
+        topics = broker.broker.services.default.topics
+        return [topics.log("two", p).log_end_offset for p in (0, 1)]
+
+    assert broker.call(ends) == [0, 0]
+    r = post(broker, "/two/messages?timeout=0", events[:400], auth=None, batch=True, headers=local)
+    assert r.status_code == 201, r.text
+    assert broker.call(ends) == [200, 200]
