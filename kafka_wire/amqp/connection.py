@@ -50,6 +50,8 @@ NOT_FOUND = "amqp:not-found"
 NOT_ALLOWED = "amqp:not-allowed"
 INTERNAL = "amqp:internal-error"
 INVALID_FIELD = "amqp:invalid-field"
+RESOURCE_LIMIT = "amqp:resource-limit-exceeded"
+MESSAGE_SIZE_EXCEEDED = "amqp:link:message-size-exceeded"
 
 
 class LinkHandler:
@@ -57,6 +59,9 @@ class LinkHandler:
     Subclasses set ``conn`` and ``link``."""
     conn: AmqpConnection
     link: object
+    # The largest message the link takes (None: the namespace's publication limit);
+    # the connection refuses a larger one as its frames arrive, before a handler sees it.
+    max_message_bytes: int | None = None
 
     def detach(self, condition: str, description: str) -> None:
         """End the link with an error, as the service does (a stolen partition,
@@ -99,6 +104,12 @@ class AmqpConnection(asyncio.Protocol):
         self._write_paused = False
         self._in_pump = False
         self.handlers: set[LinkHandler] = set()
+        # What proton holds for the peer until we free it: sessions with their links.
+        self.sessions: dict[object, set] = {}
+        self.links: set = set()
+        self._partial: dict[object, int] = {}  # delivery -> bytes buffered, while partial
+        self._partial_bytes = 0
+        self._auth_deadline: asyncio.TimerHandle | None = None
         self.scanner = None
         # AMQP over WebSockets: the first bytes decide (b"GET " is an upgrade request)
         self._sniff: bytearray | None = bytearray()
@@ -229,12 +240,18 @@ class AmqpConnection(asyncio.Protocol):
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None
+        if self._auth_deadline is not None:
+            self._auth_deadline.cancel()
+            self._auth_deadline = None
         for handler in list(self.handlers):
             try:
                 handler.on_close()
             except Exception:
                 log.exception("closing a link of %s", self.peer)
         self.handlers.clear()
+        self.sessions.clear()
+        self.links.clear()
+        self._partial.clear()
         if self.engine is not None:
             self.engine.unbind()
         self.engine = self.connection = self.collector = None
@@ -368,27 +385,32 @@ class AmqpConnection(asyncio.Protocol):
         if kind == Event.CONNECTION_REMOTE_OPEN:
             self._on_open(event.connection)
         elif kind == Event.SESSION_REMOTE_OPEN:
-            session = event.session
-            session.open()
+            self._on_begin(event.session)
         elif kind == Event.LINK_REMOTE_OPEN:
-            self._on_attach(event.link)
+            if self._admit_link(event.link):
+                self._on_attach(event.link)
         elif kind == Event.LINK_FLOW:
             handler = getattr(event.link, "kw_node", None)
             if handler is not None:
                 handler.on_flow()
         elif kind == Event.DELIVERY:
-            handler = getattr(event.delivery.link, "kw_node", None)
+            delivery = event.delivery
+            handler = getattr(delivery.link, "kw_node", None)
+            if delivery.link.is_receiver and not self._admit_transfer(delivery, handler):
+                return
             if handler is not None:
-                handler.on_delivery(event.delivery)
+                handler.on_delivery(delivery)
         elif kind in (Event.LINK_REMOTE_CLOSE, Event.LINK_REMOTE_DETACH):
             link = event.link
             self.end_link(link)
             if link.state & link.LOCAL_ACTIVE:
                 link.close()
+            self._release_link(link)
         elif kind == Event.SESSION_REMOTE_CLOSE:
             session = event.session
             if session.state & session.LOCAL_ACTIVE:
                 session.close()
+            self._release_session(session)
         elif kind == Event.CONNECTION_REMOTE_CLOSE:
             conn = event.connection
             if conn.state & conn.LOCAL_ACTIVE:
@@ -444,6 +466,22 @@ class AmqpConnection(asyncio.Protocol):
             return
         self.namespace = runtime
         log.debug("AMQP connection %s from %s opened on namespace %s", self.id, self.peer, runtime.name)
+        if runtime.model is not None and runtime.model.requires_auth and self.sasl_principal is None:
+            timeout = self.server.limits.unauthenticated_timeout_s
+            self._auth_deadline = asyncio.get_running_loop().call_later(
+                timeout, self._unauthenticated, timeout)
+
+    def _unauthenticated(self, timeout: float) -> None:
+        self._auth_deadline = None
+        if self._closed or self.connection is None or self.tokens or self.sasl_principal:
+            return
+        _repeats.warn("amqp-auth", client_address(self.peer),
+                      f"closing AMQP connection from {self.peer}: no token put on $cbs within "
+                      f"{timeout:g} s of opening")
+        self._fail(UNAUTHORIZED, f"no token was put on $cbs within {timeout:g} s of opening the "
+                                 f"connection: put a SAS token (or, where the namespace has OAuth, "
+                                 f"a JWT) on $cbs right after opening")
+        self.pump()
 
     def _on_attach(self, link) -> None:
         from kafka_wire.amqp import nodes  # the nodes import this module
@@ -473,6 +511,116 @@ class AmqpConnection(asyncio.Protocol):
             link.kw_node = None
             self.handlers.discard(handler)
             handler.on_close()
+
+    # -- limits (see .limits) -----------------------------------------------------------
+    def _on_begin(self, session) -> None:
+        self.sessions.setdefault(session, set())
+        session.open()
+        cap = self.server.limits.max_sessions
+        if len(self.sessions) <= cap:
+            return
+        if len(self.sessions) > 2 * cap:  # our ends ignored: the peer keeps beginning
+            self._fail(RESOURCE_LIMIT, f"more than {cap} sessions were begun on this connection "
+                                       f"and the refusals were not answered")
+            return
+        _repeats.warn("amqp-limit", client_address(self.peer),
+                      f"AMQP connection from {self.peer}: a session past the cap of {cap} refused")
+        session.condition = Condition(RESOURCE_LIMIT, f"this connection has {cap} sessions, the "
+                                                      f"most it may have: end one first")
+        session.close()
+
+    def _admit_link(self, link) -> bool:
+        """Count the peer's new link; past the cap, refuse it (False) before a node sees it."""
+        self.links.add(link)
+        session = link.session
+        self.sessions.setdefault(session, set()).add(link)
+        if session.state & session.LOCAL_CLOSED:
+            return False  # on a session we refused: freed with it when the peer ends it
+        cap = self.server.limits.max_links
+        if len(self.links) <= cap:
+            return True
+        if len(self.links) > 2 * cap:  # our detaches ignored: the peer keeps attaching
+            self._fail(RESOURCE_LIMIT, f"more than {cap} links were attached on this connection "
+                                       f"and the refusals were not answered")
+            return False
+        link.kw_peer = self.peer  # refuse() logs the refusal
+        refuse(link, RESOURCE_LIMIT, f"this connection has {cap} links attached, the most it may "
+                                     f"have: detach one first")
+        return False
+
+    def _release_link(self, link) -> None:
+        """Both sides have detached ``link``: let proton free it (it still writes our detach)."""
+        if link not in self.links:
+            return  # freed already, with its session
+        self.links.discard(link)
+        links = self.sessions.get(link.session)
+        if links is not None:
+            links.discard(link)
+        self._forget_deliveries(link)
+        link.free()
+
+    def _release_session(self, session) -> None:
+        """Both sides have ended ``session``: free it, and the links the peer left in it."""
+        links = self.sessions.pop(session, None)
+        if links is None:
+            return
+        for link in links:
+            self.end_link(link)
+            self.links.discard(link)
+            self._forget_deliveries(link)
+        session.free()
+
+    def _admit_transfer(self, delivery, handler: LinkHandler | None) -> bool:
+        """Bound what an incoming message holds while its frames arrive: False (and the
+        delivery settled, so proton drops the rest of its frames as they come) when no
+        node takes it, its sender aborted it, or it has grown past the link's limit or
+        past the connection's budget for messages still arriving."""
+        if handler is None or delivery.aborted:
+            self._drop(delivery, None, "")
+            return False
+        pending = delivery.pending
+        limit = handler.max_message_bytes or self.namespace.policy.max_publication_bytes()
+        if pending > limit:
+            _repeats.warn("amqp-message-size", client_address(self.peer),
+                          f"AMQP connection from {self.peer}: a message over {limit} bytes refused "
+                          f"at its frame past the limit")
+            self._drop(delivery, MESSAGE_SIZE_EXCEEDED,
+                       f"the message exceeds the limit ({limit} bytes) allowed on this link: it was "
+                       f"refused at {pending} bytes and the rest of it is discarded")
+            return False
+        if not delivery.partial:
+            self._forget(delivery)
+            return True
+        self._partial_bytes += pending - self._partial.get(delivery, 0)
+        self._partial[delivery] = pending
+        budget = max(self.server.limits.max_arriving_bytes, limit + MAX_FRAME)
+        if self._partial_bytes > budget:
+            _repeats.warn("amqp-limit", client_address(self.peer),
+                          f"AMQP connection from {self.peer}: over {budget} bytes of messages "
+                          f"arriving at once; one refused")
+            self._drop(delivery, RESOURCE_LIMIT,
+                       f"the messages still arriving on this connection hold over {budget} bytes: "
+                       f"finish (or abort) some before starting more")
+            return False
+        return True
+
+    def _drop(self, delivery, condition: str | None, description: str) -> None:
+        """Settle ``delivery`` (rejected with ``condition`` if given) and give back the credit."""
+        self._forget(delivery)
+        link = delivery.link
+        if condition is not None:
+            delivery.local.condition = Condition(condition, description)
+            delivery.update(delivery.REJECTED)
+        delivery.settle()
+        if condition is not None and link.state & link.LOCAL_ACTIVE:
+            link.flow(1)  # the credit the refused message took
+
+    def _forget(self, delivery) -> None:
+        self._partial_bytes -= self._partial.pop(delivery, 0)
+
+    def _forget_deliveries(self, link) -> None:
+        for delivery in [d for d in self._partial if d.link == link]:
+            self._forget(delivery)
 
     # -- authentication -----------------------------------------------------------------
     def _sasl_login(self, mechanism: str, response: bytes, hostname: str | None) -> str | None:

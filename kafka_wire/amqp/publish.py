@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 from proton import Condition, Delivery
 
-from kafka_wire.amqp.connection import INTERNAL, NOT_ALLOWED, NOT_FOUND, UNAUTHORIZED, LinkHandler, refuse
+from kafka_wire.amqp.connection import (INTERNAL, MESSAGE_SIZE_EXCEEDED, NOT_ALLOWED, NOT_FOUND,
+                                        UNAUTHORIZED, LinkHandler, refuse)
 from kafka_wire.amqp.messages import MessageError, batch_messages, decode_message
 from kafka_wire.amqp.nodes import hub_for, open_link, received
 from kafka_wire.context import SEND
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
 
 CREDIT = 500
 SEND_TIMEOUT_MS = 60_000  # the SDKs' default operation timeout: a longer throttle is refused
-MESSAGE_SIZE_EXCEEDED = "amqp:link:message-size-exceeded"
 SERVER_BUSY = "com.microsoft:server-busy"
 
 
@@ -52,10 +52,12 @@ class PublishLink(LinkHandler):
         self.conn, self.link, self.hub, self.principal = conn, link, hub, principal
         self.partition = address.partition
         self.publisher = address.publisher
-        self.limit = conn.namespace.policy.max_publication_bytes()
+        # Advertised on the attach (the SDKs size their batches by it) and enforced by the
+        # connection as the frames of a message arrive.
+        self.max_message_bytes = conn.namespace.policy.max_publication_bytes()
         self.closed = False
         open_link(link)
-        link.max_message_size = self.limit
+        link.max_message_size = self.max_message_bytes
         link.flow(CREDIT)
         conn.watch_token(self, link, hub, SEND)
 
@@ -81,9 +83,6 @@ class PublishLink(LinkHandler):
         """Append the transfer; None when done (settled here or after a throttle)."""
         conn = self.conn
         runtime = conn.namespace
-        if len(raw) > self.limit:
-            return Condition(MESSAGE_SIZE_EXCEEDED, f"the message is {len(raw)} bytes; event hub "
-                             f"{self.hub!r} accepts at most {self.limit} bytes per send")
         try:
             outer = decode_message(raw)
             messages = batch_messages(outer) or [outer]

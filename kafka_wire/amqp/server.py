@@ -1,6 +1,6 @@
 """The AMQP listener: accepts connections, and holds what they share (the
-receivers of each partition and consumer group, the round-robin position of
-each hub, the traffic counters the metrics show)."""
+receivers of each partition and consumer group, the traffic counters the
+metrics show, the limits every connection is held to)."""
 from __future__ import annotations
 
 import asyncio
@@ -8,6 +8,7 @@ import logging
 
 from kafka_wire.amqp import websocket
 from kafka_wire.amqp.connection import AmqpConnection
+from kafka_wire.amqp.limits import ConnectionLimits
 from kafka_wire.context import Services
 
 log = logging.getLogger(__name__)
@@ -16,6 +17,7 @@ log = logging.getLogger(__name__)
 class AmqpServer:
     def __init__(self, services: Services) -> None:
         self.services = services
+        self.limits = ConnectionLimits()  # read by each connection when it needs them
         self.connections: set[AmqpConnection] = set()
         # (namespace, hub, consumer group, partition) -> its receive links
         self.readers: dict[tuple[str, str, str, int], set] = {}
