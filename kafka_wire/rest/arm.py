@@ -8,10 +8,13 @@ from kafka_wire.rest.http import Response
 
 PROVIDER = "Microsoft.EventHub"
 JSON = "application/json; charset=utf-8"
-# what azure-mgmt-eventhub 11 sends (its profiles) and the service serves
-API_VERSIONS = frozenset({"2015-08-01", "2017-04-01", "2018-01-01-preview", "2021-01-01-preview",
-                          "2021-06-01-preview", "2021-11-01", "2022-01-01-preview",
-                          "2022-10-01-preview", "2024-01-01", "2024-05-01-preview"})
+# The service's api-versions for Microsoft.EventHub (Azure's "resource types and versions"
+# list): what azure-mgmt-eventhub 11 (its profiles) and 12 (2026-01-01) send. Their
+# shapes agree where kafka-wire reads and writes them.
+API_VERSIONS = frozenset({"2014-09-01", "2015-08-01", "2017-04-01", "2018-01-01-preview",
+                          "2021-01-01-preview", "2021-06-01-preview", "2021-11-01", "2022-01-01-preview",
+                          "2022-10-01-preview", "2023-01-01-preview", "2024-01-01", "2024-05-01-preview",
+                          "2025-05-01-preview", "2026-01-01"})
 LOCATION = "local"
 
 

@@ -30,12 +30,12 @@ def _client(broker):
 
 
 def _capture(enabled: bool = True, **changes) -> dict:
-    desc = {"enabled": enabled, "encoding": "Avro", "interval_in_seconds": 60, "size_limit_in_bytes": 10485760,
-            "skip_empty_archives": True,
-            "destination": {"name": "EventHubArchive.AzureBlockBlob", "storage_account_resource_id": ACCOUNT,
-                            "blob_container": "capture"}}
+    desc = {"enabled": enabled, "encoding": "Avro", "intervalInSeconds": 60, "sizeLimitInBytes": 10485760,
+            "skipEmptyArchives": True,
+            "destination": {"name": "EventHubArchive.AzureBlockBlob", "properties": {
+                "storageAccountResourceId": ACCOUNT, "blobContainer": "capture"}}}
     desc.update(changes)
-    return {"partition_count": 2, "capture_description": desc}
+    return {"properties": {"partitionCount": 2, "captureDescription": desc}}
 
 
 def _captured(out) -> int:
@@ -52,7 +52,7 @@ def test_capture_enabled_live_starts_then_and_stops_when_disabled(spark, tmp_pat
     try:
         mgmt = _client(broker)
         ns = broker.config.default_namespace
-        mgmt.event_hubs.create_or_update(RG, ns, HUB, {"partition_count": 2})
+        mgmt.event_hubs.create_or_update(RG, ns, HUB, {"properties": {"partitionCount": 2}})
         produce(broker.bootstrap_servers, HUB, 40, compression="none", partitions=2)  # before: not captured
         time.sleep(0.05)  # enqueued strictly before the capture is enabled
         hub = mgmt.event_hubs.create_or_update(RG, ns, HUB, _capture())
@@ -86,15 +86,15 @@ def test_bad_capture_descriptions_are_refused_and_change_nothing(tmp_path):
     with EmulatedBroker(tmp_path / "data", tls=True, http=True) as broker:
         mgmt = _client(broker)
         ns = broker.config.default_namespace
-        mgmt.event_hubs.create_or_update(RG, ns, HUB, {"partition_count": 2})
+        mgmt.event_hubs.create_or_update(RG, ns, HUB, {"properties": {"partitionCount": 2}})
         bad = [
-            (_capture(interval_in_seconds=30), "interval_seconds=30 is out of range"),
-            (_capture(size_limit_in_bytes=1024), "size_limit_bytes=1024 is out of range"),
+            (_capture(intervalInSeconds=30), "interval_seconds=30 is out of range"),
+            (_capture(sizeLimitInBytes=1024), "size_limit_bytes=1024 is out of range"),
             (_capture(encoding="AvroDeflate"), "AvroDeflate is not emulated"),
-            (_capture(destination={"name": "EventHubArchive.AzureBlockBlob", "blob_container": "c"}),
+            (_capture(destination={"name": "EventHubArchive.AzureBlockBlob", "properties": {"blobContainer": "c"}}),
              "needs storageAccountResourceId and blobContainer"),
-            (_capture(destination={"name": "EventHubArchive.AzureBlockBlob", "blob_container": "../up",
-                                   "storage_account_resource_id": ACCOUNT}), "must not contain '..'"),
+            (_capture(destination={"name": "EventHubArchive.AzureBlockBlob", "properties": {
+                "blobContainer": "../up", "storageAccountResourceId": ACCOUNT}}), "must not contain '..'"),
         ]
         for body, message in bad:
             with pytest.raises(HttpResponseError) as info:

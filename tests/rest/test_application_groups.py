@@ -32,18 +32,18 @@ def test_a_groups_clients_are_throttled_and_refused_when_disabled(tmp_path):
     broker = start(data_dir)
     try:
         mgmt = client(broker)
-        mgmt.namespaces.create_or_update_authorization_rule(RG, NS, "app", {"rights": ["Send", "Listen"]})
+        mgmt.namespaces.create_or_update_authorization_rule(RG, NS, "app", {"properties": {"rights": ["Send", "Listen"]}})
         app = ("app", mgmt.namespaces.list_keys(RG, NS, "app").primary_key)
         group = mgmt.application_group.create_or_update_application_group(RG, NS, "slow-apps", {
-            "is_enabled": True, "client_app_group_identifier": "SASKeyName=app",
-            "policies": [{"type": "ThrottlingPolicy", "name": "messages-in",
-                          "rate_limit_threshold": 50, "metric_id": "IncomingMessages"}]})
+            "properties": {"isEnabled": True, "clientAppGroupIdentifier": "SASKeyName=app",
+                           "policies": [{"type": "ThrottlingPolicy", "name": "messages-in",
+                                         "rateLimitThreshold": 50, "metricId": "IncomingMessages"}]}})
         assert group.client_app_group_identifier == "SASKeyName=app" and group.is_enabled
         error, throttle = produce(broker, app)
         assert error == 0 and throttle > 5_000  # 500 messages against 50 a second
         assert produce(broker, ROOT) == (0, 0)  # another policy's client: not in the group
         mgmt.application_group.create_or_update_application_group(RG, NS, "slow-apps", {
-            "is_enabled": False, "client_app_group_identifier": "SASKeyName=app", "policies": []})
+            "properties": {"isEnabled": False, "clientAppGroupIdentifier": "SASKeyName=app", "policies": []}})
         assert produce(broker, app)[0] == TOPIC_DENIED
         assert produce(broker, ROOT)[0] == 0
     finally:

@@ -86,8 +86,8 @@ def test_event_hubs_and_consumer_groups_live_and_after_restart(data_dir):
         mgmt = client(broker)
         assert sorted(n.name for n in owner(broker).namespaces.list()) == [NS, "fabrikam"]
         assert mgmt.namespaces.get(RG, NS).sku.tier == "Standard"
-        hub = mgmt.event_hubs.create_or_update(RG, NS, "telemetry", {
-            "partition_count": 3, "retention_description": {"retention_time_in_hours": 12}})
+        hub = mgmt.event_hubs.create_or_update(RG, NS, "telemetry", {"properties": {
+            "partitionCount": 3, "retentionDescription": {"retentionTimeInHours": 12}}})
         assert (hub.partition_count, hub.partition_ids, hub.status) == (3, ["0", "1", "2"], "Active")
         assert hub.retention_description.retention_time_in_hours == 12
         # Kafka sees the new hub at once, with its partitions and retention.
@@ -96,7 +96,7 @@ def test_event_hubs_and_consumer_groups_live_and_after_restart(data_dir):
         assert len(admin.list_topics("telemetry", timeout=10).topics["telemetry"].partitions) == 3
         kafka_send(broker, "telemetry", password)
         # Grown to 4 partitions; a consumer group the SDK can then read with.
-        assert mgmt.event_hubs.create_or_update(RG, NS, "telemetry", {"partition_count": 4}) \
+        assert mgmt.event_hubs.create_or_update(RG, NS, "telemetry", {"properties": {"partitionCount": 4}}) \
             .partition_count == 4
         mgmt.consumer_groups.create_or_update(RG, NS, "telemetry", "analytics", {})
         assert [g.name for g in mgmt.consumer_groups.list_by_event_hub(RG, NS, "telemetry")] == \
@@ -111,7 +111,7 @@ def test_event_hubs_and_consumer_groups_live_and_after_restart(data_dir):
         got = receive(c, 1, partition_id="3", starting_position="-1")
         assert [e.body_as_str() for _, e in got] == ["for analytics"]
         with pytest.raises(HttpResponseError) as removed:  # partitions cannot be removed
-            mgmt.event_hubs.create_or_update(RG, NS, "telemetry", {"partition_count": 2})
+            mgmt.event_hubs.create_or_update(RG, NS, "telemetry", {"properties": {"partitionCount": 2}})
         assert removed.value.status_code == 400
         mgmt.event_hubs.delete(RG, NS, "payments")  # one from the config file
     finally:
@@ -140,21 +140,21 @@ def test_rules_keys_and_regeneration_take_effect_at_once(data_dir):
     broker = start(data_dir)
     try:
         mgmt = client(broker)
-        rule = mgmt.namespaces.create_or_update_authorization_rule(RG, NS, "app", {"rights": ["Send"]})
+        rule = mgmt.namespaces.create_or_update_authorization_rule(RG, NS, "app", {"properties": {"rights": ["Send"]}})
         assert rule.rights == ["Send"]
         keys = mgmt.namespaces.list_keys(RG, NS, "app")
         assert keys.key_name == "app" and keys.primary_key and keys.secondary_key
         assert f"SharedAccessKey={keys.primary_key}" in keys.primary_connection_string
         old = kafka_cs(broker, "app", keys.primary_key)
         kafka_send(broker, "orders", old)
-        new = mgmt.namespaces.regenerate_keys(RG, NS, "app", {"key_type": "PrimaryKey"})
+        new = mgmt.namespaces.regenerate_keys(RG, NS, "app", {"keyType": "PrimaryKey"})
         assert new.primary_key != keys.primary_key and new.secondary_key == keys.secondary_key
         with pytest.raises(KafkaException):  # the old key is refused now
             kafka_send(broker, "orders", old)
         kafka_send(broker, "orders", kafka_cs(broker, "app", new.primary_key))
         # A hub-level rule, then the namespace rule deleted.
         mgmt.event_hubs.create_or_update_authorization_rule(RG, NS, "orders", "reader",
-                                                            {"rights": ["Listen"]})
+                                                            {"properties": {"rights": ["Listen"]}})
         assert [r.name for r in mgmt.event_hubs.list_authorization_rules(RG, NS, "orders")] == \
             ["orders-writer", "reader"]
         mgmt.namespaces.delete_authorization_rule(RG, NS, "app")
@@ -176,7 +176,7 @@ def test_a_disabled_hub_refuses_sends_and_reads(data_dir):
     broker = start(data_dir)
     try:
         mgmt = client(broker)
-        assert mgmt.event_hubs.create_or_update(RG, NS, "orders", {"status": "SendDisabled"}).status \
+        assert mgmt.event_hubs.create_or_update(RG, NS, "orders", {"properties": {"status": "SendDisabled"}}).status \
             == "SendDisabled"
         with pytest.raises(KafkaException, match="POLICY_VIOLATION|SendDisabled"):
             kafka_send(broker, "orders", broker.connection_string(namespace=NS, policy=ROOT[0]))
@@ -185,7 +185,7 @@ def test_a_disabled_hub_refuses_sends_and_reads(data_dir):
                           verify=str(broker.ca_file), timeout=10)
         assert r.status_code == 403 and "SendDisabled" in r.text
         # Disabled: no reads either, over Kafka or AMQP.
-        mgmt.event_hubs.create_or_update(RG, NS, "orders", {"status": "Disabled"})
+        mgmt.event_hubs.create_or_update(RG, NS, "orders", {"properties": {"status": "Disabled"}})
         password = broker.connection_string(namespace=NS, policy=ROOT[0])
         c = Consumer(confluent_conf(broker.bootstrap_servers, password, **{"group.id": "disabled"}))
         try:
@@ -200,7 +200,7 @@ def test_a_disabled_hub_refuses_sends_and_reads(data_dir):
             eventhub_name="orders", load_balancing_interval=1, retry_total=0)
         with pytest.raises(Exception, match="Disabled"):
             receive(sdk, 1, timeout=10, partition_id="0", starting_position="-1")
-        mgmt.event_hubs.create_or_update(RG, NS, "orders", {"status": "Active"})
+        mgmt.event_hubs.create_or_update(RG, NS, "orders", {"properties": {"status": "Active"}})
         kafka_send(broker, "orders", password)
     finally:
         broker.stop()
@@ -243,7 +243,7 @@ def test_the_report_says_what_differs_from_the_config_file(data_dir):
     broker = start(data_dir)
     try:
         mgmt = client(broker)
-        mgmt.event_hubs.create_or_update(RG, NS, "added", {"partition_count": 1})
+        mgmt.event_hubs.create_or_update(RG, NS, "added", {"properties": {"partitionCount": 1}})
         mgmt.namespaces.delete_authorization_rule(RG, NS, "listener")
     finally:
         broker.stop()
@@ -265,7 +265,7 @@ def test_a_namespace_made_at_runtime_serves_kafka_and_stays(data_dir):
             "location": "local", "sku": {"name": "Standard", "tier": "Standard", "capacity": 1}}).result()
         assert (made.name, made.sku.tier, made.provisioning_state) == ("fresh-ns", "Standard", "Succeeded")
         # On a broker whose namespaces require auth a new one gets its own Root key, as on Azure.
-        mgmt.event_hubs.create_or_update(RG, "fresh-ns", "events", {"partition_count": 2})
+        mgmt.event_hubs.create_or_update(RG, "fresh-ns", "events", {"properties": {"partitionCount": 2}})
         password = mgmt.namespaces.list_keys(RG, "fresh-ns", ROOT[0]).primary_connection_string
         assert "fresh-ns.servicebus.windows.net" in password
         kafka_send(broker, "events", password)

@@ -56,7 +56,7 @@ def test_units_auto_inflate_and_tier_change_live_and_after_restart(tmp_path):
         ns = mgmt.namespaces.update(RG, NS, {"sku": {"name": "Standard", "tier": "Standard", "capacity": 3}})
         assert ns.sku.capacity == 3 and quota().units == 3
         assert quota().ingress_bytes.rate == 3 * 1024 * 1024  # the throughput-unit bucket is 3 TUs wide now
-        ns = mgmt.namespaces.update(RG, NS, {"is_auto_inflate_enabled": True, "maximum_throughput_units": 6})
+        ns = mgmt.namespaces.update(RG, NS, {"properties": {"isAutoInflateEnabled": True, "maximumThroughputUnits": 6}})
         assert (ns.is_auto_inflate_enabled, ns.maximum_throughput_units) == (True, 6)
         assert quota().auto_inflate_max == 6
 
@@ -66,25 +66,25 @@ def test_units_auto_inflate_and_tier_change_live_and_after_restart(tmp_path):
                  message="41 TUs is out of range for Standard")
         # Basic has one consumer group per hub and one day of retention: refused while orders has more.
         _refused(mgmt.namespaces.update, RG, NS, {"sku": {"name": "Basic", "tier": "Basic"},
-                                                  "is_auto_inflate_enabled": False},
+                                                  "properties": {"isAutoInflateEnabled": False}},
                  message="2 consumer groups (with $Default) exceed the Basic limit of 1")
         mgmt.consumer_groups.delete(RG, NS, "orders", "billing")
         _refused(mgmt.namespaces.update, RG, NS, {"sku": {"name": "Basic", "tier": "Basic"},
-                                                  "is_auto_inflate_enabled": False},
+                                                  "properties": {"isAutoInflateEnabled": False}},
                  message="retention_hours=48 is outside 1-24 for Basic")
-        mgmt.event_hubs.create_or_update(RG, NS, "orders", {"retention_description": {
-            "cleanup_policy": "Delete", "retention_time_in_hours": 24}})
+        mgmt.event_hubs.create_or_update(RG, NS, "orders", {"properties": {"retentionDescription": {
+            "cleanupPolicy": "Delete", "retentionTimeInHours": 24}}})
         # A hub made over Kafka (no model entry) with two days' retention is checked too.
         admin = AdminClient(confluent_conf(broker.bootstrap_servers,
                                            broker.connection_string(namespace=NS, policy=ROOT[0])))
         admin.create_topics([NewTopic("kafka-made", 1, config={"retention.ms": str(48 * 3_600_000)})])[
             "kafka-made"].result(15)
         _refused(mgmt.namespaces.update, RG, NS, {"sku": {"name": "Basic", "tier": "Basic"},
-                                                  "is_auto_inflate_enabled": False},
+                                                  "properties": {"isAutoInflateEnabled": False}},
                  message="event hub 'kafka-made' keeps events longer than the tier's 24 hours")
         admin.delete_topics(["kafka-made"])["kafka-made"].result(15)
         ns = mgmt.namespaces.update(RG, NS, {"sku": {"name": "Basic", "tier": "Basic"},
-                                             "is_auto_inflate_enabled": False})
+                                             "properties": {"isAutoInflateEnabled": False}})
         assert (ns.sku.tier, ns.sku.capacity, ns.is_auto_inflate_enabled) == ("Basic", 3, False)
         # The Basic tier's rules apply at once: no consumer group besides $Default.
         with pytest.raises(HttpResponseError):

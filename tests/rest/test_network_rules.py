@@ -17,8 +17,8 @@ from tests.rawclient import RawClient
 
 from .test_management import NS, RG, SasCredential, client, kafka_send, start
 
-ALLOW_ONLY_127_0_0_2 = {"default_action": "Deny", "public_network_access": "Enabled",
-                        "ip_rules": [{"ip_mask": "127.0.0.2/32", "action": "Allow"}]}
+ALLOW_ONLY_127_0_0_2 = {"properties": {"defaultAction": "Deny", "publicNetworkAccess": "Enabled",
+                                       "ipRules": [{"ipMask": "127.0.0.2/32", "action": "Allow"}]}}
 
 
 def https_send(broker, source: str) -> int:
@@ -68,7 +68,7 @@ def test_ip_rules_refuse_other_addresses_on_every_listener(tmp_path, caplog):
         assert https_send(broker, "127.0.0.1") == 403  # kept across the restart
         mgmt = client(broker)
         assert mgmt.namespaces.get_network_rule_set(RG, NS).default_action == "Deny"
-        mgmt.namespaces.create_or_update_network_rule_set(RG, NS, {"default_action": "Allow"})
+        mgmt.namespaces.create_or_update_network_rule_set(RG, NS, {"properties": {"defaultAction": "Allow"}})
         kafka_send(broker, "orders", broker.connection_string(namespace=NS, policy=ROOT[0]))
         assert https_send(broker, "127.0.0.1") == 201
     finally:

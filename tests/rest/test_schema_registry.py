@@ -40,7 +40,7 @@ def test_register_encode_send_decode_and_compatibility(tmp_path):
     broker = start(data_dir)
     try:
         group = client(broker).schema_registry.create_or_update(
-            RG, NS, "orders-schemas", {"schema_compatibility": "Backward", "schema_type": "Avro"})
+            RG, NS, "orders-schemas", {"properties": {"schemaCompatibility": "Backward", "schemaType": "Avro"}})
         assert (group.schema_compatibility, group.schema_type) == ("Backward", "Avro")
         sr = registry(broker)
         v1 = sr.register_schema("orders-schemas", "shop.Order", V1, "Avro")
