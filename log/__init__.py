@@ -34,6 +34,7 @@ _HOMES = {
     "UnknownProducerId": "errors",
     "UnknownTopic": "errors",
     "UnsupportedMagic": "errors",
+    "FileHandleCache": "handles",
     "AbortedTxn": "index",
     "LogManager": "manager",
     "TopicInfo": "manager",
@@ -57,10 +58,11 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "AbortedTxn", "AppendInfo", "BatchHeader", "CleanResult", "CorruptRecord", "InvalidProducerEpoch",
-    "InvalidRecord", "InvalidTxnState", "LogCleaner", "LogClosed", "LogConfig", "LogError", "LogManager",
-    "LogSegment", "OffsetOutOfRange", "OutOfOrderSequence", "PartitionLog", "ProducerInfo", "ProducerStateError",
-    "RecordTooLarge", "StorageError", "TOPIC_CONFIGS", "TOPIC_CONFIG_DEFAULTS", "TopicExists", "TopicInfo",
-    "TransactionCoordinatorFenced", "UnknownProducerId", "UnknownTopic", "UnsupportedMagic", "iter_batches",
-    "parse_header", "patch_base_offset", "set_log_append_time", "validate_records", "validate_topic_name",
+    "AbortedTxn", "AppendInfo", "BatchHeader", "CleanResult", "CorruptRecord", "FileHandleCache",
+    "InvalidProducerEpoch", "InvalidRecord", "InvalidTxnState", "LogCleaner", "LogClosed", "LogConfig", "LogError",
+    "LogManager", "LogSegment", "OffsetOutOfRange", "OutOfOrderSequence", "PartitionLog", "ProducerInfo",
+    "ProducerStateError", "RecordTooLarge", "StorageError", "TOPIC_CONFIGS", "TOPIC_CONFIG_DEFAULTS", "TopicExists",
+    "TopicInfo", "TransactionCoordinatorFenced", "UnknownProducerId", "UnknownTopic", "UnsupportedMagic",
+    "iter_batches", "parse_header", "patch_base_offset", "set_log_append_time", "validate_records",
+    "validate_topic_name",
 ]

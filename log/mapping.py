@@ -13,7 +13,6 @@ say) unmaps it when it goes. Platforms without either keep ``mmap.mmap``.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import mmap
 import os
 import sys
@@ -25,7 +24,7 @@ Map = Union[mmap.mmap, memoryview]
 _libc = None
 if sys.version_info < (3, 13) and os.name == "posix":
     try:
-        _libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        _libc = ctypes.CDLL(None, use_errno=True)  # the process's own symbols, libc's among them
         _libc.mmap.restype = ctypes.c_void_p
         _libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                                ctypes.c_int64)
