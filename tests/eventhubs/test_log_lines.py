@@ -67,7 +67,7 @@ def test_wrong_keys_from_one_client_are_one_line_then_a_count(caplog):
         assert auth_error(broker.bootstrap_servers, wrong, timeout=3) is not None
         for _ in range(3):
             auth_error(broker.bootstrap_servers, wrong, timeout=1)
-    failures = _lines(caplog, "authentication of")
+    failures = _lines(caplog, "PLAIN login from")
     assert len(failures) == 1, failures
     assert "is wrong" in failures[0]
 
