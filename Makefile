@@ -34,7 +34,7 @@ install-test: $(TEST_STAMP)
 install-bench: $(BENCH_STAMP)
 
 run: $(STAMP)
-	$(VENV)/bin/kafka-wire serve --data-dir ./data --listen 127.0.0.1:9092
+	$(VENV)/bin/kafka-wire serve --data-dir ./data --listen 127.0.0.1:9092 --tls-listen 127.0.0.1:9093
 
 # tests/js/package.json's packages, only where npm exists (else their tests skip and say why):
 # kafkajs (tests/groups/test_kafkajs_group.py), @azure/event-hubs (tests/amqp/test_sdk_js.py),
