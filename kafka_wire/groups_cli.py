@@ -329,7 +329,8 @@ def render_text(report: Iterable[HubGroups], out: TextIO, source: str) -> None:
         return
     for hub in report:
         where = hub.namespace if hub.namespace is not None else source
-        print(f"{where} / {hub.event_hub}  ({hub.partitions} partitions)", file=out)
+        print(f"{where} / {hub.event_hub}  ({hub.partitions} partition{'' if hub.partitions == 1 else 's'})",
+              file=out)
         for g in hub.consumer_groups:
             if not g.kafka_group:
                 print(f"  consumer group {g.name}  (no Kafka consumer has used it)", file=out)
