@@ -170,7 +170,7 @@ function renderTree(namespaces) {
         h("a", { href: hubHref(ns.name, hub.name), "data-key": ns.name + "/" + hub.name },
           hub.name, h("small", { "data-stats": ns.name + "/" + hub.name })))))
         : ns.locked ? h("p", null, h("a", { class: "signin-link", href: "#/" + encodeURIComponent(ns.name), "data-key": "signin:" + ns.name },
-          "🔒 Sign in to see its hubs"))
+          "Sign in to see its hubs"))
         : h("p", { class: "muted" }, "No event hubs yet"))));
   }
   for (const ns of namespaces) {
