@@ -276,11 +276,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._abort(f"unsupported api key {header.api_key} v{header.api_version} "
                         f"from client {header.client_id!r}")
             return
-        required = self.services.auth.requirement
-        if required is not None and not self.state.authenticated and not reg.pre_auth:
-            self._abort(f"{_api_name(header.api_key)} before authentication: {required}",
-                        repeat_kind="unauthenticated")
-            return
+        state = self.state
+        if not (state.authenticated or reg.pre_auth or "anonymous" in state.attrs):
+            refused = self.services.auth.anonymous(self.services, state)
+            if refused is not None:
+                self._abort(f"{_api_name(header.api_key)} before authentication: {refused}",
+                            repeat_kind="unauthenticated")
+                return
         try:
             request = codec.decode_request(header, view)
         except codec.CodecError as exc:

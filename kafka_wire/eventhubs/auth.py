@@ -211,20 +211,36 @@ _failures = RepeatedWarnings(log)
 
 class Authenticator:
     """SASL for every listener: which namespace a connection string or token names,
-    and whether the key, signature or token holds. ``requirement`` is what the
-    default namespace demands of a connection before any request but ApiVersions
-    and SASL (None: nothing; the connection may stay anonymous)."""
+    and whether the key, signature or token holds (the namespace's door decides);
+    and what the default namespace demands of a connection that has not
+    authenticated (:meth:`anonymous`)."""
 
     def __init__(self, model: EventHubsModel, report: CompatibilityReport) -> None:
         self.model = model
         self.report = report
-        default = model.namespaces[model.default_namespace]
-        self.requirement: str | None = None
-        if default.requires_auth or (default.strict and not default.limits.kafka):
-            self.requirement = (
-                f"namespace {default.name} requires SASL authentication: PLAIN with username "
-                "$ConnectionString and a connection string as password"
-                + (", or OAUTHBEARER with a token" if default.oauth is not None else ""))
+
+    def anonymous(self, services, state) -> str | None:
+        """Why a connection that did not authenticate may not make a request beyond
+        ApiVersions and SASL, or None (asked until it is let in once: a namespace
+        that comes to require auth, or an IP filter set later, turns away new
+        anonymous connections, not the open ones, as keys changed on Azure do)."""
+        from kafka_wire.eventhubs.door import Refusal, Refused
+
+        door = services.default.door
+        ns = door.runtime.model
+        try:
+            door.sign_in(None, state.peer, "Kafka request")
+        except Refused as exc:
+            if exc.reason is not Refusal.UNAUTHENTICATED:
+                return exc.message
+            return (f"namespace {door.name} requires SASL authentication: PLAIN with username "
+                    "$ConnectionString and a connection string as password"
+                    + (", or OAUTHBEARER with a token" if ns is not None and ns.oauth is not None else ""))
+        if ns is not None and ns.strict and not ns.limits.kafka:
+            return (f"namespace {door.name} is on the Basic tier, which has no Kafka endpoint: "
+                    "use Standard or above")
+        state.attrs["anonymous"] = True
+        return None
 
     def login(self, services, state, auth_bytes: bytes, mechanism: str = "PLAIN") -> str | None:
         """SASL ``mechanism`` (PLAIN or OAUTHBEARER) on connection ``state``: bind it
