@@ -255,7 +255,8 @@ def secured(tmp_path_factory):
 
 def test_a_connection_that_puts_no_token_is_closed_unauthorized(secured):
     server = secured.broker.amqp_server
-    server.limits = ConnectionLimits(unauthenticated_timeout_s=0.5)
+    # Long enough for the SDK to put its token right after opening, on a busy machine.
+    server.limits = ConnectionLimits(unauthenticated_timeout_s=1.0)
     try:
         with EventHubProducerClient.from_connection_string(sdk_cs(secured), eventhub_name="orders",
                                                            retry_total=0) as producer:
