@@ -205,8 +205,6 @@ def _with_token(model: EventHubsModel, ns: Namespace, cs, now_s: float) -> Princ
                      expires_s=token.se)
 
 
-# A client with a wrong key retries many times a second: one line, then a count.
-_failures = RepeatedWarnings(log)
 
 
 class Authenticator:
@@ -218,6 +216,8 @@ class Authenticator:
     def __init__(self, model: EventHubsModel, report: CompatibilityReport) -> None:
         self.model = model
         self.report = report
+        # A client with a wrong key retries many times a second: one line, then a count.
+        self._failures = RepeatedWarnings(log)
 
     def anonymous(self, services, state) -> str | None:
         """Why a connection that did not authenticate may not make a request beyond
@@ -257,7 +257,7 @@ class Authenticator:
             door = door_for_credential(services, credential)
             principal = door.sign_in(credential, state.peer, f"Kafka {mechanism} login")
         except (AuthError, oauth.TokenError) as exc:
-            _failures.warn("auth-failed", client_address(state.peer),
+            self._failures.warn("auth-failed", client_address(state.peer),
                            f"{mechanism} authentication of {state.peer} failed: {exc}")
             return str(exc)
         except Refused as exc:

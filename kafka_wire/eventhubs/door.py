@@ -37,8 +37,6 @@ __all__ = ["Door", "Refusal", "Refused", "ConnectionString", "SasToken", "Jwt", 
            "AuthorizationHeader", "Credential", "door_for_host", "door_for_credential"]
 
 log = logging.getLogger(__name__)
-# A client with a wrong key retries many times a second: one line, then a count.
-_refusals = RepeatedWarnings(log)
 
 
 class Refusal(Enum):
@@ -100,6 +98,9 @@ class Door(NamespacePolicy):
     def __init__(self) -> None:
         super().__init__()
         self.model: EventHubsModel | None = None
+        # A client with a wrong key retries many times a second: one line, then a count
+        # (per door, so that one broker's history never silences another's).
+        self._refusals = RepeatedWarnings(log)
 
     def bind(self, runtime: NamespaceRuntime, report: CompatibilityReport, clock: Clock,
              model: EventHubsModel | None = None, bounds: Bounds | None = None) -> None:
@@ -121,7 +122,7 @@ class Door(NamespacePolicy):
         address = client_address(peer)
         why = self.address_refused(address)
         if why is not None:
-            _refusals.warn(f"{what}-address", address, f"{what} from {peer} to namespace "
+            self._refusals.warn(f"{what}-address", address, f"{what} from {peer} to namespace "
                                                        f"{self.name} refused: {why}")
             raise Refused(Refusal.ADDRESS, why)
 
@@ -173,7 +174,7 @@ class Door(NamespacePolicy):
         return auth.authenticate_header(model, name, credential.value, now_s)
 
     def _refuse(self, peer: str, what: str, why: str) -> None:
-        _refusals.warn(f"{what}-auth", client_address(peer),
+        self._refusals.warn(f"{what}-auth", client_address(peer),
                        f"{what} from {peer} to namespace {self.name} refused: {why}")
         raise Refused(Refusal.UNAUTHENTICATED, why)
 

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 __all__ = ["Subscription", "KEY_FILE", "read_key"]
 
 log = logging.getLogger(__name__)
-_refusals = RepeatedWarnings(log)
 
 KEY_FILE = "subscription.key"
 
@@ -65,6 +64,7 @@ class Subscription:
         self.model = model
         self.configured = key is not None
         self.key = key if key is not None else _made_key(data_dir)
+        self._refusals = RepeatedWarnings(log)
 
     @property
     def required(self) -> bool:
@@ -83,5 +83,5 @@ class Subscription:
             return
         why = (f"{what} needs the subscription's credential: a bearer token of the key that "
                "`kafka-wire token --management` prints")
-        _refusals.warn("subscription", client_address(peer), f"{what} from {peer} refused: {why}")
+        self._refusals.warn("subscription", client_address(peer), f"{what} from {peer} refused: {why}")
         raise Refused(Refusal.UNAUTHENTICATED, why)
