@@ -186,33 +186,32 @@ KAFKA = [Surface("kafka produce", "Send", kafka_produce), Surface("kafka fetch",
 
 
 # -- AMQP -------------------------------------------------------------------------------------
-def amqp_send(broker, credential: Credential) -> bool:
-    from azure.eventhub import EventData, EventHubProducerClient
-    from azure.eventhub.exceptions import EventHubError
+def _with_producer(act: Callable) -> Callable:
+    """A surface that ``act(producer)`` on an SDK producer: served unless the SDK raises."""
+    def call(broker, credential: Credential) -> bool:
+        from azure.eventhub import EventHubProducerClient
+        from azure.eventhub.exceptions import EventHubError
 
-    cs = credential.amqp(broker.amqp_port)
-    if cs is None:
-        return False
-    try:
-        with EventHubProducerClient.from_connection_string(cs, eventhub_name=HUB, retry_total=0) as p:
-            p.send_batch([EventData(b"amqp")], partition_id="0")
-        return True
-    except EventHubError:
-        return False
+        cs = credential.amqp(broker.amqp_port)
+        if cs is None:
+            return False
+        try:
+            with EventHubProducerClient.from_connection_string(cs, eventhub_name=HUB, retry_total=0) as p:
+                return act(p)
+        except EventHubError:
+            return False
+    return call
 
 
-def amqp_management(broker, credential: Credential) -> bool:
-    from azure.eventhub import EventHubProducerClient
-    from azure.eventhub.exceptions import EventHubError
+def _send(producer) -> bool:
+    from azure.eventhub import EventData
 
-    cs = credential.amqp(broker.amqp_port)
-    if cs is None:
-        return False
-    try:
-        with EventHubProducerClient.from_connection_string(cs, eventhub_name=HUB, retry_total=0) as p:
-            return p.get_partition_properties("0")["id"] == "0"
-    except EventHubError:
-        return False
+    producer.send_batch([EventData(b"amqp")], partition_id="0")
+    return True
+
+
+amqp_send = _with_producer(_send)
+amqp_management = _with_producer(lambda p: p.get_partition_properties("0")["id"] == "0")
 
 
 def amqp_receive(broker, credential: Credential) -> bool:
