@@ -3,8 +3,8 @@
 Kafka keeps every segment file open and asks operators for a high
 ``ulimit -n``; we emulate thousands of partitions on a laptop whose soft
 limit is often 1024. Maps hold no descriptor (``mapping``), so what is left
-is the active segment of each partition written to: four write descriptors
-(.log, .index, .timeindex, .batches). Each owner (a ``PartitionLog``) reports
+is the active segment of each partition written to: up to four write
+descriptors (.log, .index, .timeindex, .batches). Each owner (a ``PartitionLog``) reports
 how many it holds after using them; when the total passes the cap, the least
 recently used owners are asked to close theirs. A file is reopened when it is
 next written (one open(2), a few microseconds: .log and .batches at the next

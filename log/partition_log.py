@@ -16,8 +16,8 @@ lock (flush and the cleaner's segment swap run on other threads); reads are
 lock-free from the owner: they take ``self._segments`` once and work on that
 list, which a swap replaces whole rather than editing in place.
 
-Descriptors: maps hold none, and the active segment's four write descriptors
-are closed after loading and reopened by the first write; a shared
+Descriptors: maps hold none, and the active segment's (up to four) write
+descriptors are closed after loading and reopened by the first write; a shared
 ``FileHandleCache`` closes them again when this log is the least recently
 written of too many. A ``lazy`` log (what LogManager opens) only makes its
 directory: segments are loaded and recovered on first use.

@@ -14,8 +14,9 @@ map. A map that may have exported views (a socket write in flight) is never
 closed: we drop our reference and let the last view unmap it.
 
 Maps hold no file descriptor (``mapping``): a sealed segment holds none, the
-active one holds four write descriptors (.log, .index, .timeindex, .batches),
-which ``close_handles`` may close while it is idle; writes reopen them.
+active one up to four write descriptors (.log, .index, .timeindex, .batches),
+which ``close_handles`` may close while it is idle; each write reopens the
+files it writes.
 """
 
 from __future__ import annotations

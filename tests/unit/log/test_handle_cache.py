@@ -151,6 +151,37 @@ def test_many_partitions_stay_under_the_cap_and_round_trip(tmp_path):
     manager.close()
 
 
+def test_a_log_busy_on_another_thread_keeps_its_files_and_nobody_waits(tmp_path):
+    import threading
+
+    cache = FileHandleCache(max_open_files=3)  # an append holds 2 (.log, .batches): one log fits
+    manager = LogManager(tmp_path, LogConfig(), handles=cache)
+    manager.create_topic("t", 3)
+    busy = manager.get_log("t", 0)
+    busy.append(make_batch(1), now_ms=1)
+    held, release = threading.Event(), threading.Event()
+
+    def hold():  # as a flush or the cleaner's swap holds the partition lock
+        with busy._lock:
+            held.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(30)
+        manager.get_log("t", 1).append(make_batch(1), now_ms=1)  # over the cap: the busy log is passed over
+        assert busy.active_segment.open_descriptors == 2
+        assert cache.open_files == 4
+    finally:
+        release.set()
+        holder.join(30)
+    manager.get_log("t", 2).append(make_batch(1), now_ms=1)  # now the least recent ones close
+    assert busy.active_segment.open_descriptors == 0 and cache.open_files == 2
+    assert [manager.get_log("t", p).append(make_batch(1), now_ms=2).base_offset for p in range(3)] == [1, 1, 1]
+    manager.close()
+
+
 def test_an_untouched_partition_keeps_its_clean_shutdown_marker(tmp_path):
     manager = LogManager(tmp_path, LogConfig(), handles=FileHandleCache(8))
     manager.create_topic("t", 2)
