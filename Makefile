@@ -70,6 +70,7 @@ bench: $(BENCH_STAMP)
 	$(PY) -m bench.amqp $(filter --quick,$(BENCH_ARGS))
 	$(PY) -m bench.explorer $(if $(filter --quick,$(BENCH_ARGS)),--events 50000)
 	$(PY) -m bench.boundary
+	$(PY) -m bench.amqp_limits
 
 clean:
 	rm -rf $(VENV) build *.egg-info tests/js/node_modules
