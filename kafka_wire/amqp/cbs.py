@@ -28,7 +28,11 @@ JWT = "jwt"
 
 
 def reply(status: int, description: str) -> Message:
-    return Message(properties={"status-code": status, "status-description": description})
+    """A request node's answer. The description goes under both spellings: the Python
+    SDK's pyamqp reads ``statusDescription`` from a ``$management`` answer (the name it
+    passes for ``status-description`` does not reach its management link)."""
+    return Message(properties={"status-code": status, "status-description": description,
+                               "statusDescription": description})
 
 
 def answer(conn: AmqpConnection, request: Message) -> Message:

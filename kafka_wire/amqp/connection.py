@@ -20,7 +20,7 @@ import itertools
 import logging
 from typing import TYPE_CHECKING
 
-from proton import Collector, Condition, Connection, Event, Transport, symbol
+from proton import Collector, Condition, Connection, Event, Terminus, Transport, symbol
 
 from kafka_wire.amqp import addresses, websocket
 from kafka_wire.amqp.frames import FramePadder, InputFrames
@@ -39,7 +39,12 @@ _repeats = RepeatedWarnings(log)
 _ids = itertools.count(1)
 
 MAX_FRAME = 65536
+# Advertised in our open frame, as the service advertises 120 s; a connection that
+# sends nothing for this long is closed with amqp:connection:forced, as the service
+# closes an inactive one: the SDKs retry that condition and reconnect on their next
+# operation (an idle producer sends no heartbeats). Tests lower it.
 IDLE_TIMEOUT_S = 120.0
+CONNECTION_FORCED = "amqp:connection:forced"
 # Until proton's engine runs (and its idle timeout with it), the SASL exchange, the AMQP
 # header and any WebSocket upgrade must be done within this, or the connection is closed.
 HANDSHAKE_TIMEOUT_S = 30.0
@@ -212,6 +217,7 @@ class AmqpConnection(asyncio.Protocol):
             data = self.sasl.leftover
             if not data:
                 return
+        self._last_input = asyncio.get_running_loop().time()
         self._push(self.scanner.feed(data))
 
     def _linger(self) -> None:
@@ -273,8 +279,11 @@ class AmqpConnection(asyncio.Protocol):
     def _start_engine(self) -> None:
         engine = Transport(Transport.SERVER)
         engine.max_frame_size = MAX_FRAME
-        engine.idle_timeout = IDLE_TIMEOUT_S
+        engine.idle_timeout = 2 * IDLE_TIMEOUT_S  # proton advertises half of it
+        self._idle_limit = IDLE_TIMEOUT_S
+        self._last_input = asyncio.get_running_loop().time()
         conn = Connection()
+        conn.kw_peer = self.peer  # for refuse()'s log line
         collector = Collector()
         conn.collect(collector)
         engine.bind(conn)
@@ -347,12 +356,29 @@ class AmqpConnection(asyncio.Protocol):
         if self.engine is None or self._closed:
             return
         loop = asyncio.get_running_loop()
+        if self._idle_expired(loop.time()):
+            return
         deadline = self.engine.tick(loop.time())
         if self._tick is not None:
             self._tick.cancel()
             self._tick = None
         if deadline:
             self._tick = loop.call_at(deadline, self._on_tick)
+
+    def _idle_expired(self, now: float) -> bool:
+        """Close a connection idle for the idle timeout, long before proton's own
+        expiry (twice that) would close it with amqp:resource-limit-exceeded, which
+        the SDKs do not retry."""
+        conn = self.connection
+        if (not self._idle_limit or now - self._last_input < self._idle_limit or conn is None
+                or conn.state & conn.LOCAL_CLOSED):
+            return False
+        log.info("AMQP connection %s from %s idle for %g s: closing it (the client reconnects "
+                 "when it needs it)", self.id, self.peer, self._idle_limit)
+        self._fail(CONNECTION_FORCED, f"the connection was inactive for more than the allowed "
+                                      f"{self._idle_limit * 1000:.0f} milliseconds")
+        self._flush()  # (called from a flush: pump() would not write the close)
+        return True
 
     def _on_tick(self) -> None:
         self._tick = None
@@ -690,11 +716,23 @@ class AmqpConnection(asyncio.Protocol):
 
 
 def refuse(link, condition: str, description: str) -> None:
-    """Complete the attach, then detach with ``condition``, as the service does."""
+    """Refuse an attach as AMQP 1.0 (2.6.3) says and the service does: answer with a
+    null terminus on our side (target for a sender, source for a receiver), then detach
+    at once with ``condition``. An echoed terminus says the link was made: the SDKs
+    then see an attached link (``create_batch`` reads its size and succeeds) that is
+    lost afterwards, with an unknown error on a send in flight. Logged once per client
+    address and condition (clients retry many times a second)."""
+    peer = getattr(link.connection, "kw_peer", "?")
+    terminus = link.remote_target if link.is_receiver else link.remote_source
+    _repeats.warn(f"amqp-refusal {condition}", client_address(peer),
+                  f"AMQP attach of {terminus.address!r} from {peer} refused: {condition}: "
+                  f"{description}")
     if link.is_receiver:
-        link.target.copy(link.remote_target)
-    else:
         link.source.copy(link.remote_source)
+        link.target.type = Terminus.UNSPECIFIED  # encoded as null
+    else:
+        link.target.copy(link.remote_target)
+        link.source.type = Terminus.UNSPECIFIED
     link.open()
     link.condition = Condition(condition, description)
     link.close()

@@ -23,18 +23,20 @@ from proton import Link, symbol
 from kafka_wire.amqp.connection import (INTERNAL, INVALID_FIELD, NOT_ALLOWED, NOT_FOUND, UNAUTHORIZED,
                                        LinkHandler, refuse)
 from kafka_wire.amqp.messages import encode_event, runtime_metric_annotations
-from kafka_wire.amqp.nodes import hub_for, open_link
+from kafka_wire.amqp.nodes import entity_not_found, hub_for, open_link
 from kafka_wire.context import LISTEN
 from kafka_wire.eventhubs.model import DEFAULT_CONSUMER_GROUP
 from kafka_wire.log import batch as rb
 from kafka_wire.log import errors as log_errors
 from kafka_wire.log.records import read_events
+from kafka_wire.log_lines import RepeatedWarnings, client_address
 
 if TYPE_CHECKING:
     from kafka_wire.amqp.addresses import Address
     from kafka_wire.amqp.connection import AmqpConnection
 
 log = logging.getLogger(__name__)
+_repeats = RepeatedWarnings(log)
 
 SELECTOR_FILTER = "apache.org:selector-filter:string"
 EPOCH = "com.microsoft:epoch"
@@ -57,8 +59,9 @@ def attach(conn: AmqpConnection, link, address: Address) -> LinkHandler | None:
         return None
     group = _consumer_group(runtime, view.name, address.consumer_group)
     if group is None:
-        refuse(link, NOT_FOUND, f"consumer group {address.consumer_group!r} does not exist on "
-                                f"event hub {view.name!r}")
+        refuse(link, NOT_FOUND, entity_not_found(
+            runtime.name, f"{view.name}/ConsumerGroups/{address.consumer_group}",
+            f"consumer group {address.consumer_group!r} does not exist on event hub {view.name!r}"))
         return None
     principal, why = conn.principal_for(view.name, LISTEN)
     if why is not None:
@@ -110,8 +113,9 @@ def _admit(readers: set, epoch: int | None, key, most: int) -> tuple[str, str] |
             return (LINK_STOLEN, f"a receiver with owner level {max(levels)} holds {where}; "
                                  "a receiver without an owner level cannot join it")
         if len(readers) >= most:
-            return (RESOURCE_LIMIT, f"at most {most} receivers may read {where} "
-                                    "(Event Hubs' limit per partition and consumer group)")
+            return (RESOURCE_LIMIT, f"Exceeded the maximum number of allowed receivers per "
+                                    f"partition in a consumer group which is {most}: {where} has "
+                                    f"{len(readers)} receivers without an owner level")
         return None
     if levels and max(levels) > epoch:
         return (LINK_STOLEN, f"a receiver with the higher owner level {max(levels)} holds {where}; "
@@ -136,10 +140,10 @@ def _selector(link) -> str | None:
 
 
 def start_offset(plog, selector: str | None) -> int:
-    """The Kafka offset a selector starts at (no selector: the partition's end,
-    as the service starts a receiver without one)."""
+    """The Kafka offset a selector starts at (no selector: the start of the retained
+    stream, as the service starts a receiver without one)."""
     if selector is None:
-        return plog.log_end_offset
+        return plog.log_start_offset
     m = _SELECTOR.match(selector)
     if m is None:
         raise FilterError(f"selector {selector!r} is not one Event Hubs takes: "
@@ -234,7 +238,11 @@ class ConsumeLink(LinkHandler):
         runtime = self.conn.namespace
         plog = runtime.topics.log(self.hub, self.partition)
         if plog is None:
-            self.detach(NOT_FOUND, f"event hub {self.hub!r} was deleted")
+            _repeats.warn("amqp-deleted", client_address(self.conn.peer),
+                          f"AMQP receiver of {self.hub}-{self.partition} from {self.conn.peer} "
+                          f"detached: event hub {self.hub!r} was deleted")
+            self.detach(NOT_FOUND, entity_not_found(runtime.name, self.hub,
+                                                    f"event hub {self.hub!r} was deleted"))
             return False
         delay = runtime.policy.egress_delay()
         if delay > 0:

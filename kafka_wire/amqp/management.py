@@ -9,6 +9,7 @@ Manage on the hub may read it.
 """
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from proton import UNDESCRIBED, Array, Data, Message, timestamp
@@ -16,15 +17,29 @@ from proton import UNDESCRIBED, Array, Data, Message, timestamp
 from kafka_wire.amqp.cbs import reply
 from kafka_wire.context import LISTEN, MANAGE, SEND
 from kafka_wire.eventhubs.auth import AuthError, authenticate_sas_token, verify_jwt
+from kafka_wire.log_lines import RepeatedWarnings, client_address
 
 if TYPE_CHECKING:
     from kafka_wire.amqp.connection import AmqpConnection
+
+log = logging.getLogger(__name__)
+_repeats = RepeatedWarnings(log)
 
 EVENTHUB = "com.microsoft:eventhub"
 PARTITION = "com.microsoft:partition"
 
 
 def answer(conn: AmqpConnection, request: Message) -> Message:
+    response = _answer(conn, request)
+    status = response.properties["status-code"]
+    if status >= 400:  # a refusal: once per client and status, with its reason
+        _repeats.warn(f"amqp-management {status}", client_address(conn.peer),
+                      f"AMQP $management request from {conn.peer} refused ({status}): "
+                      f"{response.properties['status-description']}")
+    return response
+
+
+def _answer(conn: AmqpConnection, request: Message) -> Message:
     props = request.properties or {}
     operation, kind, hub = props.get("operation"), props.get("type"), props.get("name")
     if operation != "READ" or kind not in (EVENTHUB, PARTITION):
@@ -38,7 +53,8 @@ def answer(conn: AmqpConnection, request: Message) -> Message:
         return reply(401, denied)
     view = runtime.topics.get(hub)
     if view is None:
-        return reply(404, f"event hub {hub!r} does not exist in namespace {runtime.name!r}")
+        return reply(404, f"The messaging entity '{runtime.name}/{hub}' could not be found: event "
+                          f"hub {hub!r} does not exist in namespace {runtime.name!r}")
     if kind == EVENTHUB:
         created = runtime.topics.logs.topics().get(view.name)
         body = {"name": view.name, "type": EVENTHUB,

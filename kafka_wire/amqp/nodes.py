@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 REQUEST_CREDIT = 100
+ARGUMENT_OUT_OF_RANGE = "com.microsoft:argument-out-of-range"
 
 Answer = Callable[["AmqpConnection", Message], Message]
 
@@ -59,17 +60,27 @@ def open_link(link) -> None:
     link.open()
 
 
+def entity_not_found(namespace: str, entity: str, why: str) -> str:
+    """A not-found description in the service's words, which the SDKs match
+    (@azure/event-hubs makes it MessagingEntityNotFoundError), then ours."""
+    return f"The messaging entity '{namespace}/{entity}' could not be found: {why}"
+
+
 def hub_for(conn: AmqpConnection, link, address: addresses.Address):
     """The hub (and partition, if any) a link addresses, or None after refusing the link."""
     runtime = conn.namespace
     view = runtime.topics.get(address.node)
     if view is None:
-        refuse(link, NOT_FOUND, f"event hub {address.node!r} does not exist in namespace "
-                                f"{runtime.name!r}")
+        refuse(link, NOT_FOUND, entity_not_found(runtime.name, address.node,
+                                                 f"event hub {address.node!r} does not exist in "
+                                                 f"namespace {runtime.name!r}"))
         return None
     if address.partition is not None and address.partition >= view.partitions:
-        refuse(link, NOT_FOUND, f"event hub {view.name!r} has no partition {address.partition} "
-                                f"(it has {view.partitions})")
+        # The service's condition and words for a partition id out of range.
+        refuse(link, ARGUMENT_OUT_OF_RANGE,
+               f"The specified partition is invalid for an EventHub partition sender or receiver. "
+               f"It should be between 0 and {view.partitions - 1}: event hub {view.name!r} has no "
+               f"partition {address.partition}")
         return None
     return view
 

@@ -1,0 +1,363 @@
+"""Every AMQP refusal reaches the Azure SDKs as their own exception, naming the
+entity, and is logged once: an unknown event hub, consumer group or partition,
+missing rights, a hub deleted under a receiver, a sixth receiver without owner
+level. Python (sync, aio, and its pyamqp client) and JavaScript (@azure/event-hubs
+through node).
+
+A refused attach is answered with a null terminus and a detach, as AMQP 1.0 and the
+service do. Figures are from the client's call to its error (connect, $cbs and the
+attach included): an upper bound on refusal-to-error.
+
+The Python consumers run with ``retry_total=0``. With retries, azure-eventhub 5.15's
+sync ``receive`` counts them per call and its event processor calls it again and
+again, so a link refusal never exhausts them (the SDK's issue #27137; the error
+reaches ``on_error`` only with ``retry_total=0``); its aio consumer, given a refused
+attach, stops the receive as if it timed out and never calls ``on_error`` (what
+users of the service report as "Unable to attach new link: ValueError('Invalid
+link')", azure-sdk-for-python #30931), so aio is tested where the refusal is a
+$management 404 or a producer's."""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
+from azure.eventhub.aio import EventHubConsumerClient as AsyncConsumerClient
+from azure.eventhub.exceptions import ConnectError, ConnectionLostError, EventHubError
+
+from kafka_wire.amqp import connection as amqp_connection
+
+from azure.eventhub._pyamqp.error import AMQPLinkError
+
+from .conftest import LISTENER, ROOT, SENDER, sdk_cs, wait_for
+from .pyamqp_raw import receive_client
+
+JS = Path(__file__).resolve().parents[1] / "js"
+BOUND_S = 10.0   # generous; the measured figures are printed (pytest -s) and reported
+FIGURES: dict[str, float] = {}
+
+
+def consumer_error(broker, hub: str, group: str = "$Default", partition: str = "0",
+                   policy=ROOT, retry_total: int = 0, timeout: float = 20.0):
+    """(seconds from receive() to on_error, the error) of a sync consumer."""
+    client = EventHubConsumerClient.from_connection_string(
+        sdk_cs(broker, policy), consumer_group=group, eventhub_name=hub, retry_total=retry_total)
+    got: list = []
+    done = threading.Event()
+    started = time.monotonic()
+
+    def on_error(_ctx, err) -> None:
+        got.append((time.monotonic() - started, err))
+        done.set()
+
+    thread = threading.Thread(target=client.receive, daemon=True, kwargs=dict(
+        on_event=lambda *_: None, on_error=on_error, partition_id=partition,
+        starting_position="-1", max_wait_time=1))
+    thread.start()
+    done.wait(timeout)
+    client.close()
+    thread.join(15)
+    assert got, f"no on_error within {timeout} s"
+    return got[0]
+
+
+def async_consumer_error(broker, hub: str, group: str = "$Default", partition: str = "0",
+                         timeout: float = 30.0):
+    """The same with the aio client (its event processor backs off between retries)."""
+    async def run():
+        client = AsyncConsumerClient.from_connection_string(
+            sdk_cs(broker), consumer_group=group, eventhub_name=hub, retry_total=0)
+        got: list = []
+        started = time.monotonic()
+
+        async def on_error(_ctx, err) -> None:
+            got.append((time.monotonic() - started, err))
+
+        async def on_event(_ctx, _event) -> None:
+            pass
+
+        task = asyncio.create_task(client.receive(
+            on_event=on_event, on_error=on_error, partition_id=partition, starting_position="-1",
+            max_wait_time=1))
+        deadline = time.monotonic() + timeout
+        while not got and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        await client.close()
+        await asyncio.wait([task], timeout=15)
+        assert got, f"no on_error within {timeout} s"
+        return got[0]
+    return asyncio.run(run())
+
+
+def record(name: str, seconds: float) -> None:
+    FIGURES[name] = seconds
+    print(f"\n  {name}: {seconds:.2f} s")
+    assert seconds < BOUND_S
+
+
+# -- Python, sync ----------------------------------------------------------------------------
+
+def test_an_unknown_consumer_group_reaches_on_error_naming_it(broker):
+    took, err = consumer_error(broker, "orders", group="nope")
+    assert isinstance(err, ConnectionLostError) and "amqp:not-found" in str(err)
+    assert "could not be found" in str(err) and "orders/ConsumerGroups/nope" in str(err)
+    record("python sync, unknown consumer group", took)
+
+
+def test_an_unknown_hub_reaches_on_error_naming_it(broker):
+    # The SDK asks $management for the partition ids first: its 404 is the error.
+    took, err = consumer_error(broker, "nohub")
+    assert isinstance(err, ConnectError) and "Status code: 404" in str(err)
+    assert "'contoso/nohub' could not be found" in str(err)
+    record("python sync, unknown hub", took)
+
+
+def test_an_unknown_partition_is_the_services_argument_out_of_range(broker):
+    # The SDK's clients check partition ids themselves: its pyamqp client attaches as asked.
+    client = receive_client(broker, "payments/ConsumerGroups/$Default/Partitions/7")
+    started = time.monotonic()
+    with client, pytest.raises(AMQPLinkError) as caught:
+        client.receive_message_batch(max_batch_size=1, timeout=15)
+    assert caught.value.condition == b"com.microsoft:argument-out-of-range"
+    assert "between 0 and 0" in str(caught.value) and "partition 7" in str(caught.value)
+    record("python pyamqp ReceiveClient, unknown partition", time.monotonic() - started)
+
+
+def test_receiving_without_listen_is_unauthorized(broker):
+    took, err = consumer_error(broker, "orders", policy=SENDER)
+    assert isinstance(err, ConnectionLostError)
+    assert "unauthorized-access" in str(err) and "Listen on event hub 'orders'" in str(err)
+    record("python sync, missing Listen", took)
+
+
+def test_a_sixth_receiver_without_owner_level_is_refused(broker):
+    key = ("contoso", "orders", "billing", 1)
+    readers = broker.broker.amqp_server.readers
+    clients, threads = [], []
+    try:
+        for _ in range(5):
+            c = EventHubConsumerClient.from_connection_string(
+                sdk_cs(broker), consumer_group="billing", eventhub_name="orders")
+            t = threading.Thread(target=c.receive, daemon=True, kwargs=dict(
+                on_event=lambda *_: None, partition_id="1", max_wait_time=1))
+            t.start()
+            clients.append(c)
+            threads.append(t)
+        assert wait_for(lambda: len(readers.get(key, ())) == 5, timeout=30)
+        took, err = consumer_error(broker, "orders", group="billing", partition="1")
+    finally:
+        for c in clients:
+            c.close()
+        for t in threads:
+            t.join(15)
+    assert isinstance(err, ConnectionLostError) and "resource-limit-exceeded" in str(err)
+    assert "maximum number of allowed receivers" in str(err) and "which is 5" in str(err)
+    record("python sync, sixth receiver", took)
+
+
+def test_a_hub_deleted_under_a_receiver_reaches_on_error(broker):
+    from confluent_kafka.admin import AdminClient
+
+    broker.create_hub("doomed", 1)
+    key = ("contoso", "doomed", "$default", 0)
+    readers = broker.broker.amqp_server.readers
+    client = EventHubConsumerClient.from_connection_string(
+        sdk_cs(broker), consumer_group="$Default", eventhub_name="doomed", retry_total=0)
+    got: list = []
+    done = threading.Event()
+    thread = threading.Thread(target=client.receive, daemon=True, kwargs=dict(
+        on_event=lambda *_: None, partition_id="0", max_wait_time=1,
+        on_error=lambda _c, e: (got.append((time.monotonic(), e)), done.set())))
+    thread.start()
+    try:
+        assert wait_for(lambda: readers.get(key), timeout=30)
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers,
+                             "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                             "sasl.username": "$ConnectionString",
+                             "sasl.password": broker.connection_string()})
+        deleted = time.monotonic()
+        admin.delete_topics(["doomed"])["doomed"].result(10)
+        assert done.wait(20), "no on_error after the hub was deleted"
+    finally:
+        client.close()
+        thread.join(15)
+    at, err = got[0]
+    assert isinstance(err, ConnectionLostError) and "amqp:not-found" in str(err)
+    assert "'contoso/doomed' could not be found" in str(err) and "deleted" in str(err)
+    record("python sync, hub deleted under the receiver (from the delete)", at - deleted)
+
+
+def test_get_eventhub_properties_of_an_unknown_hub_names_it(broker):
+    client = EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name="nohub",
+                                                           retry_total=0)
+    started = time.monotonic()
+    with client, pytest.raises(EventHubError) as caught:
+        client.get_eventhub_properties()
+    assert "Status code: 404" in str(caught.value) and "Description: None" not in str(caught.value)
+    assert "contoso/nohub' could not be found" in str(caught.value)
+    record("python sync, get_eventhub_properties of an unknown hub", time.monotonic() - started)
+
+
+def test_create_batch_on_an_unknown_hub_raises(broker):
+    client = EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name="nohub",
+                                                           retry_total=0)
+    started = time.monotonic()
+    with client, pytest.raises(ConnectionLostError) as caught:
+        client.create_batch()
+    assert "amqp:not-found" in str(caught.value)
+    assert "'contoso/nohub' could not be found" in str(caught.value)
+    record("python sync, create_batch on an unknown hub", time.monotonic() - started)
+
+
+def test_sending_without_send_is_unauthorized(broker):
+    client = EventHubProducerClient.from_connection_string(sdk_cs(broker, LISTENER),
+                                                           eventhub_name="orders", retry_total=0)
+    started = time.monotonic()
+    with client, pytest.raises(ConnectionLostError) as caught:
+        client.send_batch([EventData(b"x")], partition_id="0")
+    assert "unauthorized-access" in str(caught.value)
+    assert "Send on event hub 'orders'" in str(caught.value)
+    record("python sync, missing Send", time.monotonic() - started)
+
+
+# -- Python, aio ---------------------------------------------------------------------------
+
+def test_aio_unknown_hub_reaches_on_error(broker):
+    took, err = async_consumer_error(broker, "nohub-aio")
+    assert isinstance(err, ConnectError) and "'contoso/nohub-aio' could not be found" in str(err)
+    record("python aio, unknown hub", took)
+
+
+def test_aio_create_batch_on_an_unknown_hub_raises(broker):
+    from azure.eventhub.aio import EventHubProducerClient as AsyncProducerClient
+
+    async def run() -> float:
+        client = AsyncProducerClient.from_connection_string(sdk_cs(broker),
+                                                            eventhub_name="nohub-aio", retry_total=0)
+        started = time.monotonic()
+        async with client:
+            with pytest.raises(EventHubError) as caught:
+                await client.create_batch()
+        assert "nohub-aio" in str(caught.value) and "could not be found" in str(caught.value)
+        return time.monotonic() - started
+    record("python aio, create_batch on an unknown hub", asyncio.run(run()))
+
+
+# -- the log --------------------------------------------------------------------------------
+
+def test_a_refusal_is_logged_once_with_its_reason_however_often_the_client_retries(broker, caplog):
+    amqp_connection._repeats._seen.clear()  # earlier tests' refusals came from this address too
+    caplog.set_level(logging.WARNING, logger="kafka_wire.amqp")
+    for _ in range(3):
+        consumer_error(broker, "orders", group="logged-once")
+    lines = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert "ConsumerGroups/logged-once" in lines[0] and "amqp:not-found" in lines[0]
+
+
+# -- JavaScript -----------------------------------------------------------------------------
+
+SCRIPT = r"""
+'use strict'
+const { EventHubConsumerClient, EventHubProducerClient, earliestEventPosition } = require('@azure/event-hubs')
+const [mode, cs, hub, group, partition] = process.argv.slice(1)
+const out = (o) => process.stdout.write(JSON.stringify(o) + '\n')
+const t0 = Date.now()
+const opts = { retryOptions: { maxRetries: 3, retryDelayInMs: 200, timeoutInMs: 20000 } }
+setTimeout(() => { out({ timeout: true }); process.exit(1) }, 40000)
+// core-amqp's retry throws an AggregateError of its attempts' errors: the last one counts.
+const report = (err) => {
+  const attempts = (err && Array.isArray(err.errors)) ? err.errors.length : 0
+  const e = attempts ? err.errors[attempts - 1] : err
+  return { ms: Date.now() - t0, name: e.name, code: e.code, message: e.message, attempts }
+}
+async function main() {
+  if (mode === 'receive') {
+    const client = new EventHubConsumerClient(group, cs, hub, opts)
+    client.subscribe(partition, {
+      processEvents: async () => {},
+      processError: async (err) => { out(report(err)); await client.close(); process.exit(0) },
+    }, { startPosition: earliestEventPosition, maxWaitTimeInSeconds: 1 })
+  } else {
+    const producer = new EventHubProducerClient(cs, hub, opts)
+    try {
+      const batch = await producer.createBatch({ partitionId: partition })
+      batch.tryAdd({ body: 'x' })
+      await producer.sendBatch(batch)
+      out({ sent: true })
+    } catch (err) { out(report(err)) }
+    await producer.close(); process.exit(0)
+  }
+}
+main().catch((err) => { out({ fatal: String((err && err.stack) || err) }); process.exit(1) })
+"""
+
+
+@pytest.fixture(scope="module")
+def node():
+    exe = shutil.which("node")
+    if exe is None:
+        pytest.skip("EVENT HUBS JS SDK TEST SKIPPED: `node` is not installed")
+    if not (JS / "node_modules" / "@azure" / "event-hubs" / "package.json").is_file():
+        pytest.skip("EVENT HUBS JS SDK TEST SKIPPED: @azure/event-hubs is not installed; run "
+                    "`npm install --prefix tests/js`")
+    return exe
+
+
+def js_error(node: str, broker, mode: str, hub: str, group: str = "$Default", partition: str = "0",
+             policy=ROOT) -> dict:
+    res = subprocess.run([node, "-e", SCRIPT, mode, sdk_cs(broker, policy), hub, group, partition],
+                         cwd=JS, capture_output=True, text=True, timeout=60, env=dict(os.environ))
+    lines = [line for line in res.stdout.splitlines() if line.startswith("{")]
+    assert res.returncode == 0 and lines, f"{res.stdout}\n{res.stderr[-3000:]}"
+    result = json.loads(lines[-1])
+    assert "ms" in result, result
+    return result
+
+
+@pytest.mark.parametrize("mode,hub,group,partition,policy,code,words", [
+    ("receive", "orders", "nope", "0", ROOT, "MessagingEntityNotFoundError", "orders/ConsumerGroups/nope"),
+    ("receive", "nohub", "$Default", "0", ROOT, "MessagingEntityNotFoundError", "contoso/nohub"),
+    ("send", "nohub", "$Default", "0", ROOT, "MessagingEntityNotFoundError", "contoso/nohub"),
+    ("receive", "payments", "$Default", "7", ROOT, "ArgumentOutOfRangeError", "partition 7"),
+    ("receive", "orders", "$Default", "0", SENDER, "UnauthorizedError", "orders"),
+    ("send", "orders", "$Default", "0", LISTENER, "UnauthorizedError", "orders"),
+], ids=["unknown-group", "unknown-hub-receive", "unknown-hub-send", "unknown-partition",
+        "missing-listen", "missing-send"])
+def test_js_sdk_gets_the_documented_error(node, broker, mode, hub, group, partition, policy, code,
+                                          words):
+    result = js_error(node, broker, mode, hub, group, partition, policy)
+    assert result["code"] == code and words in result["message"], result
+    record(f"js {mode}, {code} ({words})", result["ms"] / 1000)
+
+
+def test_js_sdk_sixth_receiver_is_quota_exceeded(node, broker):
+    key = ("contoso", "payments", "$default", 0)
+    readers = broker.broker.amqp_server.readers
+    clients, threads = [], []
+    try:
+        for _ in range(5):
+            c = EventHubConsumerClient.from_connection_string(
+                sdk_cs(broker), consumer_group="$Default", eventhub_name="payments")
+            t = threading.Thread(target=c.receive, daemon=True, kwargs=dict(
+                on_event=lambda *_: None, partition_id="0", max_wait_time=1))
+            t.start()
+            clients.append(c)
+            threads.append(t)
+        assert wait_for(lambda: len(readers.get(key, ())) == 5, timeout=30)
+        result = js_error(node, broker, "receive", "payments")
+    finally:
+        for c in clients:
+            c.close()
+        for t in threads:
+            t.join(15)
+    assert result["code"] == "QuotaExceededError" and "which is 5" in result["message"], result
+    record("js receive, sixth receiver", result["ms"] / 1000)
