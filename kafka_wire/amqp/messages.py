@@ -3,23 +3,28 @@ documents for mixed AMQP and Kafka traffic.
 
 Sent with AMQP, stored as a Kafka record:
 
-- the body (its data sections, joined; an amqp-value or amqp-sequence body
-  as its AMQP encoding) is the record's value;
+- the body is the record's value: its data sections, joined; an amqp-value or
+  amqp-sequence body as its AMQP encoding;
 - the partition key (``x-opt-partition-key``) is the record's key;
 - each application property is a header whose value is the property's AMQP
   encoding, as Azure hands them to Kafka consumers; the batch carries
   ``AMQP_HEADERS_BIT`` so an AMQP reader decodes them back to their types;
+- what a record has no place for (the header, delivery annotations, the sender's
+  message annotations, the properties section, the footer, and a body's shape
+  other than one data section) is one reserved header, ``x-opt-amqp-properties``
+  (:func:`amqp_only`), absent for a plain data body: Kafka consumers see that case
+  as before;
 - the enqueued time is the broker's append time (the batch's timestamp).
 
-Read with AMQP, a record becomes a message with the annotations Event Hubs
-adds (``x-opt-sequence-number`` = the Kafka offset, ``x-opt-offset``,
-``x-opt-enqueued-time``, ``x-opt-partition-key``), its headers as application
-properties (binary values for a record a Kafka client wrote) and its value as
-one data section.
+Read with AMQP, a record becomes the message as it was sent, with the
+annotations Event Hubs adds (``x-opt-sequence-number`` = the Kafka offset,
+``x-opt-offset``, ``x-opt-enqueued-time``, ``x-opt-partition-key``); a record a
+Kafka client wrote has its headers as binary application properties and its
+value as one data section.
 
-Incoming messages are decoded with proton's codec. Outgoing ones are written
-here (:func:`encode_event`): the shape is fixed and it is the receive path's
-hot loop; a property test checks the bytes against proton's decoder.
+Incoming messages are decoded here by walking their sections. Outgoing ones are
+written here too (:func:`encode_event`): it is the receive path's hot loop; a
+property test checks the bytes against proton's decoder.
 """
 from __future__ import annotations
 
@@ -56,7 +61,10 @@ class Incoming(NamedTuple):
     properties: list[tuple[bytes, bytes]]   # (UTF-8 name, AMQP-encoded value)
     body: bytes | None
     data_sections: list[bytes]              # for the batch format: the inner messages
-    message_properties: bytes | None = None  # the properties section (content-type, message-id...)
+    # What a Kafka record has no place for (header, delivery and message annotations,
+    # the properties section, footer, a body other than one data section), as
+    # :func:`amqp_only` encodes it for the reserved header; None when there is none.
+    amqp_only: bytes | None = None
 
 
 def encode_value(obj) -> bytes:
@@ -150,7 +158,10 @@ def _decode(buf, strict: bool = False) -> Incoming:
     props: list[tuple[bytes, bytes]] = []
     sections: list[bytes] = []
     body: bytes | None = None
-    msg_props: bytes | None = None
+    kept: dict[int, bytes] = {}          # section code -> the section, for amqp_only
+    annotations: list[bytes] = []        # the sender's own message annotations (entries)
+    values: list[bytes] = []             # amqp-value / amqp-sequence encodings
+    body_kind = _DATA
     while pos < end:
         if buf[pos] != 0 or buf[pos + 1] != 0x53:
             raise MessageError(f"a message section must be a described type (at {pos})")
@@ -165,10 +176,12 @@ def _decode(buf, strict: bool = False) -> Incoming:
         if after > end:
             raise MessageError("a message section runs past the message's end")
         if code == _MESSAGE_ANN:
-            for k, v, _ in _entries(buf, value):
+            for k, v, e in _entries(buf, value):
                 if bytes(buf[k + 2:v]) == _PARTITION_KEY_SYM and buf[k] == 0xA3:
                     found = _text(buf, v)
                     key = found if found is not None else key
+                elif buf[k] != 0xA3 or bytes(buf[k + 2:v]) not in _SERVICE_ANNOTATIONS:
+                    annotations.append(bytes(buf[k:e]))
         elif code == _APP_PROPS:
             for k, v, e in _entries(buf, value):
                 name = _text(buf, k)
@@ -181,17 +194,57 @@ def _decode(buf, strict: bool = False) -> Incoming:
                 raise MessageError("a data section must hold binary")
             sections.append(chunk)
         elif code in (_VALUE, _SEQUENCE):
-            body = bytes(buf[value:after])  # the section's value, as AMQP encodes it
+            values.append(bytes(buf[value:after]))  # the section's value, as AMQP encodes it
+            body_kind = code
         elif code == _PROPERTIES and _has_values(buf, value, after):
-            msg_props = bytes(buf[pos:after])  # kept whole, descriptor included
+            kept[code] = bytes(buf[pos:after])  # kept whole, descriptor included
+        elif code == _HEADER and _more_than_durable(buf, value, after):
+            kept[code] = bytes(buf[pos:after])
+        elif code in (_DELIVERY_ANN, _FOOTER) and next(_entries(buf, value), None) is not None:
+            kept[code] = bytes(buf[pos:after])
         elif not _HEADER <= code <= _FOOTER:
             raise MessageError(f"0x{code:02x} is not a message section")
         pos = after
     if strict and not has_body:
         raise MessageError("no body section")
-    if sections:
+    if values:
+        body = b"".join(values)  # (a sequence body may have several sections)
+    elif sections:
         body = sections[0] if len(sections) == 1 else b"".join(sections)
-    return Incoming(key, props, body, sections, msg_props)
+    shape = None
+    if body_kind != _DATA:
+        shape = _SYM_VALUE if body_kind == _VALUE else _SYM_SEQUENCE
+    elif len(sections) > 1:
+        shape = _binary(b"".join(_U32.pack(len(c)) for c in sections))
+    return Incoming(key, props, body, sections, amqp_only(kept, annotations, shape))
+
+
+# Message annotations the service sets on delivery: a sender's own are not kept.
+_SERVICE_ANNOTATIONS = {b"x-opt-sequence-number", b"x-opt-offset", b"x-opt-enqueued-time"}
+# The body's shape in the reserved header, when it is not one data section: a
+# described value of this (private) descriptor: "value", "sequence", or the lengths
+# of the data sections (big-endian uint32s in a binary).
+_BODY_MARK = b"\x00\xa3\x0fkafka-wire:body"
+_SYM_VALUE, _SYM_SEQUENCE = b"\xa3\x05value", b"\xa3\x08sequence"
+_NO_PROPERTIES = b"\x00\x53\x73\x45"  # an empty properties section (list0)
+
+
+def amqp_only(kept: dict[int, bytes], annotations: list[bytes], shape: bytes | None) -> bytes | None:
+    """The reserved header's value: the properties section first (an empty one if the
+    message had none: readers of older records take the first section for it), then
+    header, delivery annotations, the sender's message annotations, footer and body
+    shape, each as AMQP encodes it. None when the message has none of them."""
+    if not kept and not annotations and shape is None:
+        return None
+    parts = [kept.get(_PROPERTIES, _NO_PROPERTIES)]
+    parts += [kept[c] for c in (_HEADER, _DELIVERY_ANN) if c in kept]
+    if annotations:
+        parts.append(_map(_MESSAGE_ANN, annotations, len(annotations)))
+    if _FOOTER in kept:
+        parts.append(kept[_FOOTER])
+    if shape is not None:
+        parts.append(_BODY_MARK + shape)
+    return b"".join(parts)
 
 
 def _has_values(buf, value: int, after: int) -> bool:
@@ -202,6 +255,19 @@ def _has_values(buf, value: int, after: int) -> bool:
         return False
     first = value + (3 if constructor == 0xC0 else 9)
     return any(b != 0x40 for b in bytes(buf[first:after]))
+
+
+def _more_than_durable(buf, value: int, after: int) -> bool:
+    """Does the header list at ``value`` say more than ``durable``? The SDKs mark
+    every batched event durable (events are, anyway): a header of that alone is not
+    kept, or every such event would carry a header of ours to Kafka consumers."""
+    constructor = buf[value]
+    if constructor == 0x45:
+        return False
+    pos = value + (3 if constructor == 0xC0 else 9)
+    if pos >= after:
+        return False
+    return any(b != 0x40 for b in bytes(buf[_skip(buf, pos):after]))
 
 
 def decode_message(raw: bytes) -> Incoming:
@@ -276,8 +342,8 @@ def records_batch(messages: Iterable[Incoming], now_ms: int, codec: int = 0) -> 
     for i, m in enumerate(messages):
         key = m.partition_key.encode("utf-8") if m.partition_key is not None else None
         headers = m.properties
-        if m.message_properties is not None:
-            headers = [*headers, (PROPERTIES_HEADER, m.message_properties)]
+        if m.amqp_only is not None:
+            headers = [*headers, (PROPERTIES_HEADER, m.amqp_only)]
         records.append(encode_record(i, 0, key, m.body, headers))
         count = i + 1
     payload = compress(codec, b"".join(records)) if codec else b"".join(records)
@@ -333,7 +399,8 @@ def encode_event(sequence: int, offset: int, enqueued_ms: int, key: bytes | None
                  amqp_headers: bool, extra_annotations: bytes = b"") -> bytes:
     """One stored event as the encoded AMQP message an Event Hubs receiver gets.
     ``amqp_headers``: header values are AMQP encodings (sent with AMQP), else raw
-    bytes (sent with Kafka) and delivered as binary."""
+    bytes (sent with Kafka) and delivered as binary. ``extra_annotations``: a
+    delivery-annotations section to add (the runtime metric)."""
     annotations = [_SYM_SEQ, b"\x81", _I64.pack(sequence),
                    _SYM_OFFSET, _str(str(offset).encode()),
                    _SYM_TIME, b"\x83", _I64.pack(enqueued_ms)]
@@ -345,28 +412,107 @@ def encode_event(sequence: int, offset: int, enqueued_ms: int, key: bytes | None
             pairs += 1
         except UnicodeDecodeError:  # a binary Kafka key has no string form
             pass
-    out = [_map(_MESSAGE_ANN, annotations, pairs)]
+    kept: _Kept | None = None
+    items: list[bytes] = []
+    count = 0
+    for name, hv in headers:
+        if amqp_headers and name == _PROPERTIES_NAME and hv is not None:
+            kept = _restored(hv)
+            continue
+        items.append(_str(name.encode("utf-8")))
+        count += 1
+        if hv is None:
+            items.append(_NULL)
+        elif amqp_headers and _valid_amqp_value(hv):
+            items.append(hv)
+        else:
+            items.append(_binary(hv))
+    out = []
+    if kept is not None and kept.header:
+        out.append(kept.header)
+    delivery, n = ([kept.delivery], kept.delivery_pairs) if kept is not None else ([], 0)
     if extra_annotations:
-        out.insert(0, extra_annotations)
-    if headers:
-        items = []
-        count = len(headers)
-        for name, hv in headers:
-            if amqp_headers and name == _PROPERTIES_NAME and hv is not None:
-                out.append(hv)  # the sender's properties section, before the application's
-                count -= 1
-                continue
-            items.append(_str(name.encode("utf-8")))
-            if hv is None:
-                items.append(_NULL)
-            elif amqp_headers and _valid_amqp_value(hv):
-                items.append(hv)
-            else:
-                items.append(_binary(hv))
-        if count:
-            out.append(_map(_APP_PROPS, items, count))
+        delivery.insert(0, extra_annotations[12:])  # its entries (a map32 section)
+        n += _U32.unpack_from(extra_annotations, 8)[0] // 2
+    if n:
+        out.append(_map(_DELIVERY_ANN, delivery, n))
+    if kept is not None and kept.annotation_pairs:
+        annotations.append(kept.annotations)
+        pairs += kept.annotation_pairs
+    out.append(_map(_MESSAGE_ANN, annotations, pairs))
+    if kept is not None and kept.properties:
+        out.append(kept.properties)  # the sender's properties section, before the application's
+    if count:
+        out.append(_map(_APP_PROPS, items, count))
     body = value if value is not None else b""
-    out.append(b"\x00\x53\x75" + _binary(body))
+    out.append(b"\x00\x53\x75" + _binary(body) if kept is None or kept.shape is None
+               else _body(body, kept.shape))
+    if kept is not None and kept.footer:
+        out.append(kept.footer)
+    return b"".join(out)
+
+
+class _Kept(NamedTuple):
+    """The reserved header's sections (see :func:`amqp_only`), ready to write."""
+    header: bytes = b""
+    delivery: bytes = b""        # delivery annotation entries, and how many
+    delivery_pairs: int = 0
+    annotations: bytes = b""     # the sender's message annotation entries, and how many
+    annotation_pairs: int = 0
+    properties: bytes = b""
+    footer: bytes = b""
+    shape: bytes | None = None   # the body's shape (None: one data section)
+
+
+def _restored(raw: bytes) -> _Kept | None:
+    """The reserved header's value read back; None (the parts dropped, the event
+    still delivered) if it does not parse, which only a damaged record does."""
+    try:
+        found: dict = {}
+        pos, end = 0, len(raw)
+        while pos < end:
+            if raw.startswith(_BODY_MARK, pos):
+                after = _skip(raw, pos + len(_BODY_MARK))
+                found["shape"] = raw[pos + len(_BODY_MARK):after]
+            elif raw[pos] == 0 and raw[pos + 1] == 0x53:
+                code, after = raw[pos + 2], _skip(raw, pos + 3)
+                if code in (_DELIVERY_ANN, _MESSAGE_ANN):
+                    entries = list(_entries(raw, pos + 3))
+                    field, count = (("delivery", "delivery_pairs") if code == _DELIVERY_ANN
+                                    else ("annotations", "annotation_pairs"))
+                    if entries:
+                        found[field] = raw[entries[0][0]:entries[-1][2]]
+                        found[count] = len(entries)
+                elif code == _PROPERTIES:
+                    if raw[pos + 3] != 0x45:  # (an empty one stands in for none)
+                        found["properties"] = raw[pos:after]
+                elif code in (_HEADER, _FOOTER):
+                    found["header" if code == _HEADER else "footer"] = raw[pos:after]
+            else:
+                return None
+            if after > end:
+                return None
+            pos = after
+        return _Kept(**found)
+    except (IndexError, struct.error, MessageError):
+        return None
+
+
+def _body(value: bytes, shape: bytes) -> bytes:
+    """The body sections of a stored value whose shape is not one data section."""
+    if shape == _SYM_VALUE:
+        return b"\x00\x53\x77" + value
+    out, pos = [], 0
+    if shape == _SYM_SEQUENCE:
+        while pos < len(value):
+            after = _skip(value, pos)
+            out.append(b"\x00\x53\x76" + value[pos:after])
+            pos = after
+        return b"".join(out)
+    lengths = _binary_value(shape, 0) or b""
+    for (n,) in struct.iter_unpack(">I", lengths):
+        out.append(b"\x00\x53\x75" + _binary(value[pos:pos + n]))
+        pos += n
     return b"".join(out)
 
 
