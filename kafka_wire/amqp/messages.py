@@ -445,8 +445,8 @@ def encode_event(sequence: int, offset: int, enqueued_ms: int, key: bytes | None
     if count:
         out.append(_map(_APP_PROPS, items, count))
     body = value if value is not None else b""
-    out.append(b"\x00\x53\x75" + _binary(body) if kept is None or kept.shape is None
-               else _body(body, kept.shape))
+    shaped = _body(body, kept.shape) if kept is not None and kept.shape is not None else None
+    out.append(shaped if shaped is not None else b"\x00\x53\x75" + _binary(body))
     if kept is not None and kept.footer:
         out.append(kept.footer)
     return b"".join(out)
@@ -494,26 +494,30 @@ def _restored(raw: bytes) -> _Kept | None:
                 return None
             pos = after
         return _Kept(**found)
-    except (IndexError, struct.error, MessageError):
+    except Exception:  # noqa: BLE001 - IndexError, struct.error, proton's DataException...
         return None
 
 
-def _body(value: bytes, shape: bytes) -> bytes:
-    """The body sections of a stored value whose shape is not one data section."""
-    if shape == _SYM_VALUE:
-        return b"\x00\x53\x77" + value
-    out, pos = [], 0
-    if shape == _SYM_SEQUENCE:
-        while pos < len(value):
-            after = _skip(value, pos)
-            out.append(b"\x00\x53\x76" + value[pos:after])
-            pos = after
-        return b"".join(out)
-    lengths = _binary_value(shape, 0) or b""
-    for (n,) in struct.iter_unpack(">I", lengths):
-        out.append(b"\x00\x53\x75" + _binary(value[pos:pos + n]))
-        pos += n
-    return b"".join(out)
+def _body(value: bytes, shape: bytes) -> bytes | None:
+    """The body sections of a stored value whose shape is not one data section; None
+    when value and shape disagree (a damaged record: delivered as one data section)."""
+    try:
+        if shape == _SYM_VALUE:
+            return b"\x00\x53\x77" + value if _skip(value, 0) == len(value) else None
+        out, pos = [], 0
+        if shape == _SYM_SEQUENCE:
+            while pos < len(value):
+                after = _skip(value, pos)
+                out.append(b"\x00\x53\x76" + value[pos:after])
+                pos = after
+        else:
+            lengths = _binary_value(shape, 0) or b""
+            for (n,) in struct.iter_unpack(">I", lengths):
+                out.append(b"\x00\x53\x75" + _binary(value[pos:pos + n]))
+                pos += n
+        return b"".join(out) if out and pos == len(value) else None
+    except Exception:  # noqa: BLE001 - as in _restored
+        return None
 
 
 _SYM_LAST_SEQ = b"\xa3\x1d" + b"last_enqueued_sequence_number"

@@ -59,3 +59,13 @@ def test_sections_come_back_as_sent(body, priority, ttl, annotations, instructio
     assert {k: v for k, v in got.items() if not str(k).startswith("x-opt-")} == annotations
     assert (back.instructions or {}) == instructions
     assert back.subject == subject
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(reserved=st.binary(max_size=80), value=st.binary(max_size=80))
+def test_a_damaged_reserved_header_still_delivers_the_event(reserved, value):
+    """Whatever bytes the reserved header holds, the event is delivered (at worst as
+    one data section with the service's annotations), never an exception."""
+    raw = encode_event(1, 2, 3, None, value, [(rb.AMQP_PROPERTIES_HEADER, reserved)], True)
+    back = decoded(raw)
+    assert back.annotations[symbol("x-opt-sequence-number")] == 1
