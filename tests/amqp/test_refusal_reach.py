@@ -282,8 +282,10 @@ const report = (err) => {
 async function main() {
   if (mode === 'receive') {
     const client = new EventHubConsumerClient(group, cs, hub, opts)
+    let attached = false
     client.subscribe(partition, {
-      processEvents: async () => {},
+      // called (with no events) once the link is up and each maxWaitTime after
+      processEvents: async () => { if (!attached) { attached = true; out({ attached: true }) } },
       processError: async (err) => { out(report(err)); await client.close(); process.exit(0) },
     }, { startPosition: earliestEventPosition, maxWaitTimeInSeconds: 1 })
   } else {
@@ -316,7 +318,7 @@ def js_error(node: str, broker, mode: str, hub: str, group: str = "$Default", pa
              policy=ROOT) -> dict:
     res = subprocess.run([node, "-e", SCRIPT, mode, sdk_cs(broker, policy), hub, group, partition],
                          cwd=JS, capture_output=True, text=True, timeout=60, env=dict(os.environ))
-    lines = [line for line in res.stdout.splitlines() if line.startswith("{")]
+    lines = [line for line in res.stdout.splitlines() if line.startswith("{") and "attached" not in line]
     assert res.returncode == 0 and lines, f"{res.stdout}\n{res.stderr[-3000:]}"
     result = json.loads(lines[-1])
     assert "ms" in result, result
@@ -361,3 +363,28 @@ def test_js_sdk_sixth_receiver_is_quota_exceeded(node, broker):
             t.join(15)
     assert result["code"] == "QuotaExceededError" and "which is 5" in result["message"], result
     record("js receive, sixth receiver", result["ms"] / 1000)
+
+
+def test_js_sdk_hub_deleted_under_its_receiver(node, broker):
+    from confluent_kafka.admin import AdminClient
+
+    broker.create_hub("doomed-js", 1)
+    proc = subprocess.Popen([node, "-e", SCRIPT, "receive", sdk_cs(broker), "doomed-js", "$Default", "0"],
+                            cwd=JS, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        first = json.loads(proc.stdout.readline() or "{}")
+        assert first.get("attached"), first
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers,
+                             "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                             "sasl.username": "$ConnectionString",
+                             "sasl.password": broker.connection_string()})
+        deleted = time.time()
+        admin.delete_topics(["doomed-js"])["doomed-js"].result(10)
+        result = json.loads(proc.stdout.readline() or "{}")
+        at = time.time()
+    finally:
+        proc.kill()
+        proc.wait(10)
+    assert result.get("code") == "MessagingEntityNotFoundError", result
+    assert "'contoso/doomed-js' could not be found" in result["message"], result
+    record("js receive, hub deleted under the receiver (from the delete)", at - deleted)
