@@ -54,7 +54,7 @@ def tally() -> str:
     lines = [f"doc blocks: {len(OUTCOMES)} of {len(BLOCKS)}: " + ", ".join(
         f"{counts[k]} {k}" for k in ("ran", "checked", "elsewhere", "skipped"))]
     lines += [f"  {where} {kind}: {detail}" for where, (kind, detail) in sorted(OUTCOMES.items())
-              if kind in ("skipped", "elsewhere")]
+              if kind in ("checked", "skipped", "elsewhere")]
     return "\n".join(lines)
 
 
@@ -68,9 +68,17 @@ def user_env() -> dict[str, str]:
     return env
 
 
-def run_python(code: str, cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, *args] if args else [sys.executable, "-c", code],
-                          cwd=cwd, env=user_env(), capture_output=True, text=True, timeout=TIMEOUT_S)
+def run_python(cwd: Path, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], cwd=cwd, env={**user_env(), **(env or {})},
+                          capture_output=True, text=True, timeout=TIMEOUT_S)
+
+
+def kafka_wire(cwd: Path, *args: str) -> str:
+    """``kafka-wire ARGS`` as a user runs it; its stdout, after it exits 0."""
+    run = subprocess.run([str(VENV_BIN / "kafka-wire"), *args], cwd=cwd, env=user_env(),
+                         capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert run.returncode == 0, f"kafka-wire {' '.join(args)}: {run.returncode}\n{run.stderr}"
+    return run.stdout
 
 
 def http(method: str, url: str, body: bytes | None = None, headers: dict | None = None):
@@ -124,6 +132,7 @@ class PythonBlock:
     setup: Callable | None = None
     check: Callable | None = None
     azurite: bool = False
+    stubbed: bool = False   # parts replaced by stand-ins: it counts as checked, not ran
 
 
 def _hub_made(namespace: str, hub: str, partitions: int):
@@ -175,7 +184,7 @@ _Store.update_checkpoint = _checkpointed
         or pytest.fail(run.stdout)),
     ("docs/capture.md", "from kafka_wire.spark.capture_job import CaptureJobSettings, run, run_in_background"):
     PythonBlock(
-        broker={}, hubs={"orders": 1},
+        broker={}, hubs={"orders": 1}, stubbed=True,
         # Spark itself is exercised by tests/capture; here the names and settings the doc uses.
         prelude="""
 import kafka_wire.spark.capture_job as _job
@@ -310,12 +319,7 @@ def check_python(block: Block, tmp: Path) -> str:
         else:
             (work / "doc_block.py").write_text(program)
             args = ["doc_block.py"]
-        os.environ.update(env_extra)  # read by the preludes only
-        try:
-            run = run_python("", work, *args)
-        finally:
-            for key in env_extra:
-                os.environ.pop(key, None)
+        run = run_python(work, *args, env=env_extra)  # env_extra: read by the preludes only
         assert run.returncode == 0, f"{block.where} failed:\n{run.stdout}\n{run.stderr}"
         if spec.check:
             spec.check(broker, work, run)
@@ -325,7 +329,7 @@ def check_python(block: Block, tmp: Path) -> str:
             azurite.wait(10)
         if broker is not None:
             broker.stop()
-    return "ran"
+    return "checked" if spec.stubbed else "ran"
 
 
 # -- toml and json -------------------------------------------------------------------------------
@@ -442,20 +446,65 @@ def check_synopsis(block: Block, tmp: Path) -> str:
             wrong.append(f"`kafka-wire {command}` lists {sorted(listed - real)} that do not exist "
                          f"and leaves out {sorted(real - listed)}")
     assert not wrong, f"{block.where}: " + "; ".join(wrong)
-    return "checked"
+    ran = run_commands(set(commands) | ({"--version"} if "kafka-wire --version" in block.text else set()), tmp)
+    return "ran" if ran else "checked"
+
+
+def run_commands(commands: set[str], tmp: Path) -> bool:
+    """The synopsis's commands, run once each with what they need (``serve`` is run by the
+    ready-line block below it; ``capture`` needs Spark: tests/capture)."""
+    import confluent_kafka
+
+    if "--version" in commands:
+        assert re.fullmatch(r"kafka-wire \S+\n", kafka_wire(tmp, "--version"))
+    if "sas" in commands:
+        toml = write_config("eventhubs-toml", tmp)
+        out = kafka_wire(tmp, "sas", "--config", str(toml), "--namespace", "contoso",
+                         "--policy", "send-only", "--hub", "orders", "--ttl", "600")
+        assert "SharedAccessSignature sr=" in out and "Endpoint=sb://" in out, out
+    if not commands & {"token", "report", "groups"}:
+        return bool(commands & {"--version", "sas"})
+    with EmulatedBroker(tmp / "data") as broker:
+        broker.create_hub("orders", 2)
+        conf = {"bootstrap.servers": broker.bootstrap_servers, "group.id": "billing",
+                "auto.offset.reset": "earliest"}
+        producer = confluent_kafka.Producer(conf)
+        producer.produce("orders", b"event", partition=0)
+        assert producer.flush(30) == 0
+        consumer = confluent_kafka.Consumer(conf)
+        consumer.assign([confluent_kafka.TopicPartition("orders", 0, 1)])
+        consumer.commit(offsets=[confluent_kafka.TopicPartition("orders", 0, 1)], asynchronous=False)
+        consumer.close()
+        data = str(broker.data_dir)
+        if "token" in commands:
+            assert kafka_wire(tmp, "token", "--management", "--data-dir", data).strip() == \
+                broker.subscription_token
+        if "report" in commands:
+            json.loads(kafka_wire(tmp, "report", "--data-dir", data, "--json"))
+        if "groups" in commands:
+            online = kafka_wire(tmp, "groups", "--bootstrap", broker.bootstrap_servers, "--hub", "orders")
+            assert "billing" in online, online
+            json.loads(kafka_wire(tmp, "groups", "--bootstrap", broker.bootstrap_servers, "--json"))
+    offline = kafka_wire(tmp, "groups", "--data-dir", data, "--hub", "orders") if "groups" in commands else ""
+    assert "groups" not in commands or "billing" in offline, offline
+    return True
 
 
 def check_connection_string(block: Block, tmp: Path) -> str:
-    """The official emulator's connection string: a Config.json broker takes it over Kafka."""
+    """The official emulator's connection string: a Config.json broker takes it from a
+    Kafka client (SASL PLAIN) and, with its AMQP port put in, from the Azure SDK."""
+    from azure.eventhub import EventHubProducerClient
     from confluent_kafka.admin import AdminClient
 
     text = block.text.strip()
-    with EmulatedBroker(tmp / "data", config_file=CONFIG_JSON) as broker:
+    with EmulatedBroker(tmp / "data", config_file=CONFIG_JSON, amqp=True) as broker:
         admin = AdminClient({
             "bootstrap.servers": broker.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
             "sasl.mechanism": "PLAIN", "sasl.username": "$ConnectionString", "sasl.password": text})
         topics = admin.list_topics(timeout=20).topics
         assert "eh1" in topics, topics
+        with EventHubProducerClient.from_connection_string(substitute(text, broker), eventhub_name="eh1") as sdk:
+            assert sdk.get_partition_ids() == ["0", "1"]
     return "ran"
 
 
@@ -493,6 +542,7 @@ def check_make(block: Block, tmp: Path) -> str:
             cmd = next(l for l in recipe.group(1).splitlines() if "kafka-wire serve" in l)
             args = build_parser().parse_args(shlex.split(cmd.split("kafka-wire", 1)[1]))
             comment = block.text
+            assert args.data_dir == "./data" and "./data" in comment, args.data_dir
             ports = {"9092": args.listen, "9093": args.tls_listen}
             for port, address in ports.items():
                 assert address and address[1] == int(port) and port in comment, (port, address)
@@ -616,3 +666,27 @@ def test_every_python_block_declared_here_is_still_in_the_docs():
     default run: it must match a block."""
     present = {(b.doc, b.first_line) for b in BLOCKS if b.lang == "python"}
     assert not set(PYTHON_BLOCKS) - present, sorted(set(PYTHON_BLOCKS) - present)
+
+
+# -- the harness itself --------------------------------------------------------------------------
+def test_an_unmarked_block_the_harness_cannot_run_fails():
+    doc = "x.md"
+    yaml, = blocks_of(doc, "text\n\n```yaml\na: 1\n```\n")
+    assert yaml.marker is None and classify(yaml) is None
+    marked, = blocks_of(doc, "<!-- doc-test: skip (no Prometheus) -->\n```yaml\na: 1\n```\n")
+    assert marked.marker == ("skip", "(no Prometheus)")
+
+
+def test_a_synopsis_that_drifted_from_the_parser_fails(tmp_path):
+    wrong, = blocks_of("x.md", "```\n.venv/bin/kafka-wire report [--data-dir DIR] [--jsn]\n```\n")
+    with pytest.raises(AssertionError, match=r"lists \['--jsn'\] that do not exist and leaves out \['--json'\]"):
+        check_synopsis(wrong, tmp_path)
+
+
+def test_an_elsewhere_marker_must_lead_to_its_block():
+    text = "<!-- doc-test: elsewhere tests/docs/test_readme_management.py -->\n```sh\na\n```\n"
+    block, = blocks_of("README.md", text)
+    with pytest.raises(AssertionError, match="does not exist"):
+        check_elsewhere(block, "tests/docs/test_no_such_file.py")
+    with pytest.raises(AssertionError, match="does not mention"):
+        check_elsewhere(block, "tests/docs/test_readme_management.py some-other-key")
