@@ -207,7 +207,6 @@ _job.run_in_background = lambda settings: _Handle()
         prelude=f"""
 import time
 from azure.core.credentials import AccessToken
-from azure.eventhub import EventData
 ORDER_SCHEMA = '''{ORDER_SCHEMA}'''
 class SasCredential:  # a TokenCredential whose token is a SAS token (any key: an open namespace)
     def get_token(self, *scopes, **kwargs):
