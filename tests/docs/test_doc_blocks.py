@@ -21,7 +21,6 @@ import json
 import os
 import re
 import shlex
-import socket
 import subprocess
 import sys
 import threading
@@ -35,6 +34,7 @@ from typing import Callable
 import pytest
 
 from kafka_wire.testing import EmulatedBroker
+from kafka_wire.testing.ports import free_port
 
 from .doc_blocks import ROOT, Block, all_blocks, blocks_of
 
@@ -88,12 +88,6 @@ def http(method: str, url: str, body: bytes | None = None, headers: dict | None 
             return answer.status, answer.read()
     except urllib.error.HTTPError as error:
         return error.code, error.read()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def substitute(code: str, broker: EmulatedBroker | None) -> str:
@@ -377,7 +371,13 @@ def check_json(block: Block, tmp: Path) -> str:
             status, body = http("POST", f"{broker.http_url}/api/namespaces/emulatorNs1/hubs/orders/events",
                                 block.text.encode(), {"Content-Type": "application/json"})
             assert status == 201, body
-            assert json.loads(body)["partition"] == value["partition"]
+            answer = json.loads(body)
+            assert answer["partition"] == value["partition"]
+            # The answer's keys, as the doc's status table gives them under the block.
+            text = (ROOT / block.doc).read_text()
+            row = re.search(r"^\| 201 \| `\{([^}]*)\}`", text[text.index(block.text):], re.M)
+            assert row, f"{block.where}: no 201 row with the answer's keys below the block"
+            assert set(answer) == set(re.findall(r'"(\w+)"', row.group(1))), (row.group(1), answer)
         return "ran"
     if block.doc == "docs/console-api.md" and "events" in value:
         import confluent_kafka
