@@ -264,12 +264,17 @@ def start_azurite(doc: str, before_line: int, tmp: Path):
     argv += ["--skipApiVersionCheck", "--disableTelemetry"]
     proc = subprocess.Popen(argv, cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     said = []
-    for out in proc.stdout:  # Azurite says when it listens (the test's timeout bounds the wait)
-        said.append(out)
-        if "successfully listens" in out:
-            break
-    else:
-        raise AssertionError(f"azurite ended ({proc.wait()}): {''.join(said)}")
+    try:
+        for out in proc.stdout:  # Azurite says when it listens (the test's timeout bounds the wait)
+            said.append(out)
+            if "successfully listens" in out:
+                break
+        else:
+            raise AssertionError(f"azurite ended ({proc.wait()}): {''.join(said)}")
+    except BaseException:  # the timeout included: no Azurite left behind
+        proc.kill()
+        proc.wait(10)
+        raise
     threading.Thread(target=proc.stdout.read, daemon=True).start()  # its request log, unread
     return proc, (f"DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey="
                   "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;"
