@@ -5,6 +5,7 @@ Used by the CLI (``kafka-wire serve``) and by ``kafka_wire.testing``.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import errno
 import gc
 import logging
@@ -320,6 +321,11 @@ class Broker:
         # One server for every AMQP listener (AMQP, AMQPS, WebSockets on the HTTP
         # listener): receivers of a partition are one set, whichever way they came.
         server = self.amqp_server = AmqpServer(self.services)
+        bounds = cfg.bounds
+        server.limits = dataclasses.replace(
+            server.limits, max_sessions=bounds.amqp_sessions_per_connection,
+            max_links=bounds.amqp_links_per_connection,
+            unauthenticated_timeout_s=float(bounds.amqp_unauthenticated_s))
         if cfg.amqp_listen_host is not None:
             try:
                 self.amqp_address = await listen(

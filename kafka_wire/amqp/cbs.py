@@ -14,14 +14,12 @@ from typing import TYPE_CHECKING
 
 from proton import Message
 
-from kafka_wire.eventhubs.auth import AuthError, authenticate_sas_token, verify_jwt
-from kafka_wire.log_lines import RepeatedWarnings, client_address
+from kafka_wire.eventhubs.door import Jwt, Refused, SasToken
 
 if TYPE_CHECKING:
     from kafka_wire.amqp.connection import AmqpConnection
 
 log = logging.getLogger(__name__)
-_repeats = RepeatedWarnings(log)
 
 SAS_TOKEN = "servicebus.windows.net:sastoken"
 JWT = "jwt"
@@ -43,23 +41,19 @@ def answer(conn: AmqpConnection, request: Message) -> Message:
     kind, audience, token = props.get("type"), props.get("name"), request.body
     if not isinstance(token, str) or not audience:
         return reply(400, "put-token needs a token (string body) and its audience (name)")
-    model = conn.services.eventhubs
-    now_s = conn.services.clock.now_ms() / 1000
-    try:
-        if kind == SAS_TOKEN:
-            principal = authenticate_sas_token(model, conn.namespace.name, token, now_s)
-        elif kind == JWT and conn.namespace.model is not None and conn.namespace.model.oauth:
-            principal = verify_jwt(model, token, now_s)
-            if principal.namespace != conn.namespace.name:
-                raise AuthError(f"the token is for namespace {principal.namespace!r}, not "
-                                f"{conn.namespace.name!r}")
-        else:
-            return reply(400, f"token type {kind!r} is not accepted here: use {SAS_TOKEN}"
-                              + (" or jwt" if conn.namespace.model and conn.namespace.model.oauth else ""))
-    except AuthError as exc:
-        _repeats.warn("amqp-put-token", client_address(conn.peer),
-                      f"AMQP put-token from {conn.peer} for {audience} refused: {exc}")
-        return reply(401, str(exc))
+    door = conn.namespace.door
+    oauth = conn.namespace.model is not None and conn.namespace.model.oauth
+    if kind == SAS_TOKEN:
+        credential = SasToken(token)
+    elif kind == JWT and oauth:
+        credential = Jwt(token)
+    else:
+        return reply(400, f"token type {kind!r} is not accepted here: use {SAS_TOKEN}"
+                          + (" or jwt" if oauth else ""))
+    try:  # the door logs a refusal, once per client
+        principal = door.sign_in(credential, conn.peer, f"AMQP put-token for {audience}")
+    except Refused as exc:
+        return reply(401, exc.message)
     conn.tokens[str(audience)] = principal
     log.info("AMQP connection from %s: token for %s accepted as %s", conn.peer, audience, principal)
     return reply(202, "Accepted")

@@ -25,8 +25,9 @@ from proton import Collector, Condition, Connection, Event, Terminus, Transport,
 from kafka_wire.amqp import addresses, websocket
 from kafka_wire.amqp.frames import FramePadder, InputFrames
 from kafka_wire.amqp.sasl import SaslError, SaslServer
-from kafka_wire.eventhubs.auth import (AuthError, USERNAME, authenticate, authenticate_key,
-                                       split_plain)
+from kafka_wire.eventhubs.auth import USERNAME, AuthError, split_plain
+from kafka_wire.eventhubs.door import (ConnectionString, Refusal, Refused, SasKey, door_for_credential,
+                                       door_for_host)
 from kafka_wire.log_lines import RepeatedWarnings, client_address
 
 if TYPE_CHECKING:
@@ -126,6 +127,14 @@ class AmqpConnection(asyncio.Protocol):
         self.transport = transport
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        most = self.services.config.bounds.amqp_connections
+        if len(self.server.connections) >= most:  # refused before any buffer is spent on it
+            _repeats.warn("amqp-connections", client_address(self.peer),
+                          f"AMQP connection from {self.peer} closed: {most} connections are open, "
+                          "the most [limits] amqp_connections allows")
+            self._closed = True
+            transport.close()
+            return
         self.server.connections.add(self)
         self._deadline = asyncio.get_running_loop().call_later(HANDSHAKE_TIMEOUT_S, self._too_slow)
 
@@ -464,35 +473,28 @@ class AmqpConnection(asyncio.Protocol):
             self._flush()
 
     def _on_open(self, conn: Connection) -> None:
-        model = self.services.eventhubs
         host = conn.remote_hostname or self.sasl.hostname
         self.container = conn.remote_container
-        name = model.namespace_for_host(host.split(":")[0]) if host else model.default_namespace
-        runtime = self.services.namespaces.get(name) if name else None
         conn.container = "kafka-wire"
         conn.hostname = host or ""
         # The SDKs' pyamqp reads every field of the open frame, properties (the
         # last) included; proton omits trailing empty fields unless this is set.
         conn.properties = {symbol("product"): "kafka-wire", symbol("platform"): "python"}
         conn.open()
-        if runtime is None:
-            served = ", ".join(sorted(self.services.namespaces))
-            self._fail(NOT_FOUND, f"host {host!r} names no namespace this server serves "
-                                  f"(it serves: {served})")
+        try:  # the namespace's door: which one the host names, and its IP filter (it logs)
+            door = door_for_host(self.services, host.split(":")[0] if host else None)
+            door.admit(self.peer, "AMQP connection")
+        except Refused as exc:
+            self._fail(NOT_FOUND if exc.reason is Refusal.NOT_FOUND else UNAUTHORIZED, exc.message)
             return
-        refused = runtime.policy.address_refused(client_address(self.peer))
-        if refused is not None:
-            log.warning("AMQP connection from %s to namespace %s refused: %s", self.peer, runtime.name,
-                        refused)
-            self._fail(UNAUTHORIZED, refused)
-            return
+        runtime = door.runtime
         if self.sasl_principal is not None and self.sasl_principal.namespace != runtime.name:
             self._fail(UNAUTHORIZED, f"the SASL credentials are for namespace "
                                      f"{self.sasl_principal.namespace!r}, not {runtime.name!r}")
             return
         self.namespace = runtime
         log.debug("AMQP connection %s from %s opened on namespace %s", self.id, self.peer, runtime.name)
-        if runtime.model is not None and runtime.model.requires_auth and self.sasl_principal is None:
+        if door.requires_auth and self.sasl_principal is None:
             timeout = self.server.limits.unauthenticated_timeout_s
             self._auth_deadline = asyncio.get_running_loop().call_later(
                 timeout, self._unauthenticated, timeout)
@@ -654,22 +656,21 @@ class AmqpConnection(asyncio.Protocol):
         policy name and key, or ``$ConnectionString`` and a connection string."""
         if mechanism != "PLAIN":
             return None
-        model = self.services.eventhubs
         try:
             _authzid, username, password = split_plain(response)
             if username.lower() == USERNAME.lower():
-                principal = authenticate(model, password, self.services.clock.now_ms() / 1000,
-                                         kafka=False)
+                credential = ConnectionString(password, kafka=False)
+                door = door_for_credential(self.services, credential)
             else:
-                host = (hostname or "").split(":")[0]
-                name = model.namespace_for_host(host) if host else model.default_namespace
-                if name is None:
-                    raise AuthError(f"SASL hostname {hostname!r} names no namespace served here")
-                principal = authenticate_key(model, name, username, password)
+                credential = SasKey(username, password)
+                door = door_for_host(self.services, (hostname or "").split(":")[0] or None)
+            principal = door.sign_in(credential, self.peer, "AMQP PLAIN login")  # it logs a refusal
         except AuthError as exc:
             _repeats.warn("amqp-auth", client_address(self.peer),
                           f"AMQP PLAIN authentication of {self.peer} failed: {exc}")
             return str(exc)
+        except Refused as exc:
+            return exc.message
         self.sasl_principal = principal
         return None
 
@@ -706,8 +707,7 @@ class AmqpConnection(asyncio.Protocol):
             if policy.allows(principal, right, hub):
                 return principal, None
         if not candidates:
-            model = runtime.model
-            if model is None or not model.requires_auth:
+            if not runtime.door.requires_auth:
                 return None, None  # an open namespace: no token needed
             return None, (f"no valid token for {hub!r}: put a SAS token (or, where the namespace "
                           f"has OAuth, a JWT) on $cbs first")

@@ -24,7 +24,7 @@ from kafka_wire.amqp.connection import (INTERNAL, INVALID_FIELD, NOT_ALLOWED, NO
                                        LinkHandler, refuse)
 from kafka_wire.amqp.messages import encode_event, runtime_metric_annotations
 from kafka_wire.amqp.nodes import entity_not_found, hub_for, open_link
-from kafka_wire.context import LISTEN
+from kafka_wire.eventhubs.rights import LISTEN
 from kafka_wire.eventhubs.model import DEFAULT_CONSUMER_GROUP
 from kafka_wire.log import batch as rb
 from kafka_wire.log import errors as log_errors

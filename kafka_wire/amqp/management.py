@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from proton import UNDESCRIBED, Array, Data, Message, timestamp
 
 from kafka_wire.amqp.cbs import reply
-from kafka_wire.context import LISTEN, MANAGE, SEND
-from kafka_wire.eventhubs.auth import AuthError, authenticate_sas_token, verify_jwt
+from kafka_wire.eventhubs.rights import LISTEN, MANAGE, SEND
+from kafka_wire.eventhubs.door import Jwt, Refused, SasToken
 from kafka_wire.log_lines import RepeatedWarnings, client_address
 
 if TYPE_CHECKING:
@@ -86,21 +86,16 @@ def _ok(body: dict) -> Message:
 
 
 def _denied(conn: AmqpConnection, token, hub: str) -> str | None:
-    policy = conn.namespace.policy
+    door = conn.namespace.door
     if isinstance(token, str) and token:
-        now_s = conn.services.clock.now_ms() / 1000
-        model = conn.services.eventhubs
+        oauth = conn.namespace.model is not None and conn.namespace.model.oauth
+        # a SAS token, or the bearer token a TokenCredential gave, as on $cbs
+        credential = SasToken(token) if token.startswith("SharedAccessSignature") or not oauth else Jwt(token)
         try:
-            if token.startswith("SharedAccessSignature") or not (
-                    conn.namespace.model is not None and conn.namespace.model.oauth):
-                principal = authenticate_sas_token(model, conn.namespace.name, token, now_s)
-            else:  # the bearer token a TokenCredential gave, as on $cbs
-                principal = verify_jwt(model, token, now_s)
-                if principal.namespace != conn.namespace.name:
-                    return f"the token is for namespace {principal.namespace!r}"
-        except AuthError as exc:
-            return str(exc)
-        if any(policy.allows(principal, right, hub) for right in (SEND, LISTEN, MANAGE)):
+            principal = door.sign_in(credential, conn.peer, "AMQP $management request")
+        except Refused as exc:
+            return exc.message
+        if any(door.allows(principal, right, hub) for right in (SEND, LISTEN, MANAGE)):
             return None
         return f"{principal} has no right on event hub {hub!r}"
     why = None

@@ -19,7 +19,7 @@ from kafka_wire.amqp.connection import (INTERNAL, MESSAGE_SIZE_EXCEEDED, NOT_ALL
                                         UNAUTHORIZED, LinkHandler, refuse)
 from kafka_wire.amqp.messages import MessageError, batch_messages, decode_message
 from kafka_wire.amqp.nodes import hub_for, open_link, received
-from kafka_wire.context import SEND
+from kafka_wire.eventhubs.rights import SEND
 from kafka_wire.eventhubs.publication import DENIED, STORAGE, TOO_LARGE, choose_partition, publish
 
 if TYPE_CHECKING:

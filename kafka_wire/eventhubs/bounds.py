@@ -28,6 +28,10 @@ class Bounds:
     application_groups_per_namespace: int = 100
     ip_rules_per_namespace: int = 128        # Event Hubs' IP filter rule quota
     http_connections: int = 512              # open HTTP(S) connections to the broker
+    amqp_connections: int = 5000             # open AMQP connections (Standard's brokered connections)
+    amqp_sessions_per_connection: int = 2048
+    amqp_links_per_connection: int = 2048    # a processor owning every partition of a Dedicated hub
+    amqp_unauthenticated_s: int = 60         # until a connection must have put a token on $cbs
 
     @classmethod
     def from_table(cls, table: dict, where: str = "[limits]") -> "Bounds":
