@@ -29,17 +29,15 @@ property test checks the bytes against proton's decoder.
 from __future__ import annotations
 
 import struct
-from typing import Iterable, NamedTuple
+from typing import NamedTuple
 
 from proton import Data
 
+from kafka_wire.eventhubs.events import Incoming
 from kafka_wire.log import batch as rb
-from kafka_wire.log.records import compress, encode_record
 
-__all__ = ["Incoming", "MessageError", "decode_message", "is_batch", "split_batch", "batch_messages",
-           "records_batch",
-           "encode_event", "BATCH_FORMAT", "PARTITION_KEY", "SEQUENCE_NUMBER", "OFFSET",
-           "ENQUEUED_TIME"]
+__all__ = ["MessageError", "decode_message", "is_batch", "split_batch", "batch_messages", "encode_event",
+           "BATCH_FORMAT", "PARTITION_KEY", "SEQUENCE_NUMBER", "OFFSET", "ENQUEUED_TIME"]
 
 BATCH_FORMAT = 0x80013700  # Microsoft's batched message format: each data section one message
 PARTITION_KEY = "x-opt-partition-key"
@@ -53,26 +51,6 @@ _DATA, _SEQUENCE, _VALUE, _FOOTER = 0x75, 0x76, 0x77, 0x78
 
 class MessageError(ValueError):
     """A message that does not decode as AMQP; the text is for the sender."""
-
-
-class Incoming(NamedTuple):
-    """What the log keeps of one sent message."""
-    partition_key: str | None
-    properties: list[tuple[bytes, bytes]]   # (UTF-8 name, AMQP-encoded value)
-    body: bytes | None
-    data_sections: list[bytes]              # for the batch format: the inner messages
-    # What a Kafka record has no place for (header, delivery and message annotations,
-    # the properties section, footer, a body other than one data section), as
-    # :func:`amqp_only` encodes it for the reserved header; None when there is none.
-    amqp_only: bytes | None = None
-
-
-def encode_value(obj) -> bytes:
-    """A Python value (str, int, float, bool, None) as its AMQP encoding, for an
-    application property made outside AMQP (a REST send's user properties)."""
-    data = Data()
-    data.put_object(obj)
-    return bytes(data.encode())
 
 
 # -- the send path's decoder --------------------------------------------------------
@@ -334,31 +312,7 @@ def split_batch(outer: Incoming) -> list[Incoming]:
             else m._replace(partition_key=outer.partition_key) for m in inner]
 
 
-def records_batch(messages: Iterable[Incoming], now_ms: int, codec: int = 0) -> bytearray:
-    """One RecordBatch v2 holding ``messages`` (offsets from 0, the log assigns
-    the base), timestamped ``now_ms``, flagged as holding AMQP-encoded headers."""
-    records = []
-    count = 0
-    for i, m in enumerate(messages):
-        key = m.partition_key.encode("utf-8") if m.partition_key is not None else None
-        headers = m.properties
-        if m.amqp_only is not None:
-            headers = [*headers, (PROPERTIES_HEADER, m.amqp_only)]
-        records.append(encode_record(i, 0, key, m.body, headers))
-        count = i + 1
-    payload = compress(codec, b"".join(records)) if codec else b"".join(records)
-    return rb.encode_batch(
-        base_offset=0, partition_leader_epoch=0, attributes=codec | rb.AMQP_HEADERS_BIT,
-        last_offset_delta=count - 1, base_timestamp=now_ms, max_timestamp=now_ms,
-        producer_id=rb.NO_PRODUCER_ID, producer_epoch=-1, base_sequence=rb.NO_SEQUENCE,
-        records_count=count, records=payload)
-
-
-# An AMQP message's properties section (message-id, content-type, correlation-id...)
-# has no Kafka counterpart: it is stored whole as a header of this name in
-# AMQP-written batches, and given back as the section to AMQP receivers.
-_PROPERTIES_NAME = rb.AMQP_PROPERTIES_HEADER
-PROPERTIES_HEADER = _PROPERTIES_NAME.encode()
+_PROPERTIES_NAME = rb.AMQP_PROPERTIES_HEADER  # the reserved header (eventhubs.events)
 
 
 # -- the receive path's encoder --------------------------------------------------------
@@ -387,9 +341,17 @@ def _map(described: int, items: list[bytes], pairs: int) -> bytes:
 
 
 def _valid_amqp_value(value: bytes) -> bool:
+    """Is ``value`` one whole AMQP value a receiver can decode? Proton's codec takes
+    some encodings its Python binding cannot turn into a value (a char past
+    U+10FFFF), which would break the receiver's decode of the whole message."""
     data = Data()
     try:
-        return data.decode(value) == len(value)
+        if data.decode(value) != len(value):
+            return False
+        data.rewind()
+        data.next()
+        data.get_object()
+        return True
     except Exception:
         return False
 

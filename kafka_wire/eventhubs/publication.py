@@ -2,7 +2,7 @@
 HTTPS): one RecordBatch per partition, after the namespace's policy admits it.
 
 The front ends differ only in how they carry the events and how they say no:
-each builds :class:`~kafka_wire.amqp.messages.Incoming` events and turns a
+each builds :class:`~kafka_wire.eventhubs.events.Incoming` events and turns a
 :class:`Published` refusal (a Kafka error code, as the policy and the log give
 them, or ``busy`` for the throughput units) into its own answer.
 """
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable, NamedTuple
 
 import kafka.errors as Errors
 
-from kafka_wire.amqp.messages import Incoming, records_batch
+from kafka_wire.eventhubs.events import Incoming, records_batch
 from kafka_wire.errors import for_log_error
 from kafka_wire.eventhubs.partition_key import partition_for_key
 from kafka_wire.log import errors as log_errors

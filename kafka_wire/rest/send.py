@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from kafka_wire.amqp.messages import Incoming, encode_value
+from kafka_wire.eventhubs.events import Incoming, encode_value
 from kafka_wire.eventhubs.rights import SEND
 from kafka_wire.eventhubs.publication import DENIED, NOT_FOUND, TOO_LARGE, choose_partition, publish_batch
 from kafka_wire.rest.http import Later, Request, Response, error

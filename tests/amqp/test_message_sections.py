@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
 from proton import Message, symbol
 
-from kafka_wire.amqp.messages import decode_message, encode_event, records_batch
+from kafka_wire.amqp.messages import decode_message, encode_event
+from kafka_wire.eventhubs.events import records_batch
 from kafka_wire.log import batch as rb
 
 names = st.text(string.ascii_letters + string.digits + "-_.", min_size=1, max_size=30)

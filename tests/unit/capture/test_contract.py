@@ -171,7 +171,8 @@ def test_properties_an_amqp_client_sent_are_captured_typed(tmp_path):
 
     from proton import Message, symbol, timestamp
 
-    from kafka_wire.amqp.messages import decode_message, records_batch
+    from kafka_wire.amqp.messages import decode_message
+    from kafka_wire.eventhubs.events import records_batch
 
     ident = uuid.UUID("12345678-1234-5678-1234-567812345678")
     sent = Message(body=b"amqp body", inferred=True, properties={

@@ -1,0 +1,67 @@
+"""An event as the log keeps it, whichever front end sent it (AMQP, HTTPS, the
+console), and the RecordBatch that stores a publication's events.
+
+Event Hubs' data model: a body, application properties whose values are
+AMQP-typed (kept as their AMQP encoding, which is what Kafka consumers of the
+service see as header values), an optional partition key, and for events sent
+over AMQP what a Kafka record has no place for (one reserved header). The AMQP
+front end (:mod:`kafka_wire.amqp.messages`) decodes messages into these and
+encodes deliveries from the log; the door appends them
+(:mod:`kafka_wire.eventhubs.publication`).
+"""
+from __future__ import annotations
+
+from typing import Iterable, NamedTuple
+
+from proton import Data
+
+from kafka_wire.log import batch as rb
+from kafka_wire.log.records import compress, encode_record
+
+__all__ = ["Incoming", "encode_value", "records_batch", "PROPERTIES_HEADER"]
+
+# What a record has no place for (an AMQP message's header, annotations, properties
+# section, footer, body shape) is stored whole as a header of this name in batches
+# written by the Event Hubs front ends, and given back to AMQP receivers.
+PROPERTIES_HEADER = rb.AMQP_PROPERTIES_HEADER.encode()
+
+
+class Incoming(NamedTuple):
+    """What the log keeps of one sent message."""
+    partition_key: str | None
+    properties: list[tuple[bytes, bytes]]   # (UTF-8 name, AMQP-encoded value)
+    body: bytes | None
+    data_sections: list[bytes]              # for the batch format: the inner messages
+    # What a Kafka record has no place for (header, delivery and message annotations,
+    # the properties section, footer, a body other than one data section), as
+    # :func:`kafka_wire.amqp.messages.amqp_only` encodes it for the reserved header; None
+    # when there is none.
+    amqp_only: bytes | None = None
+
+
+def encode_value(obj) -> bytes:
+    """A Python value (str, int, float, bool, None) as its AMQP encoding, for an
+    application property made outside AMQP (a REST send's user properties)."""
+    data = Data()
+    data.put_object(obj)
+    return bytes(data.encode())
+
+
+def records_batch(messages: Iterable[Incoming], now_ms: int, codec: int = 0) -> bytearray:
+    """One RecordBatch v2 holding ``messages`` (offsets from 0, the log assigns
+    the base), timestamped ``now_ms``, flagged as holding AMQP-encoded headers."""
+    records = []
+    count = 0
+    for i, m in enumerate(messages):
+        key = m.partition_key.encode("utf-8") if m.partition_key is not None else None
+        headers = m.properties
+        if m.amqp_only is not None:
+            headers = [*headers, (PROPERTIES_HEADER, m.amqp_only)]
+        records.append(encode_record(i, 0, key, m.body, headers))
+        count = i + 1
+    payload = compress(codec, b"".join(records)) if codec else b"".join(records)
+    return rb.encode_batch(
+        base_offset=0, partition_leader_epoch=0, attributes=codec | rb.AMQP_HEADERS_BIT,
+        last_offset_delta=count - 1, base_timestamp=now_ms, max_timestamp=now_ms,
+        producer_id=rb.NO_PRODUCER_ID, producer_epoch=-1, base_sequence=rb.NO_SEQUENCE,
+        records_count=count, records=payload)
