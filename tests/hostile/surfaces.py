@@ -182,7 +182,22 @@ def kafka_fetch(broker, credential: Credential) -> bool:
         c.close()
 
 
-KAFKA = [Surface("kafka produce", "Send", kafka_produce), Surface("kafka fetch", "Listen", kafka_fetch)]
+def kafka_create_topic(broker, credential: Credential) -> bool:
+    """CreateTopics of a fresh name: served when it exists afterwards in NS."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    name = f"made-{credential.kind}"
+    admin = AdminClient({**_kafka_conf(broker, credential), "socket.timeout.ms": 5000})
+    try:
+        admin.create_topics([NewTopic(name, 1)], request_timeout=5)[name].result(10)
+    except KafkaException:
+        return False
+    return broker.call(lambda: broker.broker.services.namespaces[NS].topics.get(name)) is not None
+
+
+KAFKA = [Surface("kafka produce", "Send", kafka_produce), Surface("kafka fetch", "Listen", kafka_fetch),
+         Surface("kafka create topic", "Manage", kafka_create_topic)]
 
 
 # -- AMQP -------------------------------------------------------------------------------------
