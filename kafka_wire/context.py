@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     from kafka_wire.topics import TopicManager
 
 
-# Handlers name rights as Event Hubs does (kept here for the Kafka API modules' imports).
-from kafka_wire.eventhubs.rights import LISTEN, MANAGE, SEND  # noqa: E402,F401
 
 
 @dataclass(slots=True)
