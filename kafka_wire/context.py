@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     from kafka_wire.topics import TopicManager
 
 
-
-
 @dataclass(slots=True)
 class ClusterInfo:
     """The single broker we present: node id, advertised address, cluster id."""
