@@ -22,7 +22,6 @@ import asyncio
 import json
 import logging
 import os
-import shutil
 import subprocess
 import threading
 import time
@@ -305,17 +304,6 @@ async function main() {
 }
 main().catch((err) => { out({ fatal: String((err && err.stack) || err) }); process.exit(1) })
 """
-
-
-@pytest.fixture(scope="module")
-def node():
-    exe = shutil.which("node")
-    if exe is None:
-        pytest.skip("EVENT HUBS JS SDK TEST SKIPPED: `node` is not installed")
-    if not (JS / "node_modules" / "@azure" / "event-hubs" / "package.json").is_file():
-        pytest.skip("EVENT HUBS JS SDK TEST SKIPPED: @azure/event-hubs is not installed; run "
-                    "`npm install --prefix tests/js`")
-    return exe
 
 
 def js_error(node: str, broker, mode: str, hub: str, group: str = "$Default", partition: str = "0",

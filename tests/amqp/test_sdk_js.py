@@ -11,12 +11,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import shutil
 import subprocess
 from collections import defaultdict
 from pathlib import Path
 
-import pytest
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
 
 from kafka_wire.eventhubs.partition_key import key_hash, partition_for_key
@@ -35,17 +33,6 @@ KEYS = ["", "a", "ab", "abc", "abcd", "abcde", "abcdef", "abcdefg", "abcdefgh", 
         *[f"customer-{i:05d}@contoso.example" for i in (1, 42, 777, 31337)],
         "1", "42", "-1", "00000000-0000-0000-0000-000000000000"]
 COUNTS = [1, 2, 3, 4, 5, 7, 8, 16, 32, 100]
-
-
-@pytest.fixture(scope="module")
-def node():
-    exe = shutil.which("node")
-    if exe is None:
-        pytest.skip("EVENT HUBS JS SDK TEST SKIPPED: `node` is not installed")
-    if not (JS / "node_modules" / "@azure" / "event-hubs" / "package.json").is_file():
-        pytest.skip("EVENT HUBS JS SDK TEST SKIPPED: @azure/event-hubs is not installed; run "
-                    "`npm install --prefix tests/js` (make test does it when npm exists)")
-    return exe
 
 
 def run_js(node: str, *args, stdin=None, env: dict | None = None) -> dict:
