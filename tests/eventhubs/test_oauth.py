@@ -249,3 +249,19 @@ def test_the_console_takes_a_jwt_on_a_namespace_with_oauth(tmp_path, config):
         forged = jwt(claims(roles=[OWNER], **ISS), key="not-the-secret")
         assert requests.post(f"{base}/token", json={"connection_string": forged},
                              timeout=10).status_code == 401
+
+
+def test_an_open_namespace_takes_any_well_formed_token_over_kafka(tmp_path):
+    """No policies and no [oauth] table: OAUTHBEARER with any unexpired token gets in, as the
+    docs say (the namespace's door verifies it like any other)."""
+    with EmulatedBroker(tmp_path / "data") as broker:
+        broker.create_hub("open-oauth", 1)  # a Sender may not create it
+        token = jwt(claims(ns=broker.config.default_namespace, roles=[SENDER]), key="any key at all")
+        results = []
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+                             "sasl.mechanism": "OAUTHBEARER", "log_level": 2,
+                             "oauth_cb": lambda _config: (token, time.time() + 3600),
+                             "message.timeout.ms": 10000})
+        producer.produce("open-oauth", b"in", on_delivery=lambda err, msg: results.append(err))
+        producer.flush(15)
+        assert results == [None]
