@@ -16,7 +16,7 @@ from kafka_wire.eventhubs import connection_string
 from kafka_wire.testing import EmulatedBroker
 
 from .conftest import receive
-from .test_sdk_js import node, run_js  # noqa: F401  (node is a fixture)
+from .test_sdk_js import run_js
 
 
 @pytest.fixture(scope="module")
