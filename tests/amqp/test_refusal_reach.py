@@ -150,8 +150,16 @@ def test_a_sixth_receiver_without_owner_level_is_refused(broker):
             t.start()
             clients.append(c)
             threads.append(t)
-        assert wait_for(lambda: len(readers.get(key, ())) == 5, timeout=30)
-        took, err = consumer_error(broker, "orders", group="billing", partition="1")
+        took = err = None
+        for _ in range(3):
+            # Five must hold the partition when the sixth comes: a holder the SDK is
+            # re-attaching on its own frees a place for a moment, so wait for five again.
+            assert wait_for(lambda: len(readers.get(key, ())) == 5, timeout=30)
+            try:
+                took, err = consumer_error(broker, "orders", group="billing", partition="1", timeout=10)
+                break
+            except AssertionError:  # no on_error: the sixth got the place a holder left
+                continue
     finally:
         for c in clients:
             c.close()
