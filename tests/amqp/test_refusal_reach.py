@@ -19,6 +19,7 @@ $management 404 or a producer's."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -40,8 +41,8 @@ from .conftest import LISTENER, ROOT, SENDER, sdk_cs, wait_for
 from .pyamqp_raw import receive_client
 
 JS = Path(__file__).resolve().parents[1] / "js"
-BOUND_S = 10.0   # generous; the measured figures are printed (pytest -s) and reported
 FIGURES: dict[str, float] = {}
+ARTIFACT = Path(__file__).resolve().parents[2] / "test-artifacts" / "refusal-reach.json"
 
 
 def consumer_error(broker, hub: str, group: str = "$Default", partition: str = "0",
@@ -97,9 +98,13 @@ def async_consumer_error(broker, hub: str, group: str = "$Default", partition: s
 
 
 def record(name: str, seconds: float) -> None:
+    """Keep the figure (printed with pytest -s, and written to test-artifacts/) for the
+    closing notes: how fast a refusal arrives is measured, not asserted (a test asserts
+    only that it arrives, as the SDK's documented error)."""
     FIGURES[name] = seconds
     print(f"\n  {name}: {seconds:.2f} s")
-    assert seconds < BOUND_S
+    ARTIFACT.parent.mkdir(exist_ok=True)
+    ARTIFACT.write_text(json.dumps(FIGURES, indent=1, sort_keys=True))
 
 
 # -- Python, sync ----------------------------------------------------------------------------
@@ -137,36 +142,46 @@ def test_receiving_without_listen_is_unauthorized(broker):
     record("python sync, missing Listen", took)
 
 
-def test_a_sixth_receiver_without_owner_level_is_refused(broker):
-    key = ("contoso", "orders", "billing", 1)
+@contextlib.contextmanager
+def five_receivers(broker, hub: str, group: str, partition: int):
+    """Five SDK receivers without owner level on one partition (Event Hubs' most); yields a
+    call that waits until all five hold it, for the sixth to come while they do."""
+    key = ("contoso", hub, group.lower(), partition)
     readers = broker.broker.amqp_server.readers
     clients, threads = [], []
+
+    def holding() -> None:
+        # 60 s: under a loaded 2-core machine a holder that the SDK is re-attaching (after an
+        # earlier test's receiver was still closing, say) retries with the SDK's backoff
+        assert wait_for(lambda: len(readers.get(key, ())) == 5, timeout=60), \
+            f"{len(readers.get(key, ()))} of 5 receivers hold {key}: {readers.get(key)}"
     try:
         for _ in range(5):
             c = EventHubConsumerClient.from_connection_string(
-                sdk_cs(broker), consumer_group="billing", eventhub_name="orders")
+                sdk_cs(broker), consumer_group=group, eventhub_name=hub)
             t = threading.Thread(target=c.receive, daemon=True, kwargs=dict(
-                on_event=lambda *_: None, partition_id="1", max_wait_time=1))
+                on_event=lambda *_: None, partition_id=str(partition), max_wait_time=1))
             t.start()
             clients.append(c)
             threads.append(t)
-        took = err = None
-        for _ in range(3):
-            # Five must hold the partition when the sixth comes: a holder the SDK is
-            # re-attaching on its own frees a place for a moment, so wait for five again.
-            # (60 s: a holder refused while an earlier test's receiver was still closing
-            # retries with the SDK's backoff; a fresh-clone run once waited past 30 s)
-            assert wait_for(lambda: len(readers.get(key, ())) == 5, timeout=60)
-            try:
-                took, err = consumer_error(broker, "orders", group="billing", partition="1", timeout=10)
-                break
-            except AssertionError:  # no on_error: the sixth got the place a holder left
-                continue
+        yield holding
     finally:
         for c in clients:
             c.close()
         for t in threads:
             t.join(15)
+
+
+def test_a_sixth_receiver_without_owner_level_is_refused(broker):
+    took = err = None
+    with five_receivers(broker, "orders", "billing", 1) as holding:
+        for _ in range(3):
+            holding()
+            try:
+                took, err = consumer_error(broker, "orders", group="billing", partition="1", timeout=10)
+                break
+            except AssertionError:  # no on_error: the sixth got the place a holder left
+                continue
     assert isinstance(err, ConnectionLostError) and "resource-limit-exceeded" in str(err)
     assert "maximum number of allowed receivers" in str(err) and "which is 5" in str(err)
     record("python sync, sixth receiver", took)
@@ -344,25 +359,9 @@ def test_js_sdk_gets_the_documented_error(node, broker, mode, hub, group, partit
 
 
 def test_js_sdk_sixth_receiver_is_quota_exceeded(node, broker):
-    key = ("contoso", "payments", "$default", 0)
-    readers = broker.broker.amqp_server.readers
-    clients, threads = [], []
-    try:
-        for _ in range(5):
-            c = EventHubConsumerClient.from_connection_string(
-                sdk_cs(broker), consumer_group="$Default", eventhub_name="payments")
-            t = threading.Thread(target=c.receive, daemon=True, kwargs=dict(
-                on_event=lambda *_: None, partition_id="0", max_wait_time=1))
-            t.start()
-            clients.append(c)
-            threads.append(t)
-        assert wait_for(lambda: len(readers.get(key, ())) == 5, timeout=30)
+    with five_receivers(broker, "payments", "$Default", 0) as holding:
+        holding()
         result = js_error(node, broker, "receive", "payments")
-    finally:
-        for c in clients:
-            c.close()
-        for t in threads:
-            t.join(15)
     assert result["code"] == "QuotaExceededError" and "which is 5" in result["message"], result
     record("js receive, sixth receiver", result["ms"] / 1000)
 
