@@ -15,6 +15,21 @@ import pytest
 from kafka_wire.testing import EmulatedBroker
 
 ROOT = Path(__file__).resolve().parent.parent
+JS = ROOT / "tests" / "js"  # tests/js/package.json's packages, installed by make test
+
+
+def node_with(package: str, label: str) -> str:
+    """The node executable when ``package`` is installed in tests/js, else a loud skip
+    naming the tests (``label``) that need it."""
+    import shutil
+
+    exe = shutil.which("node")
+    if exe is None:
+        pytest.skip(f"{label} SKIPPED: `node` is not installed")
+    if not (JS / "node_modules" / package / "package.json").is_file():
+        pytest.skip(f"{label} SKIPPED: {package} is not installed; run "
+                    "`npm install --prefix tests/js` (make test does it when npm exists)")
+    return exe
 
 
 @pytest.fixture

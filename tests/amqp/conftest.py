@@ -1,7 +1,6 @@
 """A broker with the AMQP listener, and Azure SDK clients pointed at it."""
 from __future__ import annotations
 
-import shutil
 import threading
 import time
 from pathlib import Path
@@ -10,6 +9,7 @@ import pytest
 
 from kafka_wire.eventhubs import connection_string
 from kafka_wire.testing import EmulatedBroker
+from tests.conftest import JS, node_with
 
 MULTI_TOML = Path(__file__).parent.parent / "eventhubs" / "data" / "multi.toml"
 ROOT = ("RootManageSharedAccessKey", "cm9vdC1rZXktMQ==")
@@ -75,16 +75,9 @@ def wait_for(predicate, timeout: float = 10.0, every: float = 0.05):
     return predicate()
 
 
-JS = Path(__file__).resolve().parents[1] / "js"
 
 
 @pytest.fixture(scope="module")
 def node():
     """The node executable with @azure/event-hubs installed, else a loud skip."""
-    exe = shutil.which("node")
-    if exe is None:
-        pytest.skip("EVENT HUBS JS SDK TEST SKIPPED: `node` is not installed")
-    if not (JS / "node_modules" / "@azure" / "event-hubs" / "package.json").is_file():
-        pytest.skip("EVENT HUBS JS SDK TEST SKIPPED: @azure/event-hubs is not installed; run "
-                    "`npm install --prefix tests/js` (make test does it when npm exists)")
-    return exe
+    return node_with("@azure/event-hubs", "EVENT HUBS JS SDK TEST")

@@ -5,26 +5,19 @@ npm exists; without node or kafkajs this test SKIPS with the reason."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer
 from kafka import KafkaAdminClient
 
-JS = Path(__file__).resolve().parents[1] / "js"
+from tests.conftest import JS, node_with
+
 
 
 @pytest.fixture(scope="module")
 def node():
-    exe = shutil.which("node")
-    if exe is None:
-        pytest.skip("KAFKAJS TEST SKIPPED: `node` is not installed")
-    if not (JS / "node_modules" / "kafkajs" / "package.json").is_file():
-        pytest.skip("KAFKAJS TEST SKIPPED: kafkajs is not installed; run "
-                    "`npm install --prefix tests/js kafkajs@2` (make test does it when npm exists)")
-    return exe
+    return node_with("kafkajs", "KAFKAJS TEST")
 
 
 def test_kafkajs_consumer_joins_a_group_reads_every_partition_and_commits(node, broker):
