@@ -3,7 +3,7 @@ the publication limit (each refused at its first frame past it) and attach/detac
 cycles on one connection. Prints the broker's idle, peak (VmHWM) and settled RSS.
 
 A program, not a test: an in-process broker in a child process on an ephemeral
-port, driven by a raw proton client (tests/amqp/raw_amqp.py).
+port, driven by a raw proton client (kafka_wire/testing/raw_amqp.py).
 
     python -m bench.amqp_limits [--mb 300] [--clients 3] [--cycles 20000]
 """
@@ -18,7 +18,7 @@ import time
 from proton import Delivery, Message
 
 from kafka_wire.testing.processes import stop_processes
-from tests.amqp.raw_amqp import RawAmqp
+from kafka_wire.testing.raw_amqp import RawAmqp
 
 _CHILD = """
 import sys

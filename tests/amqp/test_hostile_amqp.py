@@ -18,7 +18,7 @@ from kafka_wire.amqp.limits import ConnectionLimits
 from kafka_wire.testing import EmulatedBroker
 
 from .conftest import MULTI_TOML, SENDER, sdk_cs, wait_for
-from .raw_amqp import RawAmqp
+from kafka_wire.testing.raw_amqp import RawAmqp
 from .test_bad_input import frames
 
 MB = 1024 * 1024
