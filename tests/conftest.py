@@ -15,7 +15,9 @@ import pytest
 from kafka_wire.testing import EmulatedBroker
 
 ROOT = Path(__file__).resolve().parent.parent
-JS = ROOT / "tests" / "js"  # tests/js/package.json's packages, installed by make test
+# tests/js: its scripts beside node_modules with package.json's packages (make test installs
+# them); KAFKA_WIRE_JS_DIR names another such folder (make compat's pinned SDK versions).
+JS = Path(os.environ.get("KAFKA_WIRE_JS_DIR") or ROOT / "tests" / "js")
 
 
 def node_with(package: str, label: str) -> str:

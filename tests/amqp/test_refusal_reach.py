@@ -37,10 +37,9 @@ from kafka_wire.amqp import connection as amqp_connection
 
 from azure.eventhub._pyamqp.error import AMQPLinkError
 
-from .conftest import LISTENER, ROOT, SENDER, sdk_cs, wait_for
+from .conftest import JS, LISTENER, ROOT, SENDER, sdk_cs, wait_for
 from .pyamqp_raw import receive_client
 
-JS = Path(__file__).resolve().parents[1] / "js"
 FIGURES: dict[str, float] = {}
 ARTIFACT = Path(__file__).resolve().parents[2] / "test-artifacts" / "refusal-reach.json"
 

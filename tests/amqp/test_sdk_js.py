@@ -13,15 +13,13 @@ import json
 import os
 import subprocess
 from collections import defaultdict
-from pathlib import Path
 
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
 
 from kafka_wire.eventhubs.partition_key import key_hash, partition_for_key
 
-from .conftest import ROOT, receive, sdk_cs
+from .conftest import JS, ROOT, receive, sdk_cs
 
-JS = Path(__file__).resolve().parents[1] / "js"
 SCRIPT = JS / "eventhubs_sdk.js"
 
 # Every lookup3 tail length (0-12 bytes, then past one and two 12-byte blocks),
