@@ -354,7 +354,8 @@ class Broker:
 
     def _open_namespace(self, data_dir: Path, name: str) -> NamespaceRuntime:
         cfg = self.config
-        default_log = LogConfig.from_kafka(cfg.topic_defaults) if cfg.topic_defaults else LogConfig()
+        defaults = cfg.log_topic_defaults()  # the durability mode's flush.messages among them
+        default_log = LogConfig.from_kafka(defaults) if defaults else LogConfig()
         logs = LogManager(data_dir / name, default_log)
         topics = TopicManager(logs, num_partitions=cfg.num_partitions,
                               auto_create=cfg.auto_create_topics, topic_defaults={})
