@@ -12,11 +12,23 @@ timeout is aborted and its producer epoch bumped, fencing the old producer.
 
 State survives restarts in ``transactions.log`` (length-prefixed, CRC-32C
 msgpack records of the whole state of one transactional id; the last record
-of an id wins; rewritten compactly at start).
+of an id wins; rewritten compactly at start). With ``fsync`` (the
+power-loss durability mode) every record is fsynced before the request it
+serves is answered; without it a process crash loses nothing, a power loss
+may lose the latest records.
+
+Hanging transactions (KIP-664): a partition whose last stable offset is held
+by an open transaction the coordinator does not know as open there (its
+state lost or stale after a power loss) is found by :meth:`hanging` and
+aborted once the transaction's timeout has passed (its own timeout when the
+coordinator still knows the producer, else ``max_timeout_ms``), counted from
+the append time of the transaction's first batch in that partition: no live
+transaction can be older, so only a dead one is aborted.
 """
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -92,10 +104,11 @@ def _txn_row(row):
 class TransactionStore:
     """The durable record of transaction states."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, *, fsync: bool = False) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / "transactions.log"
+        self.fsync = fsync
 
     def load(self) -> dict[str, TxnState]:
         states: dict[str, TxnState] = {}
@@ -119,15 +132,22 @@ class TransactionStore:
         self._fh = open(self.path, "ab")
 
     def put(self, st: TxnState) -> None:
-        self._fh.write(frame(st.to_row()))
-        self._fh.flush()
+        self._write(frame(st.to_row()))
 
     def delete(self, transactional_id: str) -> None:
-        self._fh.write(frame(["del", transactional_id]))
+        self._write(frame(["del", transactional_id]))
+
+    def _write(self, record: bytes) -> None:
+        self._fh.write(record)
         self._fh.flush()
+        if self.fsync:
+            os.fsync(self._fh.fileno())
 
     def close(self) -> None:
-        self._fh.close()
+        if not self._fh.closed:
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+            self._fh.close()
 
 
 class TransactionCoordinator:
@@ -359,6 +379,40 @@ class TransactionCoordinator:
 
     def describe(self, transactional_id: str) -> TxnState | None:
         return self.txns.get(transactional_id)
+
+    # -- hanging transactions (KIP-664) ---------------------------------------------------
+    def knows_open(self, producer_id: int, topic: str, partition: int) -> bool:
+        """Is ``producer_id``'s transaction open here, with this partition in it?"""
+        for st in self.txns.values():
+            if st.producer_id == producer_id and st.state in (ONGOING, PREPARE_COMMIT, PREPARE_ABORT):
+                return (topic, partition) in st.partitions
+        return False
+
+    def timeout_of(self, producer_id: int) -> int:
+        """The transaction timeout of the producer's transactional id, or the
+        longest any transaction may have when the coordinator does not know it."""
+        for st in self.txns.values():
+            if st.producer_id == producer_id or st.last_producer_id == producer_id:
+                return st.timeout_ms
+        return self.max_timeout_ms
+
+    def hanging(self, open_txns: Iterable[tuple[str, int, int, int, int, int]],
+                *, max_timeout_ms: int | None = None) -> list[tuple[str, int, int, int, int, int]]:
+        """Of the partitions' open transactions ``(topic, partition, producer id,
+        producer epoch, first offset, first append ms)``, those hanging: not open
+        in this coordinator with that partition, and older than their timeout
+        (``max_timeout_ms`` overrides it, as kafka-transactions find-hanging's
+        --max-transaction-timeout does)."""
+        now = self.clock.now_ms()
+        out = []
+        for txn in open_txns:
+            topic, partition, pid, _epoch, _first, first_ms = txn
+            if self.knows_open(pid, topic, partition):
+                continue
+            limit = self.timeout_of(pid) if max_timeout_ms is None else max_timeout_ms
+            if now - first_ms >= limit:
+                out.append(txn)
+        return out
 
     def _save(self, st: TxnState) -> None:
         self.txns[st.transactional_id] = st

@@ -14,7 +14,7 @@ import os
 import sys
 from pathlib import Path
 
-from kafka_wire.config import BrokerConfig, parse_host_port
+from kafka_wire.config import BrokerConfig, parse_durability, parse_host_port
 
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 DESCRIPTION = ("kafka-wire: a local Azure Event Hubs namespace that speaks the Kafka protocol. "
@@ -48,6 +48,13 @@ def _address(default_port: int):
         except ValueError as exc:
             raise argparse.ArgumentTypeError(str(exc)) from None
     return parse
+
+
+def _durability(text: str) -> str:
+    try:
+        return parse_durability(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _log_level(text: str) -> str:
@@ -104,6 +111,10 @@ def _serve(args: argparse.Namespace) -> int:
         config.failed_authentication_delay_ms = args.failed_authentication_delay_ms
     if args.no_auto_create:
         config.auto_create_topics = False
+    if args.durability is not None:
+        config.durability = args.durability
+    if args.transaction_max_timeout_ms is not None:
+        config.transaction_max_timeout_ms = args.transaction_max_timeout_ms
     if args.num_partitions is not None:
         config.num_partitions = args.num_partitions
     if args.log_max_open_files is not None:
@@ -292,6 +303,14 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--num-partitions", metavar="N", type=_int_at_least(1),
                        help="partitions of auto-created event hubs (default 1)")
     serve.add_argument("--no-auto-create", action="store_true", help="refuse topic auto-creation")
+    serve.add_argument("--durability", type=_durability, metavar="MODE",
+                       help="crash (default): acknowledged writes survive a crash of the broker "
+                       "process; power-loss: every acknowledged write (records, group commits, "
+                       "transaction state) is fsynced before the answer. See docs/durability.md")
+    serve.add_argument("--transaction-max-timeout-ms", metavar="MS", type=_int_at_least(1000),
+                       help="longest transaction.timeout.ms a producer may ask for, and how long an "
+                       "open transaction its coordinator does not know may hold a partition before "
+                       "it is aborted (Kafka's transaction.max.timeout.ms; default 900000)")
     serve.add_argument("--log-max-open-files", metavar="N", type=_int_at_least(1),
                        help="descriptors the partition logs may keep open; the least recently written "
                        "partitions close theirs past it (default: a quarter of ulimit -n, 16 to 1024)")

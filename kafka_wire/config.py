@@ -7,6 +7,28 @@ from pathlib import Path
 from kafka_wire.eventhubs.bounds import Bounds
 
 
+# Durability modes (``serve --durability``, [server] durability). Each maps onto
+# Kafka's topic configs as the default every topic starts from; a topic that
+# sets flush.messages or flush.ms itself keeps its own setting. docs/durability.md
+# says what each promises and costs.
+#   crash       acknowledged data survives a crash of the broker process: it is in
+#               the page cache when the answer goes out; nothing is fsynced per
+#               request (Kafka's own default). A power loss or kernel crash may
+#               lose the last seconds (recovery keeps a valid prefix and aborts
+#               the transactions it leaves open).
+#   power-loss  every acknowledged write is fsynced before the answer: records
+#               (flush.messages=1), group commits and checkpoints, transaction
+#               coordinator state, producer-state snapshots and topic metadata.
+DURABILITY_MODES = ("crash", "power-loss")
+
+
+def parse_durability(text: str) -> str:
+    value = text.strip().lower().replace("_", "-")
+    if value not in DURABILITY_MODES:
+        raise ValueError(f"durability {text!r} is not a mode: use one of {', '.join(DURABILITY_MODES)}")
+    return value
+
+
 def parse_host_port(text: str, default_port: int = 9092) -> tuple[str, int]:
     """'HOST:PORT', ':PORT', 'HOST' or '[::1]:PORT' → (host, port)."""
     text = text.strip()
@@ -41,6 +63,11 @@ class BrokerConfig:
     group_initial_rebalance_delay_ms: small by default so tests join fast;
         Kafka's default is 3000.
     eventhubs / tls_*: see kafka_wire.eventhubs (config_file, tls).
+    durability: "crash" (default) or "power-loss"; see DURABILITY_MODES.
+    transaction_max_timeout_ms: Kafka's transaction.max.timeout.ms: the longest
+        transaction.timeout.ms a producer may ask for, and how long an open
+        transaction the coordinator does not know (its state lost in a power
+        loss) may hold a partition's last stable offset before it is aborted.
     """
     data_dir: Path = Path("./data")
     listen_host: str = "127.0.0.1"
@@ -54,6 +81,8 @@ class BrokerConfig:
     num_partitions: int = 1
     default_replication_factor: int = 1
     topic_defaults: dict[str, str] = field(default_factory=dict)
+    durability: str = "crash"
+    transaction_max_timeout_ms: int = 15 * 60 * 1000
     group_initial_rebalance_delay_ms: int = 100
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1_800_000
@@ -127,3 +156,16 @@ class BrokerConfig:
     # on first start and kept in DATA_DIR/subscription.key (`kafka-wire token
     # --management` prints it).
     subscription_key: str | None = None
+
+    @property
+    def power_loss_durable(self) -> bool:
+        return self.durability == "power-loss"
+
+    def log_topic_defaults(self) -> dict[str, str]:
+        """The topic configs every topic starts from: ``topic_defaults`` plus what
+        the durability mode implies (power-loss: flush.messages=1, unless the
+        defaults set flush.messages or flush.ms themselves)."""
+        out = dict(self.topic_defaults)
+        if self.power_loss_durable and "flush.messages" not in out and "flush.ms" not in out:
+            out["flush.messages"] = "1"
+        return out

@@ -61,7 +61,9 @@ def coordinator_config(services: Services) -> GroupCoordinatorConfig:
 
 def open_groups(services: Services, ns: NamespaceRuntime, data_dir: Path) -> Callable[[], None]:
     """Start one namespace's group coordinator (also for a namespace made at runtime)."""
-    store = EmbeddedCheckpointStore(Path(data_dir) / CHECKPOINTS_DIR / ns.name)
+    # Power-loss durability: one fsync per write of the store (one per OffsetCommit request).
+    store = EmbeddedCheckpointStore(Path(data_dir) / CHECKPOINTS_DIR / ns.name,
+                                    fsync="always" if services.config.power_loss_durable else "none")
     ns.groups = GroupCoordinator(
         services.clock, coordinator_config(services), store=store, namespace=ns.name,
         position_resolver=_position_resolver(ns), partition_exists=_partition_exists(ns),

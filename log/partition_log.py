@@ -41,7 +41,7 @@ from .handles import FileHandleCache, shared_cache
 from .index import AbortedTxn
 from .producer_state import BatchMetadata, CompletedTxn, Duplicate, ProducerInfo, ProducerStateManager
 from .recovery import (
-    CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_FILE, load_segments, swap_segments, write_atomic,
+    CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_FILE, fsync_dir, load_segments, swap_segments, write_atomic,
     write_position_anchor,
 )
 from .segment import INT32_MAX, LogSegment
@@ -58,6 +58,29 @@ def _writable(buf) -> bool:
     if isinstance(buf, bytearray):
         return True
     return isinstance(buf, memoryview) and not buf.readonly and buf.contiguous
+
+
+_ROLL_FLUSHER = None
+_ROLL_FLUSHER_LOCK = threading.Lock()
+
+
+def _roll_flusher():
+    """One background thread for the whole process that fsyncs rolled segments."""
+    global _ROLL_FLUSHER
+    with _ROLL_FLUSHER_LOCK:
+        if _ROLL_FLUSHER is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _ROLL_FLUSHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafka-wire-roll-flush")
+        return _ROLL_FLUSHER
+
+
+def _flush_sealed(seg: LogSegment, directory: Path) -> None:
+    try:
+        seg.flush()  # a deleted segment's files are skipped
+        fsync_dir(directory)
+    except OSError as exc:  # only weakens power-loss survival; a crash loses nothing
+        logger.warning("%s: cannot fsync rolled segment %d: %s", directory, seg.base_offset, exc)
 
 
 def _index_of(segments: list[LogSegment], offset: int) -> int:
@@ -113,6 +136,8 @@ class PartitionLog:
         self._handles = handles if handles is not None else shared_cache()
         self._unflushed = 0
         self._last_flush_ms = now_ms
+        # A segment file (or this directory) was made since the last flush: fsync the directory too.
+        self._dir_dirty = True
         if not lazy:
             self._load()
 
@@ -321,15 +346,21 @@ class PartitionLog:
 
     def _roll(self, base_offset: int | None = None) -> LogSegment:
         old = self._segments[-1]
-        old.seal()
+        old.seal()  # fsyncs it first where the topic fsyncs (flush.messages / flush.ms)
+        if not self._fsyncs:
+            # As Kafka does on roll: the sealed segment is fsynced in the background, so a power
+            # loss in crash durability loses at most the active segment's data, not older ones.
+            _roll_flusher().submit(_flush_sealed, old, self.directory)
         new = LogSegment.create(
             self.directory, old.next_offset if base_offset is None else base_offset, old.end_position, self.config,
         )
         self._segments.append(new)
+        self._dir_dirty = True
         self._handles.touch(self, new.open_descriptors)
         logger.debug("%s: rolled to segment %d", self.directory, new.base_offset)
         try:
-            self._producers.take_snapshot(new.base_offset)
+            # Durable where the topic asks for fsync (the power-loss durability mode).
+            self._producers.take_snapshot(new.base_offset, durable=self._fsyncs)
         except OSError as exc:  # only costs a longer replay when the log is next opened
             logger.warning("%s: cannot write a producer state snapshot: %s", self.directory, exc)
         return new
@@ -339,6 +370,7 @@ class PartitionLog:
         old.delete()
         new = LogSegment.create(self.directory, base_offset, old.base_position, self.config)
         self._segments.append(new)
+        self._dir_dirty = True
         return new
 
     def roll(self) -> None:
@@ -519,6 +551,20 @@ class PartitionLog:
             if seg.txn_index.collect(fetch_offset, upper_offset, found):
                 break
         return [(e.producer_id, e.first_offset) for e in found]
+
+    def open_transactions(self) -> list[tuple[int, int, int, int]]:
+        """(producer id, producer epoch, first offset, append time ms of that
+        offset) of every transaction open here: what holds the last stable offset."""
+        with self._lock:
+            if self._closed or not self.loaded:
+                return []
+            out = []
+            for pid, first in sorted(self._producers.ongoing.items(), key=lambda kv: kv[1]):
+                entry = self._producers.producers.get(pid)
+                epoch = entry.producer_epoch if entry is not None else -1
+                found = self.batch_position(first)
+                out.append((pid, epoch, first, found[1] if found is not None else self._last_append_ms))
+            return out
 
     def describe_producers(self) -> list[ProducerInfo]:
         """DescribeProducers: every producer with state here."""
@@ -722,11 +768,21 @@ class PartitionLog:
             if not self._closed and self.loaded:
                 self._flush(self._last_flush_ms)
 
+    @property
+    def _fsyncs(self) -> bool:
+        """Does this topic fsync at all (flush.messages or flush.ms set)?"""
+        return self.config.flush_messages is not None or self.config.flush_ms is not None
+
     def _flush(self, now_ms: int) -> None:
         try:
             for seg in self._segments:
                 if seg.dirty:
                     seg.flush()
+            if self._dir_dirty:
+                # The new segment's files (and this directory) are found after a power loss.
+                fsync_dir(self.directory)
+                fsync_dir(self.directory.parent)
+                self._dir_dirty = False
         except OSError as exc:
             raise StorageError(f"cannot fsync {self.directory}: {exc.strerror or exc}", errno=exc.errno) from exc
         self._unflushed = 0

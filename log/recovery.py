@@ -3,11 +3,14 @@
 After a clean shutdown (marker present) every segment is trusted once cheap
 sanity checks of its indexes pass. After an unclean one, the active (last)
 segment is re-validated batch by batch (header, CRC-32C, increasing offsets)
-and cut at the first torn or corrupt batch; the segment before it gets full
-index checks too, since a crash during a roll can leave it untrimmed. Any
+and cut at the first torn or corrupt batch; every sealed segment has its
+indexes checked and every batch's CRC verified too (a power loss may keep a
+file's length and lose its data: zeros, or a torn page), and is rebuilt and
+cut where that fails. Any
 segment with missing or damaged indexes is rebuilt from its log. A segment
-that loses bytes in the middle of the log takes every later segment with it:
-the log is always the longest valid prefix.
+that loses bytes in the middle of the log (junk, or zeros that leave it short
+of the next segment) takes every later segment with it: the log is always
+the longest valid prefix, as Kafka's recovery leaves it.
 
 Compaction replaces segments in two phases (``swap_segments``): the cleaned
 files are written as ``*.cleaned`` and fsynced, then a ``cleaner-swap``
@@ -55,6 +58,7 @@ def load_segments(directory: Path, config: LogConfig) -> tuple[list[LogSegment],
     clean = marker.exists()
     if clean:
         marker.unlink()  # from now on a crash is an unclean shutdown
+        fsync_dir(directory)  # ... a power loss too: the marker must not come back
     persisted_start = read_log_start_offset(directory)
     complete_swap(directory)
     bases = _scan_directory(directory)
@@ -63,7 +67,8 @@ def load_segments(directory: Path, config: LogConfig) -> tuple[list[LogSegment],
     for n, base in enumerate(bases):
         last = n == len(bases) - 1
         full = not clean and n >= len(bases) - FULLY_CHECKED_SEGMENTS
-        seg = LogSegment.load(directory, base, config, recover=last and not clean, full_check=full)
+        seg = LogSegment.load(directory, base, config, recover=last and not clean, full_check=full,
+                              verify=not clean and not last)
         if segments and seg.base_offset < segments[-1].next_offset:
             logger.warning(
                 "%s: segment %d overlaps the previous one (which ends at %d); dropping it and later segments",
@@ -72,11 +77,28 @@ def load_segments(directory: Path, config: LogConfig) -> tuple[list[LogSegment],
             _delete_from(directory, config, bases[n:], seg)
             break
         segments.append(seg)
-        if seg.dropped_bytes and not last:
-            logger.warning("%s: dropping the segments after %d, which lost its tail", directory, base)
+        # A segment that lost its tail takes every later one with it: the log is its longest
+        # valid prefix, never one with a hole. Zeros count when the segment then stops short
+        # of the next one (a power loss kept the file's length but not its data); zeros that
+        # reach the next segment are the untrimmed tail of a roll a crash interrupted.
+        # A segment recovery cut (or whose batches it lost) and that now stops short of the
+        # next one lost its end: a gap the cleaner made is kept, a gap after zeros is not.
+        gap = not last and seg.next_offset != bases[n + 1]
+        if not last and (seg.dropped_bytes or (gap and (seg.cut_bytes or seg.lost_batches))):
+            logger.warning("%s: dropping the segments after %d, which lost its tail (it ends at offset %d, "
+                           "the next segment starts at %d)", directory, base, seg.next_offset, bases[n + 1])
             _delete_from(directory, config, bases[n + 1 :])
             break
 
+    if not clean and segments and segments[0].base_offset > persisted_start and segments[0].positions is None:
+        # The first segments' files are gone (a power loss before they reached the disk): what
+        # is left does not start where the log does, so it is no prefix of it.
+        logger.warning("%s: the log starts at %d but its first segment at %d (the ones before were lost); "
+                       "dropping the %d segments left and starting empty at %d", directory, persisted_start,
+                       segments[0].base_offset, len(segments), persisted_start)
+        for seg in segments:
+            seg.delete()
+        segments = []
     _fix_base_positions(segments, read_position_anchor(directory))
     # Segments wholly below the log start offset were about to be deleted when we stopped.
     while len(segments) > 1 and segments[0].next_offset <= persisted_start and segments[0].base_offset < persisted_start:

@@ -75,7 +75,9 @@ class LogSegment:
         self.log_path = segment_path(directory, base_offset, LOG_SUFFIX + file_suffix)
         self.base_position = 0
         self.base_position_known = True  # False if .batches was lost: PartitionLog derives it
-        self.dropped_bytes = 0  # what recovery cut off when loading
+        self.dropped_bytes = 0  # what recovery cut off when loading (junk, not zeros)
+        self.cut_bytes = 0  # everything recovery cut off, zeros of an unwritten tail included
+        self.lost_batches = 0  # batches its old .batches listed that recovery found no more
         self.txn_index_suspect = False  # PartitionLog rebuilds .txnindex from the markers when set
         self.size = 0  # valid bytes in .log
         # Bytes from the start whose batches passed a CRC check in this process
@@ -122,13 +124,20 @@ class LogSegment:
         return seg
 
     @classmethod
-    def load(cls, directory: Path, base_offset: int, config: LogConfig, *, recover: bool, full_check: bool) -> LogSegment:
+    def load(cls, directory: Path, base_offset: int, config: LogConfig, *, recover: bool, full_check: bool,
+             verify: bool = False) -> LogSegment:
         """Open an existing segment read-only. With ``recover`` (the active
         segment after an unclean shutdown) the whole file is re-validated and the
         indexes rebuilt; otherwise the indexes are sanity-checked and rebuilt
-        only if damaged. Sets ``dropped_bytes`` to what recovery cut off."""
+        only if damaged, and with ``verify`` (a sealed segment after an unclean
+        shutdown: a power loss may have kept its indexes but not its data, or
+        zeros for either) every batch's CRC is checked too. Sets
+        ``dropped_bytes`` to the junk recovery cut off and ``cut_bytes`` to all
+        it cut (zeros included)."""
         seg = cls(directory, base_offset, config)
         reason = "unclean shutdown" if recover else seg._index_problem(full_check)
+        if reason is None and verify:
+            reason = seg._batches_problem()
         if reason is None:
             seg._load_from_indexes()
             seg._attach_positions()
@@ -163,6 +172,18 @@ class LogSegment:
             problem = index.problem(self._file_len, max_rel, full)
             if problem:
                 return f"{index.path.suffix} {problem}"
+        return None
+
+    def _batches_problem(self) -> str | None:
+        """Why the batches of this (sealed) segment do not match its .batches, or None."""
+        self._remap()
+        buf, end = self._map, self._file_len
+        batches, pos = rb.scan_stored_batches(buf, 0, end, self.base_offset) if buf is not None else ([], 0)
+        if pos != end:
+            return f"a batch at position {pos} of {end} fails validation"
+        if len(batches) != self.batch_index.entries:
+            return f"{len(batches)} valid batches, .batches lists {self.batch_index.entries}"
+        self.verified_end = pos
         return None
 
     def _load_from_indexes(self) -> None:
@@ -200,6 +221,8 @@ class LogSegment:
                 batches, pos = batches[:n], bpos  # cannot be indexed: treat as the end
                 break
         expected = batches[-1][1].next_offset if batches else self.base_offset
+        self.cut_bytes = end - pos
+        self.lost_batches = max(0, len(old_times) - len(batches))
         dropped = 0
         if pos < end:
             tail = bytes(buf[pos : min(end, pos + rb.HEADER_SIZE)]) if buf is not None else b""
