@@ -265,11 +265,14 @@ class LogManager:
             log.flush()
 
     def flush_due(self, now_ms: int) -> int | None:
-        """Kafka's log flusher: fsync the partitions whose ``flush.ms`` has passed
-        with data not yet flushed, appends or not. Returns the smallest ``flush.ms``
+        """Kafka's log flusher: fsync the segments rolled since the last pass, and
+        the partitions whose ``flush.ms`` has passed with data not yet flushed, appends or not. Returns the smallest ``flush.ms``
         configured (when to look again), or None when no partition has one."""
         smallest = None
         for log in list(self._logs.values()):
+            if log.closed:
+                continue
+            log.flush_rolled()  # Kafka fsyncs a rolled segment in the background too
             ms = log.config.flush_ms
             if ms is None or log.closed:
                 continue

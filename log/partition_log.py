@@ -42,7 +42,7 @@ from .index import AbortedTxn
 from .producer_state import BatchMetadata, CompletedTxn, Duplicate, ProducerInfo, ProducerStateManager
 from .recovery import (
     CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_FILE, fsync_dir, load_segments, swap_segments, write_atomic,
-    write_position_anchor,
+    lower_recovery_point, write_position_anchor, write_recovery_point,
 )
 from .segment import INT32_MAX, LogSegment
 
@@ -60,25 +60,15 @@ def _writable(buf) -> bool:
     return isinstance(buf, memoryview) and not buf.readonly and buf.contiguous
 
 
-_ROLL_FLUSHER = None
-_ROLL_FLUSHER_LOCK = threading.Lock()
-
-
-def _roll_flusher():
-    """One background thread for the whole process that fsyncs rolled segments."""
-    global _ROLL_FLUSHER
-    with _ROLL_FLUSHER_LOCK:
-        if _ROLL_FLUSHER is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            _ROLL_FLUSHER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="kafka-wire-roll-flush")
-        return _ROLL_FLUSHER
-
-
 def _flush_sealed(seg: LogSegment, directory: Path) -> None:
+    """fsync a sealed segment, then record that the log below its end is on disk
+    (the recovery point: recovery trusts segments below it to have kept their data)."""
     try:
-        seg.flush()  # a deleted segment's files are skipped
+        if seg.dirty:
+            seg.flush()  # a deleted segment's files are skipped
         fsync_dir(directory)
+        if directory.exists():
+            write_recovery_point(directory, seg.next_offset)
     except OSError as exc:  # only weakens power-loss survival; a crash loses nothing
         logger.warning("%s: cannot fsync rolled segment %d: %s", directory, seg.base_offset, exc)
 
@@ -138,6 +128,7 @@ class PartitionLog:
         self._last_flush_ms = now_ms
         # A segment file (or this directory) was made since the last flush: fsync the directory too.
         self._dir_dirty = True
+        self._rolled: list[LogSegment] = []  # sealed, not yet fsynced (crash durability)
         if not lazy:
             self._load()
 
@@ -347,10 +338,13 @@ class PartitionLog:
     def _roll(self, base_offset: int | None = None) -> LogSegment:
         old = self._segments[-1]
         old.seal()  # fsyncs it first where the topic fsyncs (flush.messages / flush.ms)
-        if not self._fsyncs:
-            # As Kafka does on roll: the sealed segment is fsynced in the background, so a power
-            # loss in crash durability loses at most the active segment's data, not older ones.
-            _roll_flusher().submit(_flush_sealed, old, self.directory)
+        if self._fsyncs:
+            _flush_sealed(old, self.directory)  # flushed by seal(): only the recovery point is left
+        else:
+            # As Kafka does on roll: the sealed segment is fsynced later, off the append path, by
+            # the log flusher (flush_rolled), so a power loss in crash durability loses at most
+            # the newest segments' data, not older ones.
+            self._rolled.append(old)
         new = LogSegment.create(
             self.directory, old.next_offset if base_offset is None else base_offset, old.end_position, self.config,
         )
@@ -727,6 +721,7 @@ class PartitionLog:
                 for seg in reversed(self._segments):
                     seg.delete()
                 self._segments = [LogSegment.create(self.directory, offset, first.base_position, self.config)]
+                lower_recovery_point(self.directory, offset)
                 write_position_anchor(self.directory, offset, first.base_position)
                 self._set_log_start_offset(offset, allow_decrease=True)
                 # As Kafka's truncateFullyAndStartAt: no producer state survives.
@@ -740,6 +735,7 @@ class PartitionLog:
                 seg.delete()
             self._segments = self._segments[: i + 1]
             self._segments[i].truncate_to(offset)
+            lower_recovery_point(self.directory, self.log_end_offset)
             if self.log_start_offset > self.log_end_offset:
                 self._set_log_start_offset(self.log_end_offset, allow_decrease=True)
             self._producers.rebuild(self._segments, upto=self.log_end_offset)
@@ -755,6 +751,15 @@ class PartitionLog:
             cfg.flush_ms is not None and now_ms - self._last_flush_ms >= cfg.flush_ms
         ):
             self._flush(now_ms)
+
+    def flush_rolled(self) -> int:
+        """fsync the segments rolled since the last call (the log flusher's thread
+        calls this); returns how many."""
+        with self._lock:
+            rolled, self._rolled = self._rolled, []
+        for seg in rolled:  # without the lock: appends go on meanwhile
+            _flush_sealed(seg, self.directory)
+        return len(rolled)
 
     def maybe_flush(self, now_ms: int) -> None:
         """For a periodic task: fsync if flush.ms has elapsed with unflushed data."""

@@ -41,6 +41,10 @@ logger = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = "clean-shutdown"
 LOG_START_OFFSET_FILE = "log-start-offset"
+# Kafka's recovery point: the offset below which the log was fsynced (written
+# after a rolled segment's background fsync). After an unclean shutdown a
+# segment at or above it that stops short of the next one lost its end.
+RECOVERY_POINT_FILE = "recovery-point"
 # "<base offset> <byte position>" of the first segment, rewritten whenever
 # deletion changes which segment is first: Event Hubs byte offsets survive
 # losing every .batches file of a partition.
@@ -60,6 +64,7 @@ def load_segments(directory: Path, config: LogConfig) -> tuple[list[LogSegment],
         marker.unlink()  # from now on a crash is an unclean shutdown
         fsync_dir(directory)  # ... a power loss too: the marker must not come back
     persisted_start = read_log_start_offset(directory)
+    recovery_point = read_recovery_point(directory)
     complete_swap(directory)
     bases = _scan_directory(directory)
 
@@ -81,10 +86,12 @@ def load_segments(directory: Path, config: LogConfig) -> tuple[list[LogSegment],
         # valid prefix, never one with a hole. Zeros count when the segment then stops short
         # of the next one (a power loss kept the file's length but not its data); zeros that
         # reach the next segment are the untrimmed tail of a roll a crash interrupted.
-        # A segment recovery cut (or whose batches it lost) and that now stops short of the
-        # next one lost its end: a gap the cleaner made is kept, a gap after zeros is not.
+        # A segment recovery cut (or whose batches it lost), or one not yet fsynced that had
+        # to be rebuilt, that now stops short of the next one lost its end: a gap the cleaner
+        # made is kept, a gap after zeros is not.
         gap = not last and seg.next_offset != bases[n + 1]
-        if not last and (seg.dropped_bytes or (gap and (seg.cut_bytes or seg.lost_batches))):
+        unflushed = not clean and seg.base_offset >= recovery_point and seg.recovered
+        if not last and (seg.dropped_bytes or (gap and (seg.cut_bytes or seg.lost_batches or unflushed))):
             logger.warning("%s: dropping the segments after %d, which lost its tail (it ends at offset %d, "
                            "the next segment starts at %d)", directory, base, seg.next_offset, bases[n + 1])
             _delete_from(directory, config, bases[n + 1 :])
@@ -122,6 +129,7 @@ def load_segments(directory: Path, config: LogConfig) -> tuple[list[LogSegment],
         segments.append(LogSegment.create(directory, last.next_offset, last.end_position, config))
     elif not last.active:
         last.open_for_append()
+    lower_recovery_point(directory, segments[-1].next_offset)
     return segments, max(persisted_start, segments[0].base_offset)
 
 
@@ -190,6 +198,25 @@ def read_position_anchor(directory: Path) -> tuple[int, int] | None:
 
 def write_position_anchor(directory: Path, base_offset: int, position: int) -> None:
     write_atomic(directory / POSITION_ANCHOR_FILE, f"{base_offset} {position}\n".encode())
+
+
+def read_recovery_point(directory: Path) -> int:
+    """The offset below which the log was fsynced (0 when unknown)."""
+    try:
+        return max(0, int((directory / RECOVERY_POINT_FILE).read_text().strip()))
+    except (FileNotFoundError, ValueError):
+        return 0
+
+
+def write_recovery_point(directory: Path, offset: int) -> None:
+    if offset > read_recovery_point(directory):
+        write_atomic(directory / RECOVERY_POINT_FILE, f"{offset}\n".encode())
+
+
+def lower_recovery_point(directory: Path, log_end_offset: int) -> None:
+    """After truncation: the recovery point is never past the log end."""
+    if read_recovery_point(directory) > log_end_offset:
+        write_atomic(directory / RECOVERY_POINT_FILE, f"{log_end_offset}\n".encode())
 
 
 def read_log_start_offset(directory: Path) -> int:

@@ -78,6 +78,7 @@ class LogSegment:
         self.dropped_bytes = 0  # what recovery cut off when loading (junk, not zeros)
         self.cut_bytes = 0  # everything recovery cut off, zeros of an unwritten tail included
         self.lost_batches = 0  # batches its old .batches listed that recovery found no more
+        self.recovered = False  # rebuilt from its .log by recover() (damaged or missing indexes)
         self.txn_index_suspect = False  # PartitionLog rebuilds .txnindex from the markers when set
         self.size = 0  # valid bytes in .log
         # Bytes from the start whose batches passed a CRC check in this process
@@ -223,6 +224,7 @@ class LogSegment:
         expected = batches[-1][1].next_offset if batches else self.base_offset
         self.cut_bytes = end - pos
         self.lost_batches = max(0, len(old_times) - len(batches))
+        self.recovered = True
         dropped = 0
         if pos < end:
             tail = bytes(buf[pos : min(end, pos + rb.HEADER_SIZE)]) if buf is not None else b""
