@@ -9,7 +9,7 @@ TEST_STAMP := $(VENV)/.installed-test
 BENCH_STAMP := $(VENV)/.installed-bench
 JS_STAMP := tests/js/node_modules/.installed
 
-.PHONY: install install-test install-bench run test soak bench clean chromium
+.PHONY: install install-test install-bench run test soak bench clean chromium docker image container-test
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -55,7 +55,70 @@ chromium:
 		|| echo "apt-get install of chromium FAILED: the console browser test will be skipped"; \
 	else echo "chromium not found and not root: the console browser test will be skipped"; fi
 
-test: $(TEST_STAMP) $(JS_STAMP) chromium
+# The container image (Dockerfile), a drop-in for the official Event Hubs emulator's:
+# `make image` builds kafka-wire:dev on python:3.11-slim, or, where no image registry answers,
+# on a Debian bookworm base made here with debootstrap (kept in $(CONTAINER_CACHE)/ and
+# imported once). `make docker` installs docker.io and debootstrap as root and starts a daemon
+# without a bridge network (containers then run with --network host); where it cannot, the
+# container tests (tests/container/) skip and say why. docs/container.md tells the rest.
+IMAGE ?= kafka-wire:dev
+BASE ?= python:3.11-slim
+LOCAL_BASE := kafka-wire-base:bookworm
+CONTAINER_CACHE ?= $(HOME)/.cache/kafka-wire
+DEBIAN_MIRROR ?= $(shell sed -n 's/^URIs: *//p; s/^deb  *\(\[[^]]*\] *\)\{0,1\}\(http[^ ]*\) .*/\2/p' \
+	/etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null \
+	| grep -m1 '/debian/*$$' || echo http://deb.debian.org/debian)
+
+docker:
+	@if docker info >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" != 0 ]; then echo "no docker daemon and not root: the container tests will be skipped"; \
+	else \
+		{ command -v dockerd >/dev/null 2>&1 && command -v debootstrap >/dev/null 2>&1; } \
+		|| { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			docker.io debootstrap >/dev/null; } \
+		|| echo "apt-get install of docker.io FAILED: the container tests will be skipped"; \
+		if command -v dockerd >/dev/null 2>&1; then \
+			mkdir -p $(CONTAINER_CACHE); \
+			nohup dockerd --bridge=none --iptables=false --ip-forward=false \
+				>$(CONTAINER_CACHE)/dockerd.log 2>&1 & \
+			for i in $$(seq 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done; \
+			docker info >/dev/null 2>&1 || echo "dockerd did not start (see $(CONTAINER_CACHE)/dockerd.log): the container tests will be skipped"; \
+		fi; \
+	fi
+
+# BASE when the daemon has it or can pull it, else the local Debian base (made once, cached).
+image: docker
+	@base=$(BASE); \
+	if ! docker image inspect $$base >/dev/null 2>&1 && ! docker pull -q $$base >/dev/null 2>&1; then \
+		base=$(LOCAL_BASE); \
+		if ! docker image inspect $$base >/dev/null 2>&1; then \
+			if [ ! -s $(CONTAINER_CACHE)/base-bookworm.tar ]; then \
+				echo "no $(BASE) (no registry): making a Debian bookworm base with debootstrap from $(DEBIAN_MIRROR)"; \
+				rm -rf $(CONTAINER_CACHE)/rootfs && mkdir -p $(CONTAINER_CACHE) && \
+				debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
+					bookworm $(CONTAINER_CACHE)/rootfs $(DEBIAN_MIRROR) >$(CONTAINER_CACHE)/debootstrap.log 2>&1 && \
+				cp /etc/ssl/certs/ca-certificates.crt $(CONTAINER_CACHE)/rootfs/etc/ssl/certs/host-ca-bundle.crt && \
+				printf '[global]\ncert = /etc/ssl/certs/host-ca-bundle.crt\n' >$(CONTAINER_CACHE)/rootfs/etc/pip.conf && \
+				rm -rf $(CONTAINER_CACHE)/rootfs/var/cache/apt/archives/*.deb $(CONTAINER_CACHE)/rootfs/var/lib/apt/lists/* \
+					$(CONTAINER_CACHE)/rootfs/usr/share/doc $(CONTAINER_CACHE)/rootfs/usr/share/man \
+					$(CONTAINER_CACHE)/rootfs/usr/share/locale && \
+				tar -C $(CONTAINER_CACHE)/rootfs -cf $(CONTAINER_CACHE)/base-bookworm.tar.part . && \
+				mv $(CONTAINER_CACHE)/base-bookworm.tar.part $(CONTAINER_CACHE)/base-bookworm.tar && \
+				rm -rf $(CONTAINER_CACHE)/rootfs \
+				|| { echo "debootstrap FAILED (see $(CONTAINER_CACHE)/debootstrap.log)"; exit 1; }; \
+			fi; \
+			docker import $(CONTAINER_CACHE)/base-bookworm.tar $$base >/dev/null; \
+		fi; \
+	fi; \
+	echo "building $(IMAGE) on $$base"; \
+	docker build -q --network host --build-arg BASE=$$base -t $(IMAGE) . >/dev/null && \
+	docker image ls $(IMAGE) --format '{{.Repository}}:{{.Tag}} {{.Size}}'
+
+# The container tests alone (`make test` runs them too: they build the image with `make image`).
+container-test: $(TEST_STAMP) image
+	$(PY) -m pytest -q -p no:cacheprovider tests/container $(PYTEST_ARGS)
+
+test: $(TEST_STAMP) $(JS_STAMP) chromium docker
 	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
 
 # The reliability suite at the issue's full counts (100 kill -9 cycles, 1,000,000
