@@ -258,6 +258,13 @@ def _add_groups_command(sub) -> None:
     add_parser(sub)
 
 
+def _add_txns_command(sub) -> None:
+    """``kafka-wire txns``: find and abort hanging transactions (kafka_wire/txns_cli.py)."""
+    from kafka_wire.txns_cli import add_parser
+
+    add_parser(sub)
+
+
 def _add_capture_command(sub) -> None:
     """``kafka-wire capture``: Event Hubs Capture with Spark (kafka_wire/capture_cli.py)."""
     from kafka_wire.capture_cli import add_parser
@@ -363,6 +370,7 @@ def build_parser() -> argparse.ArgumentParser:
     report.set_defaults(func=_report)
 
     _add_groups_command(sub)
+    _add_txns_command(sub)
     _add_capture_command(sub)
     return parser
 
