@@ -1,0 +1,172 @@
+"""The image as its users run it: the official compose file's settings (ACCEPT_EULA,
+BLOB_SERVER, METADATA_SERVER, Config.json mounted at /Eventhubs_Emulator/ConfigFiles/Config.json),
+the waits of the Testcontainers modules, the Azure SDK on AMQP, a Kafka client through a mapped
+port (KAFKA_ADVERTISED_ADDRESS), the management API, `docker stop` and a restart on the same
+volume, and Testcontainers for Python swapping the official image for this one.
+
+Containers run with `--network host`, every listener on 127.0.0.1 and on free ports (see
+harness.py); a forwarder stands for the host side of `-p HOST:9092`."""
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+import requests
+
+from kafka_wire.eventhubs import sas
+from tests.container.conftest import FIGURES
+from tests.container.harness import (
+    OFFICIAL_ENV, READY_LINE, Container, Forwarder, Ports, health, kafka_round_trip_through,
+    wait_for, write_config,
+)
+
+pytestmark = pytest.mark.timeout(600)
+
+SUB, RG = "00000000-0000-0000-0000-000000000000", "any-group"
+
+
+@pytest.fixture(scope="module")
+def emulator(image, tmp_path_factory):
+    """One container of the image, Kafka advertised at a forwarder's port (a mapped port)."""
+    ports = Ports()
+    forwarder = Forwarder(ports.kafka)
+    config = write_config(tmp_path_factory.mktemp("config"))
+    container = Container(ports, config, {"KAFKA_ADVERTISED_ADDRESS": f"127.0.0.1:{forwarder.port}"},
+                          image=image)
+    container.forwarder = forwarder
+    try:
+        times = container.wait_ready()
+        FIGURES["docker_run_to_ready_line_s"] = round(times["ready_line"], 2)
+        FIGURES["docker_run_to_health_200_s"] = round(times["health_200"], 2)
+        yield container
+    finally:
+        print(container.logs()[-4000:])
+        container.remove()
+        forwarder.close()
+
+
+def _producer(ports: Ports, hub: str):
+    from azure.eventhub import EventHubProducerClient
+    return EventHubProducerClient.from_connection_string(ports.connection_string, eventhub_name=hub)
+
+
+def _consumer(ports: Ports, hub: str, group: str = "$Default"):
+    from azure.eventhub import EventHubConsumerClient
+    return EventHubConsumerClient.from_connection_string(
+        ports.connection_string, consumer_group=group, eventhub_name=hub, load_balancing_interval=1)
+
+
+def _send(ports: Ports, hub: str, bodies: list[str], partition_id: str = "0") -> None:
+    from azure.eventhub import EventData
+    with _producer(ports, hub) as producer:
+        batch = producer.create_batch(partition_id=partition_id)
+        for body in bodies:
+            batch.add(EventData(body))
+        producer.send_batch(batch)
+
+
+def _receive(ports: Ports, hub: str, count: int, group: str = "$Default", partition_id: str = "0") -> list[str]:
+    from tests.amqp.conftest import receive
+    got = receive(_consumer(ports, hub, group), count, timeout=30, partition_id=partition_id,
+                  starting_position="-1")
+    return [event.body_as_str() for _, event in got]
+
+
+def _management(ports: Ports, method: str, path: str, **kwargs) -> requests.Response:
+    """The management (ARM) API on the HTTP port, with a SAS token of the Manage policy."""
+    token = sas.generate(f"http://localhost:{ports.health}/", "RootManageSharedAccessKey",
+                         "SAS_KEY_VALUE", int(time.time()) + 600)
+    url = (f"http://127.0.0.1:{ports.health}/subscriptions/{SUB}/resourceGroups/{RG}/providers/"
+           f"Microsoft.EventHub/namespaces/emulatorNs1{path}?api-version=2024-01-01")
+    return requests.request(method, url, headers={"Authorization": token}, timeout=30, **kwargs)
+
+
+def test_waits_as_the_testcontainers_modules_do(emulator):
+    logs = emulator.logs()
+    assert logs.count(READY_LINE) == 1
+    assert "ACCEPT_EULA=Y" in logs and "BLOB_SERVER=azurite and METADATA_SERVER=azurite not contacted" in logs
+    reply = requests.get(f"http://127.0.0.1:{emulator.ports.health}/health", timeout=5)
+    assert (reply.status_code, reply.json()) == (200, {"status": "healthy", "message": "Service is healthy."})
+
+
+def test_azure_sdk_sends_and_receives_with_the_official_connection_string(emulator):
+    ports = emulator.ports
+    with _producer(ports, "eh1") as producer:
+        assert producer.get_partition_ids() == ["0", "1"]
+    bodies = [f"sdk event {i}" for i in range(20)]
+    _send(ports, "eh1", bodies, partition_id="1")
+    assert _receive(ports, "eh1", 20, group="cg1", partition_id="1") == bodies
+
+
+def test_kafka_client_through_the_advertised_address(emulator):
+    forwarder = emulator.forwarder
+    seen = kafka_round_trip_through(f"127.0.0.1:{forwarder.port}", emulator.ports.connection_string,
+                                    topic="orders")
+    FIGURES["kafka_metadata_brokers"] = seen["brokers"]
+    FIGURES["kafka_broker_port_in_container"] = emulator.ports.kafka
+    assert seen["brokers"] == [f"127.0.0.1:{forwarder.port}"]
+    assert len(seen["values"]) == 10 and seen["committed"] == 10
+
+
+def test_management_api_creates_a_hub_that_every_protocol_sees(emulator):
+    ports = emulator.ports
+    reply = _management(ports, "PUT", "/eventhubs/made-at-runtime",
+                        json={"properties": {"partitionCount": 3}})
+    assert reply.status_code in (200, 201), reply.text
+    listed = _management(ports, "GET", "/eventhubs").json()["value"]
+    assert {"eh1", "orders", "made-at-runtime"} <= {hub["name"] for hub in listed}
+    _send(ports, "made-at-runtime", ["made at runtime"], partition_id="2")
+    assert _receive(ports, "made-at-runtime", 1, partition_id="2") == ["made at runtime"]
+
+
+def test_docker_stop_then_start_keeps_events_checkpoints_and_management_changes(emulator):
+    from confluent_kafka import Consumer, TopicPartition
+
+    ports, forwarder = emulator.ports, emulator.forwarder
+    marker = f"before the restart {uuid.uuid4()}"
+    _send(ports, "eh1", [marker], partition_id="0")
+    stopped_in = emulator.stop(timeout=10)
+    FIGURES["docker_stop_s"] = round(stopped_in, 2)
+    assert stopped_in < 10 and emulator.exit_code() == 0  # SIGTERM ended it, no SIGKILL (137)
+    assert health(ports.health, timeout=1) is None
+    emulator.start()
+    times = emulator.wait_ready()
+    FIGURES["docker_start_to_ready_line_s"] = round(times["ready_line"], 2)
+    assert emulator.logs().count(READY_LINE) == 2
+    # Events (both protocols' writes), the Kafka group's checkpoint, the runtime hub.
+    assert marker in _receive(ports, "eh1", 1, partition_id="0")
+    assert _receive(ports, "eh1", 20, group="cg1", partition_id="1") == [f"sdk event {i}" for i in range(20)]
+    assert _receive(ports, "made-at-runtime", 1, partition_id="2") == ["made at runtime"]
+    consumer = Consumer({"bootstrap.servers": f"127.0.0.1:{forwarder.port}",
+                         "security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                         "sasl.username": "$ConnectionString", "sasl.password": ports.connection_string,
+                         "group.id": "cg1"})
+    try:
+        assert consumer.committed([TopicPartition("orders", 0)], timeout=20)[0].offset == 10
+    finally:
+        consumer.close()
+
+
+def test_testcontainers_python_swaps_the_image(image, tmp_path, monkeypatch):
+    """What a test suite that used the official image changes: the image name (and, on this
+    machine, host networking with its own ports)."""
+    monkeypatch.setenv("TESTCONTAINERS_RYUK_DISABLED", "true")  # no reaper image here
+    from azure.eventhub import EventData, EventHubProducerClient
+    from testcontainers.core.container import DockerContainer
+    from testcontainers.core.waiting_utils import wait_for_logs
+
+    ports = Ports()
+    config = write_config(tmp_path)
+    container = (DockerContainer(image)  # was "mcr.microsoft.com/azure-messaging/eventhubs-emulator:latest"
+                 .with_volume_mapping(str(config), "/Eventhubs_Emulator/ConfigFiles/Config.json", "ro")
+                 .with_kwargs(network_mode="host"))
+    for key, value in {**OFFICIAL_ENV, **ports.env()}.items():
+        container = container.with_env(key, value)
+    with container:
+        wait_for_logs(container, READY_LINE, timeout=60)
+        wait_for("/health 200", lambda: health(ports.health) == 200, timeout=10)
+        with EventHubProducerClient.from_connection_string(ports.connection_string,
+                                                           eventhub_name="eh1") as producer:
+            producer.send_batch([EventData("from testcontainers")], partition_id="0")
+        assert _receive(ports, "eh1", 1, partition_id="0") == ["from testcontainers"]
