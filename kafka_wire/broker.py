@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Awaitable, Callable
 
+from kafka_wire.apis import refusals as kafka_refusals
 from kafka_wire.coordinator.clock import SystemClock
 from kafka_wire.coordinator.producer_ids import ProducerIdManager
 from kafka_wire.config import BrokerConfig
@@ -172,7 +173,7 @@ class Broker:
         else:  # the flags' namespaces, and those made through the management API
             cfg.namespaces = list(dict.fromkeys(
                 [*cfg.namespaces, *(n for n in model.namespaces if n != model.default_namespace)]))
-        report = CompatibilityReport(data_dir, clock)
+        report = CompatibilityReport(data_dir, clock, kafka_refusals.error_code)  # Kafka codes in it
         self._closers.append(report.close)
         self._report = report
         namespaces = {name: self._open_namespace(data_dir, name)

@@ -17,6 +17,7 @@ from enum import IntEnum
 
 import kafka.errors as Errors
 
+from kafka_wire.apis.refusals import kafka_error
 from kafka_wire.errors import for_log_error
 from kafka_wire.log import errors as log_errors
 from kafka_wire.log.config import TOPIC_CONFIGS, LogConfig
@@ -269,7 +270,7 @@ def apply_topic_overrides(ctx, name: str, overrides: dict[str, str],
     refusal = ctx.policy.alter_topic_config(ctx.connection.principal, name, dict(canonical),
                                             ctx.client_id)
     if refusal:
-        return refusal
+        return kafka_error(refusal)
     if validate_only:
         return 0, None
     try:

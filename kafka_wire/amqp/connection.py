@@ -28,6 +28,7 @@ from kafka_wire.amqp.sasl import SaslError, SaslServer
 from kafka_wire.eventhubs.auth import USERNAME, AuthError, split_plain
 from kafka_wire.eventhubs.door import (ConnectionString, Refusal, Refused, SasKey, door_for_credential,
                                        door_for_host)
+from kafka_wire.eventhubs.refusals import Denial
 from kafka_wire.log_lines import RepeatedWarnings, client_address
 
 if TYPE_CHECKING:
@@ -58,6 +59,27 @@ INTERNAL = "amqp:internal-error"
 INVALID_FIELD = "amqp:invalid-field"
 RESOURCE_LIMIT = "amqp:resource-limit-exceeded"
 MESSAGE_SIZE_EXCEEDED = "amqp:link:message-size-exceeded"
+SERVER_BUSY = "com.microsoft:server-busy"
+
+# The namespace's refusals as the AMQP conditions Event Hubs sends.
+CONDITIONS: dict[Refusal, str] = {
+    Refusal.UNAUTHENTICATED: UNAUTHORIZED,
+    Refusal.ADDRESS: UNAUTHORIZED,
+    Refusal.DENIED: UNAUTHORIZED,
+    Refusal.NOT_FOUND: NOT_FOUND,
+    Refusal.INVALID: NOT_ALLOWED,
+    Refusal.LIMIT: RESOURCE_LIMIT,
+    Refusal.TOO_LARGE: MESSAGE_SIZE_EXCEEDED,
+    Refusal.UNSUPPORTED: NOT_ALLOWED,
+    Refusal.DISABLED: NOT_ALLOWED,
+    Refusal.BUSY: SERVER_BUSY,        # over the throughput units for longer than a send waits
+    Refusal.FAILED: INTERNAL,
+}
+
+
+def condition_for(denial: Denial) -> Condition:
+    """A refusal of the namespace as the AMQP error Event Hubs sends."""
+    return Condition(CONDITIONS[denial.reason], denial.message)
 
 
 class LinkHandler:
@@ -485,7 +507,7 @@ class AmqpConnection(asyncio.Protocol):
             door = door_for_host(self.services, host.split(":")[0] if host else None)
             door.admit(self.peer, "AMQP connection")
         except Refused as exc:
-            self._fail(NOT_FOUND if exc.reason is Refusal.NOT_FOUND else UNAUTHORIZED, exc.message)
+            self._fail(CONDITIONS[exc.reason], exc.message)
             return
         runtime = door.runtime
         if self.sasl_principal is not None and self.sasl_principal.namespace != runtime.name:

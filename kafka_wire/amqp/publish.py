@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING
 
 from proton import Condition, Delivery
 
-from kafka_wire.amqp.connection import (INTERNAL, MESSAGE_SIZE_EXCEEDED, NOT_ALLOWED, NOT_FOUND,
-                                        UNAUTHORIZED, LinkHandler, refuse)
+from kafka_wire.amqp.connection import (NOT_ALLOWED, NOT_FOUND, UNAUTHORIZED, LinkHandler,
+                                        condition_for, refuse)
 from kafka_wire.amqp.messages import MessageError, batch_messages, decode_message
 from kafka_wire.amqp.nodes import hub_for, open_link, received
 from kafka_wire.eventhubs.rights import SEND
-from kafka_wire.eventhubs.publication import DENIED, STORAGE, TOO_LARGE, choose_partition, publish
+from kafka_wire.eventhubs.publication import choose_partition, publish
 
 if TYPE_CHECKING:
     from kafka_wire.amqp.addresses import Address
@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 
 CREDIT = 500
 SEND_TIMEOUT_MS = 60_000  # the SDKs' default operation timeout: a longer throttle is refused
-SERVER_BUSY = "com.microsoft:server-busy"
 
 
 def attach(conn: AmqpConnection, link, address: Address) -> LinkHandler | None:
@@ -99,10 +98,8 @@ class PublishLink(LinkHandler):
                                      lambda: runtime.next_partition(self.hub, view.partitions))
         done = publish(conn.services, runtime, self.principal, self.hub, partition, messages,
                        len(raw), SEND_TIMEOUT_MS, conn.container, "amqp")
-        if done.error is not None:
-            if done.busy:  # over the throughput units for longer than a send waits
-                return Condition(SERVER_BUSY, done.message)
-            return _condition(done.error, done.message)
+        if done.denial is not None:
+            return condition_for(done.denial)
         conn.server.count_in(len(raw), len(messages))
         if done.throttle_ms > 0:
             conn.services.clock.call_later(done.throttle_ms, lambda: self._accept(delivery))
@@ -116,14 +113,3 @@ class PublishLink(LinkHandler):
         delivery.update(Delivery.ACCEPTED)
         delivery.settle()
         self.conn.pump()
-
-
-def _condition(code: int, message: str) -> Condition:
-    """A policy's or the log's answer (a Kafka error code) as the AMQP error Event Hubs sends."""
-    if code in DENIED:
-        return Condition(UNAUTHORIZED, message)
-    if code in TOO_LARGE:
-        return Condition(MESSAGE_SIZE_EXCEEDED, message)
-    if code == STORAGE:
-        return Condition(INTERNAL, message)
-    return Condition(NOT_ALLOWED, message)

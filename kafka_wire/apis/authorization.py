@@ -17,13 +17,15 @@ id. A connection that did not authenticate (allowed where the namespace does
 not require it) has no principal and may do everything.
 
 Every function takes the request context and answers fast when there is no
-principal. Another front end (AMQP, HTTP) asks the same policy methods and
-maps the answers to its own errors.
+principal. The policy's refusals are protocol-neutral; :mod:`.refusals` gives
+their Kafka error codes. Another front end (AMQP, HTTP) asks the same policy
+methods and maps the answers to its own errors.
 """
 from __future__ import annotations
 
 import kafka.errors as Errors
 
+from kafka_wire.apis.refusals import error_code
 from kafka_wire.eventhubs.rights import LISTEN, MANAGE, SEND
 
 __all__ = ["SEND", "LISTEN", "MANAGE", "check", "visible", "topic_error", "cluster_error",
@@ -62,13 +64,13 @@ def transactional_error(ctx, timeout_ms: int | None = None) -> int:
     if not check(ctx, SEND):
         return TXN_DENIED
     refusal = ctx.policy.transactions(timeout_ms, ctx.client_id)
-    return refusal[0] if refusal else OK
+    return error_code(refusal) if refusal else OK
 
 
 def session_timeout_error(ctx, timeout_ms: int) -> int:
     """INVALID_SESSION_TIMEOUT outside Event Hubs' 6-300 s (strict), else 0."""
     refusal = ctx.policy.session_timeout(timeout_ms, ctx.client_id)
-    return refusal[0] if refusal else OK
+    return error_code(refusal) if refusal else OK
 
 
 def group_allowed(ctx, group_id: str | None, *, admin: bool = False) -> bool:
@@ -90,7 +92,7 @@ def group_error(ctx, group_id: str | None, *, admin: bool = False, joining: bool
     if group_id is None:
         return OK
     refusal = ctx.policy.kafka_group(group_id, joining, ctx.client_id)
-    return refusal[0] if refusal else OK
+    return error_code(refusal) if refusal else OK
 
 
 def commit_metadata_error(ctx, metadata: str | None) -> int:
@@ -98,4 +100,4 @@ def commit_metadata_error(ctx, metadata: str | None) -> int:
     if not metadata:
         return OK
     refusal = ctx.policy.commit_metadata(metadata, ctx.client_id)
-    return refusal[0] if refusal else OK
+    return error_code(refusal) if refusal else OK

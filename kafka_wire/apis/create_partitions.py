@@ -16,6 +16,7 @@ from collections import Counter
 import kafka.errors as Errors
 
 from kafka_wire import codec
+from kafka_wire.apis.refusals import kafka_error
 from kafka_wire.apis.registry import handles
 from kafka_wire.errors import for_log_error
 from kafka_wire.log import errors as log_errors
@@ -76,8 +77,9 @@ def create_partitions(request, ctx):
             continue
         refusal = _check(topic, view, node)
         if refusal is None:
-            refusal = policy.create_partitions(ctx.connection.principal, name, topic.count,
-                                               ctx.client_id)
+            denial = policy.create_partitions(ctx.connection.principal, name, topic.count,
+                                              ctx.client_id)
+            refusal = kafka_error(denial) if denial else None
         if refusal:
             results.append(_result(name, *refusal))
             continue

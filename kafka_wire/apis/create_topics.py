@@ -20,6 +20,7 @@ from collections import Counter
 import kafka.errors as Errors
 
 from kafka_wire import codec
+from kafka_wire.apis.refusals import kafka_error
 from kafka_wire.apis.registry import handles
 from kafka_wire.config_entries import topic_entries, unknown_topic_config
 from kafka_wire.errors import for_log_error
@@ -126,7 +127,7 @@ def _create_one(topic, ctx, validate_only: bool):
         refusal = ctx.policy.create_topic(ctx.connection.principal, name, partitions, dict(configs),
                                           ctx.client_id)
         if refusal:
-            raise _Refused(*refusal)
+            raise _Refused(*kafka_error(refusal))
     except _Refused as refused:
         return _error(name, refused.error_code, refused.message)
     if validate_only:

@@ -17,6 +17,7 @@ import logging
 import kafka.errors as Errors
 
 from kafka_wire import codec
+from kafka_wire.apis.refusals import error_code
 from kafka_wire.apis.registry import handles
 from kafka_wire.errors import for_log_error
 from kafka_wire.log import errors as log_errors
@@ -43,8 +44,8 @@ def _delete(ctx, view, index: int, offset: int, policy) -> tuple[int, int]:
         return Errors.OffsetOutOfRangeError.errno, -1
     refusal = policy.delete_records(ctx.connection.principal, view.name, ctx.client_id)
     if refusal:
-        log.info("refused DeleteRecords on %s-%d: %s", view.name, index, refusal[1])
-        return refusal[0], -1
+        log.info("refused DeleteRecords on %s-%d: %s", view.name, index, refusal.message)
+        return error_code(refusal), -1
     try:
         low = plog.delete_records_before(target)
     except log_errors.OffsetOutOfRange:

@@ -13,6 +13,7 @@ from collections import Counter
 import kafka.errors as Errors
 
 from kafka_wire import codec
+from kafka_wire.apis.refusals import kafka_error
 from kafka_wire.apis.registry import handles
 from kafka_wire.errors import for_log_error
 from kafka_wire.log import errors as log_errors
@@ -79,7 +80,7 @@ def delete_topics(request, ctx):
             continue
         refusal = policy.delete_topic(ctx.connection.principal, name)
         if refusal:
-            results.append(_result(name, view.topic_id, *refusal))
+            results.append(_result(name, view.topic_id, *kafka_error(refusal)))
             continue
         try:
             topics.delete(name)

@@ -13,6 +13,7 @@ import logging
 import kafka.errors as Errors
 
 from kafka_wire import codec
+from kafka_wire.apis.refusals import error_code
 from kafka_wire.apis.registry import handles
 from kafka_wire.errors import for_log_error
 from kafka_wire.log import errors as log_errors
@@ -95,8 +96,8 @@ def metadata(request, ctx):
                     continue
                 refused = policy.auto_create(principal, name, ctx.client_id)
                 if refused:  # report it, don't fail the request
-                    log.info("auto-creation of %s refused: %s", name, refused[1])
-                    entries.append(_error_entry(name, refused[0]))
+                    log.info("auto-creation of %s refused: %s", name, refused.message)
+                    entries.append(_error_entry(name, error_code(refused)))
                     continue
                 try:
                     view = topics.create(name)

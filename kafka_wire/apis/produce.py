@@ -14,6 +14,7 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis import produce_decoding  # noqa: F401  (registers the fast decoder)
+from kafka_wire.apis.refusals import kafka_error
 from kafka_wire.apis.registry import handles
 from kafka_wire.errors import for_log_error
 from kafka_wire.log import errors as log_errors
@@ -78,8 +79,8 @@ def produce(request, ctx):
                 None if invalid else summarize(headers, len(records)), request.timeout_ms,
                 ctx.client_id, lambda: record_keys(records))
             ctx.throttled_by(view.name, admission.throttle_ms)
-            if admission.refusal:
-                code, message = admission.refusal
+            if admission.denial:
+                code, message = kafka_error(admission.denial)
                 parts.append(_part(idx, code, message=message))
                 continue
             try:

@@ -21,11 +21,11 @@ from kafka_wire.amqp.messages import MessageError, decode_message
 from kafka_wire.console import explorer
 from kafka_wire.eventhubs.rights import LISTEN, MANAGE, SEND
 from kafka_wire.eventhubs import connection_string, sas
-from kafka_wire.eventhubs.door import AuthorizationHeader, ConnectionString, Refusal, Refused
+from kafka_wire.eventhubs.door import AuthorizationHeader, ConnectionString, Refused
 from kafka_wire.eventhubs.publication import choose_partition, publish
+from kafka_wire.rest import refusals
 from kafka_wire.rest.api import authenticate_request
 from kafka_wire.rest.http import Later, Response
-from kafka_wire.rest.send import refusal_status
 
 if TYPE_CHECKING:
     from kafka_wire.console.views import ConsoleViews
@@ -257,7 +257,7 @@ class ConsoleApi:
                     cs.key_name, cs.key, int(self.services.clock.now_ms() / 1000) + TOKEN_TTL_S)
             principal = door.sign_in(AuthorizationHeader(token), peer, what)
         except Refused as exc:
-            status = 403 if exc.reason is Refusal.ADDRESS else 401
+            status = refusals.status(exc.reason)
             return refuse(status, exc.message, namespace=ns, auth_required=status == 401)
         if principal is None:  # an open namespace: a token is not needed, nor checked
             return refuse(400, f"namespace {ns!r} does not require a token", namespace=ns)
@@ -279,9 +279,8 @@ class ConsoleApi:
                              lambda: runtime.next_partition(view.name, view.partitions))
         done = publish(self.services, runtime, principal, view.name, p, [event], size,
                        SEND_TIMEOUT_MS, headers.get("user-agent"), "console")
-        if done.error is not None:
-            return refuse(refusal_status(done.error, done.busy),
-                          done.message or f"refused with Kafka error code {done.error}")
+        if done.denial is not None:
+            return refuse(refusals.status(done.denial.reason), done.denial.message)
         sent = answer({"namespace": ns, "hub": view.name, "partition": p,
                        "sequence_number": done.sequence_number}, 201)
         return Later(done.throttle_ms, sent) if done.throttle_ms > 0 else sent

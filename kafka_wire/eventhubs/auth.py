@@ -22,6 +22,7 @@ from kafka_wire.eventhubs import connection_string, oauth, sas
 from kafka_wire.log_lines import RepeatedWarnings, client_address, iso_utc
 from kafka_wire.eventhubs.model import (KAFKA_FRAME_LIMIT, LISTEN, MANAGE, SEND, EventHubsModel,
                                         Namespace)
+from kafka_wire.eventhubs.refusals import Refusal, Refused
 from kafka_wire.eventhubs.report import CompatibilityReport
 
 __all__ = ["Principal", "AuthError", "authenticate_plain", "authenticate", "Authenticator", "USERNAME"]
@@ -224,8 +225,6 @@ class Authenticator:
         ApiVersions and SASL, or None (asked until it is let in once: a namespace
         that comes to require auth, or an IP filter set later, turns away new
         anonymous connections, not the open ones, as keys changed on Azure do)."""
-        from kafka_wire.eventhubs.door import Refusal, Refused
-
         door = services.default.door
         ns = door.runtime.model
         try:
@@ -246,7 +245,7 @@ class Authenticator:
         """SASL ``mechanism`` (PLAIN or OAUTHBEARER) on connection ``state``: bind it
         to the principal's namespace and return None, or return why authentication
         failed (the caller closes). The namespace's door decides."""
-        from kafka_wire.eventhubs.door import (ConnectionString, Jwt, Refused, door_for_credential)
+        from kafka_wire.eventhubs.door import ConnectionString, Jwt, door_for_credential
 
         try:
             if mechanism == "OAUTHBEARER":

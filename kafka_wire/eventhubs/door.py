@@ -7,8 +7,8 @@ checks the IP filter, then the credential a front end read off its wire
 (a connection string, a SAS token, a JWT, a policy name and key, an HTTP
 ``Authorization`` header, or none), then whether the namespace lets anonymous
 clients in. A refusal is a :class:`Refused` carrying a protocol-neutral
-:class:`Refusal`, which each front end maps to its own words (a Kafka error
-code, an AMQP condition, an HTTP status).
+:class:`Refusal` (:mod:`.refusals`), which each front end maps to its own words
+(a Kafka error code, an AMQP condition, an HTTP status).
 
 Which door a client knocks on is decided before it, from what names a
 namespace: a host (:func:`door_for_host`) or a credential that carries one
@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from enum import Enum
 from typing import TYPE_CHECKING, Union
 
 from kafka_wire.eventhubs import auth, connection_string, oauth
 from kafka_wire.eventhubs.bounds import Bounds
 from kafka_wire.eventhubs.policy import NamespacePolicy
+from kafka_wire.eventhubs.refusals import Refusal, Refused
 from kafka_wire.log_lines import RepeatedWarnings, client_address
 
 if TYPE_CHECKING:
@@ -37,23 +37,6 @@ __all__ = ["Door", "Refusal", "Refused", "ConnectionString", "SasToken", "Jwt", 
            "AuthorizationHeader", "Credential", "door_for_host", "door_for_credential"]
 
 log = logging.getLogger(__name__)
-
-
-class Refusal(Enum):
-    """Why the door said no, in no protocol's words."""
-    UNAUTHENTICATED = "unauthenticated"  # no credential where one is needed, or a bad one
-    ADDRESS = "address"                  # the namespace's IP filter
-    DENIED = "denied"                    # a valid principal without the right
-    NOT_FOUND = "not-found"              # no such namespace
-    INVALID = "invalid"                  # a malformed name or value
-    LIMIT = "limit"                      # a bounded resource is exhausted
-
-
-class Refused(Exception):
-    def __init__(self, reason: Refusal, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
 
 
 # -- credentials, as the front ends read them off their wires ---------------------------

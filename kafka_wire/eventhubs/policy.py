@@ -5,21 +5,21 @@ errors: the Kafka API modules ask it as ``ctx.policy``.
 
 Each decision combines the rights (``allows``, ``sees``), the tier rules
 (:mod:`strict`: recorded in the compatibility report, refused only in strict
-namespaces) and the throughput-unit quota (:mod:`quotas`). A refusal is
-``(error code, message)``: the Kafka error code Event Hubs' Kafka endpoint
-answers for that rule, which another protocol translates to its own.
+namespaces) and the throughput-unit quota (:mod:`quotas`). A refusal is a
+protocol-neutral :class:`~kafka_wire.eventhubs.refusals.Denial` (a reason, a
+message, the rule where one decided), which each front end maps to its own
+errors in one place (:mod:`kafka_wire.apis.refusals` for Kafka).
 """
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
 
-import kafka.errors as Errors
-
 from kafka_wire.eventhubs import strict
 from kafka_wire.eventhubs.app_groups import GroupLimiter, group_for
 from kafka_wire.eventhubs.bounds import Bounds
 from kafka_wire.eventhubs.model import HOUR_MS, MANAGE, SEND, TIER_LIMITS, Tier
+from kafka_wire.eventhubs.refusals import Denial, Refusal
 
 if TYPE_CHECKING:
     from kafka_wire.context import NamespaceRuntime
@@ -29,23 +29,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_DENIED = Errors.TopicAuthorizationFailedError.errno
-_POLICY_VIOLATION = Errors.PolicyViolationError.errno
-_INVALID_PARTITIONS = Errors.InvalidPartitionsError.errno
-
-Refusal = tuple[int, str]  # (error code, message)
-
-
 DEFAULT_LIMITS = TIER_LIMITS[Tier.STANDARD]  # a runtime without an Event Hubs model
+THROUGHPUT_UNITS = "throughput-units"  # the rule a publication over the units is refused by
 
 
 class Admission(NamedTuple):
-    """A publication's answer: refused, or accepted after ``throttle_ms`` (the
-    throughput units' debt the client should wait out). ``busy``: refused for
-    the throughput units (AMQP's ``server-busy``), not for what was sent."""
-    refusal: Refusal | None
+    """A publication's answer: refused (``denial``; its reason BUSY when refused for
+    the throughput units, not for what was sent), or accepted after ``throttle_ms``
+    (the throughput units' debt the client should wait out)."""
+    denial: Denial | None
     throttle_ms: int = 0
-    busy: bool = False
 
 
 def _same(a: str, b: str) -> bool:
@@ -86,26 +79,26 @@ class NamespacePolicy:
         """Does ``hub`` exist for ``principal`` (listed, described)?"""
         return principal is None or principal.hub is None or _same(hub, principal.hub)
 
-    def _need(self, principal, right: str, hub: str | None, what: str) -> Refusal | None:
+    def _need(self, principal, right: str, hub: str | None, what: str) -> Denial | None:
         if self.allows(principal, right, hub):
             return None
         scope = f"event hub {hub!r}" if hub else f"namespace {self.runtime.name!r}"
-        return _DENIED, f"{what} on {scope} needs the {right} right; {principal} lacks it"
+        return Denial(Refusal.DENIED, f"{what} on {scope} needs the {right} right; {principal} lacks it")
 
     # -- tier rules ----------------------------------------------------------------------
-    def _enforce(self, violation: strict.Violation | None, hub: str | None,
-                 client_id: str | None) -> Refusal | None:
+    def _enforce(self, violation: Denial | None, hub: str | None,
+                 client_id: str | None) -> Denial | None:
         """Record ``violation`` (if any); the refusal in a strict namespace, else None."""
         if violation is None:
             return None
         ns = self.runtime.model
         enforced = ns is not None and ns.strict
         self.report.record(self.runtime.name, violation.rule, hub, violation.message,
-                           enforced=enforced, error_code=violation.error_code, client_id=client_id)
-        return (violation.error_code, violation.message) if enforced else None
+                           enforced=enforced, reason=violation.reason, client_id=client_id)
+        return violation if enforced else None
 
     def _managed(self, principal, scope: str | None, hub: str, what: str,
-                 rule: Callable, client_id: str | None) -> Refusal | None:
+                 rule: Callable, client_id: str | None) -> Denial | None:
         """Manage on ``scope`` (None: the namespace), then the tier ``rule(ns)``."""
         denied = self._need(principal, MANAGE, scope, what)
         if denied:
@@ -113,7 +106,7 @@ class NamespacePolicy:
         ns = self.runtime.model
         return None if ns is None else self._enforce(rule(ns), hub, client_id)
 
-    def transactions(self, timeout_ms: int | None, client_id: str | None) -> Refusal | None:
+    def transactions(self, timeout_ms: int | None, client_id: str | None) -> Denial | None:
         """A transactional producer: the tier must have transactions and, in strict
         mode, the transaction timeout must be within Event Hubs' 15 minutes."""
         ns = self.runtime.model
@@ -124,12 +117,12 @@ class NamespacePolicy:
             refusal = self._enforce(strict.transaction_timeout(ns, timeout_ms), None, client_id)
         return refusal
 
-    def session_timeout(self, timeout_ms: int, client_id: str | None) -> Refusal | None:
+    def session_timeout(self, timeout_ms: int, client_id: str | None) -> Denial | None:
         ns = self.runtime.model
         return None if ns is None else self._enforce(strict.session_timeout(ns, timeout_ms),
                                                      None, client_id)
 
-    def kafka_group(self, group_id: str, joining: bool, client_id: str | None) -> Refusal | None:
+    def kafka_group(self, group_id: str, joining: bool, client_id: str | None) -> Denial | None:
         """group.id length and, when ``joining`` creates a group, the namespace's count."""
         ns = self.runtime.model
         if ns is None:
@@ -139,24 +132,23 @@ class NamespacePolicy:
             ids = self.runtime.groups.group_ids()
             known, is_new = len(ids), group_id not in ids
             if is_new and known >= self.bounds.kafka_groups_per_namespace:
-                return (_POLICY_VIOLATION, f"namespace {self.runtime.name!r} has {known} Kafka consumer "
-                                           "groups, as many as this broker allows ([limits] "
-                                           "kafka_groups_per_namespace)")
+                return Denial(Refusal.LIMIT, f"namespace {self.runtime.name!r} has {known} Kafka "
+                              "consumer groups, as many as this broker allows ([limits] "
+                              "kafka_groups_per_namespace)", "kafka-groups-per-namespace")
         return self._enforce(strict.kafka_group(ns, group_id, known, is_new), None, client_id)
 
-    def commit_metadata(self, metadata: str, client_id: str | None) -> Refusal | None:
+    def commit_metadata(self, metadata: str, client_id: str | None) -> Denial | None:
         ns = self.runtime.model
         return None if ns is None else self._enforce(strict.commit_metadata(ns, metadata),
                                                      None, client_id)
 
     # -- hubs ----------------------------------------------------------------------------
-    def auto_create(self, principal, name: str, client_id: str | None) -> Refusal | None:
+    def auto_create(self, principal, name: str, client_id: str | None) -> Denial | None:
         """May a client's request create hub ``name`` as a side effect (Manage right,
         the tier's hub and partition quotas)?"""
         if not self.allows(principal, MANAGE, name):
-            return (Errors.UnknownTopicOrPartitionError.errno,
-                    f"event hub {name!r} does not exist and {principal} may not create it "
-                    "(Manage right needed)")
+            return Denial(Refusal.NOT_FOUND, f"event hub {name!r} does not exist and {principal} "
+                          "may not create it (Manage right needed)")
         topics = self.runtime.topics
         beyond = self.beyond_bounds(name, topics.num_partitions, new_hub=True)
         if beyond:
@@ -169,7 +161,7 @@ class NamespacePolicy:
                              name, client_id)
 
     def create_topic(self, principal, name: str, partitions: int, configs: dict,
-                     client_id: str | None) -> Refusal | None:
+                     client_id: str | None) -> Denial | None:
         topics = self.runtime.topics
         beyond = self._need(principal, MANAGE, None, "creating event hubs") or \
             self.beyond_bounds(name, partitions, new_hub=True)
@@ -181,7 +173,7 @@ class NamespacePolicy:
                              client_id)
 
     def create_partitions(self, principal, name: str, count: int,
-                          client_id: str | None) -> Refusal | None:
+                          client_id: str | None) -> Denial | None:
         beyond = self._need(principal, MANAGE, name, "adding partitions") or \
             self.beyond_bounds(name, count, new_hub=False)
         if beyond:
@@ -190,36 +182,37 @@ class NamespacePolicy:
                              lambda ns: strict.partition_growth(ns, self.runtime.topics, name, count),
                              client_id)
 
-    def beyond_bounds(self, name: str, partitions: int, new_hub: bool) -> Refusal | None:
+    def beyond_bounds(self, name: str, partitions: int, new_hub: bool) -> Denial | None:
         """Why hub ``name`` may not have ``partitions`` partitions (or, ``new_hub``,
         exist at all) on this broker, whatever the mode: its [limits]."""
         b = self.bounds
         if partitions > b.partitions_per_hub:
-            return (_INVALID_PARTITIONS, f"event hub {name!r}: {partitions} partitions are more than "
+            return Denial(Refusal.LIMIT, f"event hub {name!r}: {partitions} partitions are more than "
                                          f"this broker allows per event hub ({b.partitions_per_hub}; "
-                                         "[limits] partitions_per_hub)")
+                                         "[limits] partitions_per_hub)", "partitions-per-hub")
         hubs = [v for v in self.runtime.topics.all() if not v.internal]
         if new_hub and len(hubs) >= b.hubs_per_namespace:
-            return (_POLICY_VIOLATION, f"namespace {self.runtime.name!r} already has {len(hubs)} event "
-                                       f"hubs, as many as this broker allows ([limits] hubs_per_namespace)")
+            return Denial(Refusal.LIMIT, f"namespace {self.runtime.name!r} already has {len(hubs)} event "
+                                         f"hubs, as many as this broker allows ([limits] hubs_per_namespace)",
+                          "hubs-per-namespace")
         total = sum(v.partitions for v in hubs if v.name != name) + partitions
         if total > b.partitions_per_namespace:
-            return (_INVALID_PARTITIONS, f"namespace {self.runtime.name!r} would have {total} partitions, "
+            return Denial(Refusal.LIMIT, f"namespace {self.runtime.name!r} would have {total} partitions, "
                                          f"more than this broker allows ({b.partitions_per_namespace}; "
-                                         "[limits] partitions_per_namespace)")
+                                         "[limits] partitions_per_namespace)", "namespace-partitions")
         return None
 
-    def delete_topic(self, principal, name: str) -> Refusal | None:
+    def delete_topic(self, principal, name: str) -> Denial | None:
         return self._need(principal, MANAGE, None, "deleting event hubs")
 
     def alter_topic_config(self, principal, name: str, overrides: dict,
-                           client_id: str | None) -> Refusal | None:
+                           client_id: str | None) -> Denial | None:
         return self._managed(principal, name, name, "changing configs",
                              lambda ns: strict.topic_config(
                                  ns, name, self.runtime.topics.validate_configs(overrides)),
                              client_id)
 
-    def delete_records(self, principal, hub: str, client_id: str | None) -> Refusal | None:
+    def delete_records(self, principal, hub: str, client_id: str | None) -> Denial | None:
         return self._managed(principal, hub, hub, "deleting records",
                              lambda ns: strict.delete_records(ns, hub), client_id)
 
@@ -241,8 +234,8 @@ class NamespacePolicy:
             return Admission(None)
         configured = ns.hubs.get(hub)  # exact: the hot path (topics carry the hub's own name)
         if configured is not None and configured.status != "Active":
-            return Admission((_POLICY_VIOLATION, f"event hub {hub!r} is {configured.status}: it "
-                                                 "takes no events until its status is Active"))
+            return Admission(Denial(Refusal.DISABLED, f"event hub {hub!r} is {configured.status}: it "
+                                                      "takes no events until its status is Active"))
         refusal = self._enforce(strict.kafka_endpoint(ns), hub, client_id) if kafka else None
         if refusal or summary is None:
             return Admission(refusal)
@@ -252,14 +245,14 @@ class NamespacePolicy:
         if principal is not None and principal.publisher is not None:
             problem = _publisher_key_error(keys(), principal.publisher)
             if problem:
-                return Admission((_DENIED, problem))
+                return Admission(Denial(Refusal.DENIED, problem))
         now_ms = self.clock.now_ms()
         group = group_for(ns.application_groups, principal)
         group_wait = 0
         if group is not None:
             if not group.enabled:
-                return Admission((_DENIED, f"application group {group.name!r} of {principal.policy!r} "
-                                           "is disabled"))
+                return Admission(Denial(Refusal.DENIED, f"application group {group.name!r} of "
+                                                        f"{principal.policy!r} is disabled"))
             group_wait = self.groups.charge(group, True, summary.size, summary.events, now_ms)
         quota = self.runtime.quota
         if quota is None:
@@ -270,9 +263,9 @@ class NamespacePolicy:
             message = (f"namespace {self.runtime.name!r} is over its {quota.units} throughput "
                        f"unit(s) for longer than the request timeout ({timeout_ms} ms): "
                        "add units, enable auto-inflate, or send more slowly")
-            self.report.record(self.runtime.name, "throughput-units", hub, message, enforced=True,
-                               error_code=_POLICY_VIOLATION, client_id=client_id)
-            return Admission((_POLICY_VIOLATION, message), throttle, busy=True)
+            self.report.record(self.runtime.name, THROUGHPUT_UNITS, hub, message, enforced=True,
+                               reason=Refusal.BUSY, client_id=client_id)
+            return Admission(Denial(Refusal.BUSY, message, THROUGHPUT_UNITS), throttle)
         return Admission(None, max(group_wait, quota.ingress(summary.size, summary.events, now_ms)))
 
     def address_refused(self, address: str) -> str | None:

@@ -3,19 +3,18 @@ HTTPS): one RecordBatch per partition, after the namespace's policy admits it.
 
 The front ends differ only in how they carry the events and how they say no:
 each builds :class:`~kafka_wire.eventhubs.events.Incoming` events and turns a
-:class:`Published` refusal (a Kafka error code, as the policy and the log give
-them, or ``busy`` for the throughput units) into its own answer.
+:class:`Published` refusal (a protocol-neutral
+:class:`~kafka_wire.eventhubs.refusals.Denial`, from the policy or the log) into
+its own answer.
 """
 from __future__ import annotations
 
 import logging
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
-import kafka.errors as Errors
-
 from kafka_wire.eventhubs.events import Incoming, records_batch
-from kafka_wire.errors import for_log_error
 from kafka_wire.eventhubs.partition_key import partition_for_key
+from kafka_wire.eventhubs.refusals import Denial, Refusal
 from kafka_wire.log import errors as log_errors
 from kafka_wire.log.batch import BatchSummary, summarize, validate_records
 
@@ -24,20 +23,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-NOT_FOUND = Errors.UnknownTopicOrPartitionError.errno
-DENIED = frozenset({Errors.TopicAuthorizationFailedError.errno, Errors.ClusterAuthorizationFailedError.errno})
-TOO_LARGE = frozenset({Errors.MessageSizeTooLargeError.errno, Errors.RecordListTooLargeError.errno})
-STORAGE = Errors.KafkaStorageError.errno
-
-
 class Published(NamedTuple):
-    """A publication's end: ``error`` None when appended (answer after
-    ``throttle_ms``), else a Kafka error code and why; ``busy``: refused for the
-    throughput units."""
-    error: int | None
-    message: str = ""
+    """A publication's end: ``denial`` None when appended (answer after
+    ``throttle_ms``), else why not (its reason BUSY: refused for the throughput
+    units)."""
+    denial: Denial | None
     throttle_ms: int = 0
-    busy: bool = False
     partition: int = -1
     sequence_number: int = -1  # the first appended event's
 
@@ -68,12 +59,12 @@ def publish_batch(services: Services, runtime: NamespaceRuntime, principal, hub:
     (``groups``: partition -> events) as a whole, then append each partition's batch:
     a refusal leaves every partition as it was. The answer names the first partition."""
     if runtime.topics.get(hub) is None:
-        return Published(NOT_FOUND, f"event hub {hub!r} was deleted")
+        return Published(Denial(Refusal.NOT_FOUND, f"event hub {hub!r} was deleted"))
     limit = runtime.policy.max_publication_bytes()  # the service's limit, strict mode or not
     if nbytes > limit:
-        return Published(Errors.MessageSizeTooLargeError.errno,
-                         f"the publication is {nbytes} bytes; event hub {hub!r} accepts at most "
-                         f"{limit} bytes per send")
+        return Published(Denial(Refusal.TOO_LARGE,
+                                f"the publication is {nbytes} bytes; event hub {hub!r} accepts "
+                                f"at most {limit} bytes per send"))
     now_ms = services.clock.now_ms()
     batches = []
     for partition, events in groups.items():
@@ -85,22 +76,33 @@ def publish_batch(services: Services, runtime: NamespaceRuntime, principal, hub:
         lambda: [e.partition_key.encode() if e.partition_key is not None else None
                  for _p, events, _r, _h in batches for e in events],
         kafka=False)
-    if admission.refusal:
-        return Published(*admission.refusal, busy=admission.busy)
+    if admission.denial:
+        return Published(admission.denial)
     first = None
     for partition, events, records, headers in batches:
         try:
             info = runtime.topics.append(hub, partition, records, now_ms, headers)
         except log_errors.LogError as exc:
-            code = for_log_error(exc)
-            if code == STORAGE:
+            reason = _log_refusal(exc)
+            if reason is Refusal.FAILED:
                 log.error("%s append to %s-%d failed: %s", protocol.upper(), hub, partition, exc)
-            return Published(code, str(exc))
+            return Published(Denial(reason, str(exc)))
         first = first or (partition, info.base_offset)
         observer = services.observer
         if observer is not None:
             observer.on_events(protocol, runtime.name, hub, partition, True, len(events), len(records))
     return Published(None, throttle_ms=admission.throttle_ms, partition=first[0], sequence_number=first[1])
+
+
+def _log_refusal(exc: log_errors.LogError) -> Refusal:
+    """What a failed append means, in no protocol's words."""
+    if isinstance(exc, log_errors.RecordTooLarge):
+        return Refusal.TOO_LARGE
+    if isinstance(exc, (log_errors.StorageError, log_errors.LogClosed)):
+        return Refusal.FAILED
+    if isinstance(exc, log_errors.UnknownTopic):
+        return Refusal.NOT_FOUND
+    return Refusal.INVALID  # a record the log does not take (corrupt, bad magic, sequence)
 
 
 def _combined(summaries: list[BatchSummary]) -> BatchSummary:

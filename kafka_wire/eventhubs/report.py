@@ -8,6 +8,12 @@ says what Event Hubs would have done. Entries go to
 violation is written at once, repeats on a timer and at shutdown) and to the
 log (the first of each kind, then at most once a minute with the count).
 ``kafka-wire report --data-dir DIR`` prints it.
+
+An entry names its rule and its protocol-neutral ``reason`` (a
+:class:`~kafka_wire.eventhubs.refusals.Refusal` value), and ``error_code``: the
+Kafka error Event Hubs' Kafka endpoint answers for it, given by the translator
+the broker passes in (``error_code``; the Kafka front end's table), since the
+report says what a Kafka client would meet on Event Hubs.
 """
 from __future__ import annotations
 
@@ -16,6 +22,9 @@ import logging
 import os
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Callable
+
+from kafka_wire.eventhubs.refusals import Denial, Refusal
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +41,11 @@ def _iso(ms: int) -> str:
 
 
 class CompatibilityReport:
-    def __init__(self, data_dir: Path, clock) -> None:
+    def __init__(self, data_dir: Path, clock,
+                 error_code: Callable[[Denial], int | None] | None = None) -> None:
         self.path = Path(data_dir) / REPORT_FILE
         self.clock = clock
+        self.error_code = error_code
         self.entries: dict[tuple, dict] = {}
         self._logged: dict[tuple, tuple[int, int]] = {}  # key -> (last log ms, count then)
         self._dirty = False
@@ -47,7 +58,7 @@ class CompatibilityReport:
         return (e["namespace"], e["rule"], e.get("event_hub"), bool(e.get("enforced")))
 
     def record(self, namespace: str, rule: str, hub: str | None, message: str, *,
-               enforced: bool, error_code: int | None = None, client_id: str | None = None,
+               enforced: bool, reason: Refusal | None = None, client_id: str | None = None,
                kind: str = "violation") -> None:
         now = self.clock.now_ms()
         key = (namespace, rule, hub, enforced)
@@ -56,9 +67,13 @@ class CompatibilityReport:
         if new:
             if len(self.entries) >= _MAX_ENTRIES:
                 return
+            code = None
+            if reason is not None and self.error_code is not None:
+                code = self.error_code(Denial(reason, message, rule))
             entry = self.entries[key] = {
                 "namespace": namespace, "rule": rule, "event_hub": hub, "enforced": enforced,
-                "kind": kind, "count": 0, "first": _iso(now), "error_code": error_code}
+                "kind": kind, "count": 0, "first": _iso(now),
+                "reason": reason.value if reason is not None else None, "error_code": code}
         entry["count"] += 1
         entry["last"] = _iso(now)
         entry["message"] = message

@@ -7,7 +7,8 @@ import logging
 from typing import TYPE_CHECKING
 
 from kafka_wire.eventhubs.rights import LISTEN, MANAGE, SEND
-from kafka_wire.eventhubs.door import AuthorizationHeader, Refusal, Refused
+from kafka_wire.eventhubs.door import AuthorizationHeader, Refused
+from kafka_wire.rest import refusals
 from kafka_wire.eventhubs.schema_registry import SchemaRegistry
 from kafka_wire.rest import management, schemas, send
 from kafka_wire.rest.http import Later, Request, Response, error
@@ -32,7 +33,7 @@ def authenticate_request(runtime: NamespaceRuntime, headers: dict, peer: str,
         principal = runtime.door.sign_in(AuthorizationHeader(header) if header.strip() else None,
                                          peer, what)
     except Refused as exc:
-        return None, 403 if exc.reason is Refusal.ADDRESS else 401, exc.message
+        return None, refusals.status(exc.reason), exc.message
     return principal, 200, None
 
 

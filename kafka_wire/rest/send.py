@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 
 from kafka_wire.eventhubs.events import Incoming, encode_value
 from kafka_wire.eventhubs.rights import SEND
-from kafka_wire.eventhubs.publication import DENIED, NOT_FOUND, TOO_LARGE, choose_partition, publish_batch
+from kafka_wire.eventhubs.publication import choose_partition, publish_batch
+from kafka_wire.rest import refusals
 from kafka_wire.rest.http import Later, Request, Response, error
 
 if TYPE_CHECKING:
@@ -77,27 +78,10 @@ def send(api: RestApi, request: Request, hub: str, partition: str | None,
     size = sum(len(e.body or b"") for e in events)
     done = publish_batch(api.services, runtime, principal, hub, groups, size, timeout_s * 1000,
                          request.headers.get("user-agent"), "https")
-    if done.error is not None:
-        return _refusal(done.error, done.message, done.busy)
+    if done.denial is not None:
+        return error(refusals.status(done.denial.reason), done.denial.message)
     answer = Response(201, b"", "text/plain")
     return Later(done.throttle_ms, answer) if done.throttle_ms > 0 else answer
-
-
-def refusal_status(code: int, busy: bool) -> int:
-    """The HTTP status of a refused publication (a Kafka error code, or ``busy``)."""
-    if busy:
-        return 503
-    if code in DENIED:
-        return 401
-    if code in TOO_LARGE:
-        return 413
-    if code == NOT_FOUND:
-        return 404
-    return 403  # the tier's rules (Event Hubs answers policy refusals with 403)
-
-
-def _refusal(code: int, message: str, busy: bool) -> Response:
-    return error(refusal_status(code, busy), message)
 
 
 def _events(request: Request) -> list[Incoming]:

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kafka_wire.eventhubs.door import AuthorizationHeader, Refusal, Refused
+from kafka_wire.eventhubs.door import AuthorizationHeader, Refused
 from kafka_wire.eventhubs.rights import MANAGE
-from kafka_wire.rest import arm
+from kafka_wire.rest import arm, refusals
 from kafka_wire.rest.http import Request, Response
 from kafka_wire.rest.management import (application_groups, authorization_rules, consumer_groups,
                                         event_hubs, namespaces, network_rules, schema_groups)
@@ -64,13 +64,7 @@ def handle(api: RestApi, request: Request) -> Response:
 
 
 def _refused(exc: Refused) -> Response:
-    if exc.reason is Refusal.UNAUTHENTICATED:
-        return arm.fail(401, "AuthenticationFailed", exc.message)
-    if exc.reason is Refusal.NOT_FOUND:
-        return arm.fail(404, "ResourceNotFound", exc.message)
-    if exc.reason in (Refusal.INVALID, Refusal.LIMIT):
-        return arm.fail(400, "BadRequest", exc.message)
-    return arm.fail(403, "AuthorizationFailed", exc.message)
+    return arm.fail(*refusals.arm_error(exc.reason), exc.message)
 
 
 def _subscription(api: RestApi, request: Request, what: str) -> None:

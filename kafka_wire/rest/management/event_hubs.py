@@ -59,7 +59,7 @@ def hub(scope: Scope, name: str) -> Response:
             return absent()
         refusal = policy.delete_topic(scope.principal, view.name)
         if refusal:
-            return arm.fail(403, "AuthorizationFailed", refusal[1])
+            return arm.fail(403, "AuthorizationFailed", refusal.message)
         topics.delete(view.name)
         ns = scope.runtime.model
         entry = ns.hub(view.name)
@@ -94,7 +94,7 @@ def hub(scope: Scope, name: str) -> Response:
         count = partitions or topics.num_partitions
         refusal = policy.create_topic(scope.principal, name, count, configs, client)
         if refusal:
-            return arm.fail(400, "BadRequest", refusal[1])
+            return arm.fail(400, "BadRequest", refusal.message)
         topics.create(name, count, configs)
         ns.hubs[name] = EventHub(name, partitions=count, retention_hours=hours, status=status or "Active")
         log.info("management API: event hub %s/%s created with %d partition%s", ns.name, name, count,
@@ -108,13 +108,13 @@ def hub(scope: Scope, name: str) -> Response:
                                  "partitions cannot be removed")
             refusal = policy.create_partitions(scope.principal, name, partitions, client)
             if refusal:
-                return arm.fail(400, "BadRequest", refusal[1])
+                return arm.fail(400, "BadRequest", refusal.message)
             topics.create_partitions(name, partitions)
             entry.partitions = partitions
         if configs:
             refusal = policy.alter_topic_config(scope.principal, name, configs, client)
             if refusal:
-                return arm.fail(400, "BadRequest", refusal[1])
+                return arm.fail(400, "BadRequest", refusal.message)
             topics.alter_config(name, configs)
             entry.retention_hours = hours
         if status is not None:
