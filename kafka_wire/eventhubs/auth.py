@@ -120,11 +120,18 @@ def verify_jwt(model: EventHubsModel, token: str, now_s: float) -> Principal:
         raise AuthError(str(exc)) from None
 
 
-def authenticate_header(model: EventHubsModel, namespace: str, header: str, now_s: float) -> Principal | None:
+def authenticate_header(model: EventHubsModel | None, namespace: str, header: str,
+                        now_s: float) -> Principal | None:
     """The principal of an HTTP ``Authorization`` header for ``namespace``: a SAS
     token, bare or as a bearer token (the Azure SDKs' token credentials send it
-    so), or a bearer JWT where the namespace has OAuth. None without a header."""
+    so), or a bearer JWT where the namespace has OAuth. None without a header,
+    and for any other bearer token on an open namespace (one without SAS rules,
+    OAuth or required auth), which takes a TokenCredential's token as none."""
     header = header.strip()
+    ns = model.namespaces.get(namespace) if model is not None else None
+    if (ns is None or (ns.open and not ns.oauth and not ns.requires_auth)) and \
+            header.lower().startswith("bearer ") and "sharedaccesssignature" not in header.lower():
+        return None
     if header.lower().startswith("bearer ") and header[7:].lstrip().startswith("SharedAccessSignature "):
         header = header[7:].lstrip()
     if not header:

@@ -152,11 +152,6 @@ class Door(NamespacePolicy):
             return auth.verify_jwt(model, credential.token, now_s)
         if isinstance(credential, SasKey):
             return auth.authenticate_key(model, name, credential.name, credential.key)
-        ns = self.runtime.model
-        value = credential.value.strip()
-        if (ns is None or (ns.open and not ns.oauth and not ns.requires_auth)) and \
-                value.lower().startswith("bearer ") and "sharedaccesssignature" not in value.lower():
-            return None  # an open namespace takes any bearer token (a TokenCredential's) as none
         return auth.authenticate_header(model, name, credential.value, now_s)
 
     def _refuse(self, peer: str, what: str, why: str) -> None:

@@ -10,7 +10,8 @@ import pytest
 import kafka_wire
 from kafka_wire.amqp.connection import CONDITIONS
 from kafka_wire.apis import refusals as kafka_refusals
-from kafka_wire.eventhubs import policy, strict
+from kafka_wire.eventhubs import auth, policy, strict
+from kafka_wire.eventhubs.model import EventHubsModel, Namespace
 from kafka_wire.eventhubs.refusals import Denial, Refusal
 from kafka_wire.eventhubs.report import CompatibilityReport, load
 from kafka_wire.rest import refusals as http_refusals
@@ -125,3 +126,19 @@ def test_the_report_records_the_reason_and_the_kafka_error(tmp_path):
     assert entries["compression"]["reason"] == "unsupported"
     assert entries["compression"]["error_code"] == Errors.UnsupportedForMessageFormatError.errno
     assert entries["frame-size"]["reason"] is None and entries["frame-size"]["error_code"] is None
+
+
+def test_an_open_namespace_takes_any_bearer_token_as_none():
+    model = EventHubsModel.single("ns")
+    ns = model.namespaces["ns"]
+    assert ns.open and not ns.oauth and not ns.requires_auth
+    assert auth.authenticate_header(model, "ns", "Bearer eyJhbGciOi.anything.at-all", 0) is None
+    assert auth.authenticate_header(None, "ns", "Bearer x", 0) is None  # no model: open
+    with pytest.raises(auth.AuthError):  # a SAS token is still checked
+        auth.authenticate_header(model, "ns", "Bearer SharedAccessSignature sr=x", 0)
+
+
+def test_a_namespace_that_requires_auth_refuses_a_bearer_token_without_oauth():
+    model = EventHubsModel({"ns": Namespace(name="ns", auth="required")}, "ns")
+    with pytest.raises(auth.AuthError, match="takes SAS tokens, not bearer tokens"):
+        auth.authenticate_header(model, "ns", "Bearer eyJhbGciOi.anything.at-all", 0)
