@@ -631,13 +631,11 @@ class AmqpConnection(asyncio.Protocol):
         pending = delivery.pending
         limit = handler.max_message_bytes or self.namespace.policy.max_publication_bytes()
         if pending > limit:
-            _repeats.warn("amqp-message-size", client_address(self.peer),
-                          f"AMQP connection from {self.peer}: a message over {limit} bytes refused "
-                          f"at its frame past the limit")
-            self._drop(delivery, MESSAGE_SIZE_EXCEEDED,
-                       f"the message exceeds the limit ({limit} bytes) allowed on this link: it was "
-                       f"refused at {pending} bytes and the rest of it is discarded")
-            return False
+            return self._refuse_transfer(
+                delivery, "amqp-message-size", MESSAGE_SIZE_EXCEEDED,
+                logged=f"a message over {limit} bytes refused at its frame past the limit",
+                description=f"the message exceeds the limit ({limit} bytes) allowed on this link: "
+                            f"it was refused at {pending} bytes and the rest of it is discarded")
         if not delivery.partial:
             self._forget(delivery)
             return True
@@ -645,14 +643,20 @@ class AmqpConnection(asyncio.Protocol):
         self._partial[delivery] = pending
         budget = max(self.server.limits.max_arriving_bytes, limit + MAX_FRAME)
         if self._partial_bytes > budget:
-            _repeats.warn("amqp-limit", client_address(self.peer),
-                          f"AMQP connection from {self.peer}: over {budget} bytes of messages "
-                          f"arriving at once; one refused")
-            self._drop(delivery, RESOURCE_LIMIT,
-                       f"the messages still arriving on this connection hold over {budget} bytes: "
-                       f"finish (or abort) some before starting more")
-            return False
+            return self._refuse_transfer(
+                delivery, "amqp-limit", RESOURCE_LIMIT,
+                logged=f"over {budget} bytes of messages arriving at once; one refused",
+                description=f"the messages still arriving on this connection hold over {budget} "
+                            "bytes: finish (or abort) some before starting more")
         return True
+
+    def _refuse_transfer(self, delivery, kind: str, condition: str, *, logged: str,
+                         description: str) -> bool:
+        """Refuse an arriving message with ``condition`` (``logged`` once per client
+        and ``kind``): False, for :meth:`_admit_transfer` to return."""
+        _repeats.warn(kind, client_address(self.peer), f"AMQP connection from {self.peer}: {logged}")
+        self._drop(delivery, condition, description)
+        return False
 
     def _drop(self, delivery, condition: str | None, description: str) -> None:
         """Settle ``delivery`` (rejected with ``condition`` if given) and give back the credit."""
