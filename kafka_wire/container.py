@@ -26,6 +26,7 @@ in this process (no shell in between, so ``docker stop``'s SIGTERM reaches it):
                                         container needs for ``-p``; ``127.0.0.1`` with
                                         ``--network host``)
 ``KAFKA_WIRE_DATA_DIR``                 events, checkpoints, management changes (default ``/data``)
+``KAFKA_WIRE_LOG_LEVEL``               DEBUG, INFO (default), WARNING or ERROR
 ``KAFKA_WIRE_ARGS``                     more ``serve`` flags; arguments after the image name too
 ======================================  ================================================================
 

@@ -16,6 +16,7 @@ import requests
 
 from kafka_wire.eventhubs import sas
 from tests.container.conftest import FIGURES
+from tests.docs.doc_blocks import blocks_of
 from tests.container.harness import (
     OFFICIAL_ENV, READY_LINE, Container, Forwarder, Ports, health, kafka_round_trip_through,
     wait_for, write_config,
@@ -149,24 +150,30 @@ def test_docker_stop_then_start_keeps_events_checkpoints_and_management_changes(
 
 
 def test_testcontainers_python_swaps_the_image(image, tmp_path, monkeypatch):
-    """What a test suite that used the official image changes: the image name (and, on this
-    machine, host networking with its own ports)."""
+    """docs/container.md's Testcontainers for Python block (marked testcontainers-python), run
+    with this test's Config.json, ports and image tag put in, and the SDK where it has `...`."""
     monkeypatch.setenv("TESTCONTAINERS_RYUK_DISABLED", "true")  # no reaper image here
     from azure.eventhub import EventData, EventHubProducerClient
-    from testcontainers.core.container import DockerContainer
-    from testcontainers.core.waiting_utils import wait_for_logs
 
+    [block] = [b for b in blocks_of("docs/container.md")
+               if b.marker and "testcontainers-python" in b.marker[1]]
     ports = Ports()
     config = write_config(tmp_path)
-    container = (DockerContainer(image)  # was "mcr.microsoft.com/azure-messaging/eventhubs-emulator:latest"
-                 .with_volume_mapping(str(config), "/Eventhubs_Emulator/ConfigFiles/Config.json", "ro")
-                 .with_kwargs(network_mode="host"))
-    for key, value in {**OFFICIAL_ENV, **ports.env()}.items():
-        container = container.with_env(key, value)
-    with container:
-        wait_for_logs(container, READY_LINE, timeout=60)
-        wait_for("/health 200", lambda: health(ports.health) == 200, timeout=10)
+    code = (block.text.replace("/path/to/Config.json", str(config))
+            .replace('DockerContainer("kafka-wire:dev")', f"DockerContainer({image!r})")
+            .replace('.with_env("ACCEPT_EULA", "Y")', "".join(
+                f".with_env({k!r}, {v!r})" for k, v in {**OFFICIAL_ENV, **ports.env()}.items())))
+    assert code.count("    ...  #") == 1
+    code = code.replace("    ...  #", "    use_it(container)  #")
+
+    def use_it(container) -> None:
+        assert health(ports.health) == 200
         with EventHubProducerClient.from_connection_string(ports.connection_string,
                                                            eventhub_name="eh1") as producer:
             producer.send_batch([EventData("from testcontainers")], partition_id="0")
         assert _receive(ports, "eh1", 1, partition_id="0") == ["from testcontainers"]
+        used.append(container)
+
+    used: list = []
+    exec(compile(code, "docs/container.md", "exec"), {"use_it": use_it})
+    assert len(used) == 1
