@@ -15,13 +15,11 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from proton import Message
-
-from kafka_wire.amqp.messages import MessageError, decode_message
 from kafka_wire.console import explorer
 from kafka_wire.eventhubs.rights import LISTEN, MANAGE, SEND
 from kafka_wire.eventhubs import connection_string, sas
 from kafka_wire.eventhubs.door import AuthorizationHeader, ConnectionString, Refused
+from kafka_wire.eventhubs.events import Incoming, encode_value
 from kafka_wire.eventhubs.publication import choose_partition, publish
 from kafka_wire.rest import refusals
 from kafka_wire.rest.api import authenticate_request
@@ -271,7 +269,7 @@ class ConsoleApi:
         if refused is not None:
             return refused
         try:
-            event, partition = _event(doc, view.partitions)
+            event, partition = _event(doc, view.partitions, int(time.time() * 1000))
         except ValueError as exc:
             return refuse(400, str(exc))
         size = len(event.body or b"")
@@ -293,8 +291,9 @@ def _number(text: str, what: str) -> int:
     return int(text)
 
 
-def _event(doc: dict, partitions: int):
-    """(the event as an AMQP sender's, the partition asked for or None)."""
+def _event(doc: dict, partitions: int, created_ms: int):
+    """(the event as an AMQP sender's message of it, created at ``created_ms``, leaves it in
+    the log; the partition asked for or None)."""
     body = doc.get("body", "")
     if not isinstance(body, str):
         raise ValueError("body must be a string (the event's text, or JSON as text)")
@@ -316,13 +315,34 @@ def _event(doc: dict, partitions: int):
         raise ValueError("partition_key must be a string")
     if key is not None and partition is not None:
         raise ValueError("give a partition or a partition key, not both")
-    # Built as an AMQP message and decoded as the AMQP endpoint decodes one, so the
-    # log holds exactly what an SDK's send of the same event would leave there.
-    message = Message(body=body.encode("utf-8"), properties=dict(props) or None, inferred=True,
-                      content_type=doc.get("content_type") or None)
-    message.creation_time = time.time()
+    content_type = doc.get("content_type") or None
+    if content_type is not None and not isinstance(content_type, str):
+        raise ValueError("content_type must be a string")
+    # What the AMQP endpoint keeps of an SDK's send of the same event: one data
+    # section, the properties AMQP-encoded, and the properties section (content
+    # type, creation time) in the reserved header.
+    data = body.encode("utf-8")
     try:
-        incoming = decode_message(bytes(message.encode()))
-    except MessageError as exc:
-        raise ValueError(str(exc)) from None
-    return incoming._replace(partition_key=key), partition
+        properties = [(name.encode("utf-8"), encode_value(value)) for name, value in props.items()]
+    except (OverflowError, ValueError) as exc:
+        raise ValueError(f"a property's value cannot be encoded: {exc}") from None
+    return Incoming(key, properties, data, [data],
+                    _properties_section(content_type, created_ms)), partition
+
+
+def _properties_section(content_type: str | None, creation_ms: int) -> bytes:
+    """An AMQP properties section (described list 0x73) of a message with only a
+    content type and a creation time, encoded as an AMQP client encodes it."""
+    fields = b"\x40" * 6  # message-id, user-id, to, subject, reply-to, correlation-id
+    if content_type is None:
+        fields += b"\x40"
+    else:
+        symbol = content_type.encode("utf-8")
+        fields += (b"\xa3" + bytes([len(symbol)]) if len(symbol) < 256
+                   else b"\xb3" + len(symbol).to_bytes(4, "big")) + symbol
+    fields += b"\x40\x40"  # content-encoding, absolute-expiry-time
+    fields += b"\x83" + creation_ms.to_bytes(8, "big", signed=True)
+    count = 10
+    if len(fields) + 1 < 256:
+        return b"\x00\x53\x73\xc0" + bytes([len(fields) + 1, count]) + fields
+    return b"\x00\x53\x73\xd0" + (len(fields) + 4).to_bytes(4, "big") + count.to_bytes(4, "big") + fields
