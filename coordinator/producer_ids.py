@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from kafka_wire.log.recovery import fsync_dir
+
 BLOCK = 1000
 
 
@@ -32,6 +34,7 @@ class ProducerIdManager:
                 fh.flush()
                 os.fsync(fh.fileno())
             os.replace(tmp, self.path)
+            fsync_dir(self.path.parent)  # the new block end survives a power loss: no id is reused
         pid = self._next
         self._next += 1
         return pid

@@ -49,6 +49,7 @@ class Workload:
         self.txns_committed: list[list[bytes]] = []
         self.open_txn: list[bytes] = []  # produced (and flushed) in a transaction never ended
         self.stop = threading.Event()
+        self.killing = threading.Event()  # set just before the SIGKILL: errors from then on are expected
         self.errors: list[str] = []
         self._lock = threading.Lock()
 
@@ -131,7 +132,7 @@ class Workload:
                     self.txns_committed.append(values)
                 n += 1
         except KafkaException as exc:
-            if not self.stop.is_set():
+            if not self.killing.is_set():
                 self.errors.append(f"transactional producer: {exc}")
 
 
@@ -230,6 +231,7 @@ def test_power_loss_keeps_what_the_durability_mode_promises(journaled_broker, tm
                 f.result(15)
         work = Workload(broker.bootstrap_servers, rng, cycle)
         work.run(records=scaled(3000, 20000), txns=scaled(15, 60))
+        work.killing.set()
         broker.kill()  # SIGKILL while the producers still write
         work.join()
         dropped = power_loss(broker.data_dir, broker.journal_dir, seed=seed, zero_tail=zero_tail)
