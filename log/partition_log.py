@@ -60,15 +60,20 @@ def _writable(buf) -> bool:
     return isinstance(buf, memoryview) and not buf.readonly and buf.contiguous
 
 
-def _flush_sealed(seg: LogSegment, directory: Path) -> None:
+def _flush_sealed(seg: LogSegment, directory: Path, lock=None, still_there=None) -> None:
     """fsync a sealed segment, then record that the log below its end is on disk
-    (the recovery point: recovery trusts segments below it to have kept their data)."""
+    (the recovery point: recovery trusts segments below it to have kept their data),
+    unless it left the log meanwhile (truncation, retention: ``still_there``)."""
     try:
         if seg.dirty:
             seg.flush()  # a deleted segment's files are skipped
         fsync_dir(directory)
-        if directory.exists():
+        if lock is None:
             write_recovery_point(directory, seg.next_offset)
+            return
+        with lock:
+            if still_there():
+                write_recovery_point(directory, seg.next_offset)
     except OSError as exc:  # only weakens power-loss survival; a crash loses nothing
         logger.warning("%s: cannot fsync rolled segment %d: %s", directory, seg.base_offset, exc)
 
@@ -758,7 +763,7 @@ class PartitionLog:
         with self._lock:
             rolled, self._rolled = self._rolled, []
         for seg in rolled:  # without the lock: appends go on meanwhile
-            _flush_sealed(seg, self.directory)
+            _flush_sealed(seg, self.directory, self._lock, lambda seg=seg: any(s is seg for s in self._segments))
         return len(rolled)
 
     def maybe_flush(self, now_ms: int) -> None:
