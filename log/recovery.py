@@ -3,10 +3,11 @@
 After a clean shutdown (marker present) every segment is trusted once cheap
 sanity checks of its indexes pass. After an unclean one, the active (last)
 segment is re-validated batch by batch (header, CRC-32C, increasing offsets)
-and cut at the first torn or corrupt batch; every sealed segment has its
-indexes checked and every batch's CRC verified too (a power loss may keep a
-file's length and lose its data: zeros, or a torn page), and is rebuilt and
-cut where that fails. Any
+and cut at the first torn or corrupt batch; every sealed segment at or above
+the recovery point (not yet known to be fsynced) has its indexes checked and
+every batch's CRC verified too (a power loss may keep a file's length and
+lose its data: zeros, or a torn page), and is rebuilt and cut where that
+fails. Any
 segment with missing or damaged indexes is rebuilt from its log. A segment
 that loses bytes in the middle of the log (junk, or zeros that leave it short
 of the next segment) takes every later segment with it: the log is always
@@ -72,8 +73,11 @@ def load_segments(directory: Path, config: LogConfig) -> tuple[list[LogSegment],
     for n, base in enumerate(bases):
         last = n == len(bases) - 1
         full = not clean and n >= len(bases) - FULLY_CHECKED_SEGMENTS
+        # Sealed segments wholly below the recovery point were fsynced: their indexes are
+        # checked, their batches are not re-read (Kafka recovers from the recovery point on).
+        flushed = not last and bases[n + 1] <= recovery_point
         seg = LogSegment.load(directory, base, config, recover=last and not clean, full_check=full,
-                              verify=not clean and not last)
+                              verify=not clean and not last and not flushed)
         if segments and seg.base_offset < segments[-1].next_offset:
             logger.warning(
                 "%s: segment %d overlaps the previous one (which ends at %d); dropping it and later segments",
