@@ -1,6 +1,7 @@
 """The image as its users run it: the official compose file's settings (ACCEPT_EULA,
 BLOB_SERVER, METADATA_SERVER, Config.json mounted at /Eventhubs_Emulator/ConfigFiles/Config.json),
-the waits of the Testcontainers modules, the Azure SDK on AMQP, a Kafka client through a mapped
+the waits of the Testcontainers modules, the Azure SDKs on AMQP (Python and JavaScript,
+sending, receiving and their processors), a Kafka client through a mapped
 port (KAFKA_ADVERTISED_ADDRESS), the management API, `docker stop` and a restart on the same
 volume, and Testcontainers for Python swapping the official image for this one.
 
@@ -16,6 +17,7 @@ import requests
 
 from kafka_wire.eventhubs import sas
 from tests.container.conftest import FIGURES
+from tests.amqp.conftest import node  # noqa: F401  (the fixture: node with @azure/event-hubs)
 from tests.docs.doc_blocks import blocks_of
 from tests.container.harness import (
     OFFICIAL_ENV, READY_LINE, Container, Forwarder, Ports, health, kafka_round_trip_through,
@@ -119,6 +121,28 @@ def test_management_api_creates_a_hub_that_every_protocol_sees(emulator):
     assert {"eh1", "orders", "made-at-runtime"} <= {hub["name"] for hub in listed}
     _send(ports, "made-at-runtime", ["made at runtime"], partition_id="2")
     assert _receive(ports, "made-at-runtime", 1, partition_id="2") == ["made at runtime"]
+
+
+def test_javascript_and_python_processors_read_each_others_events(emulator, node):
+    """@azure/event-hubs sends by partition key and subscribes to every partition (its
+    processor's load balancing); the Python SDK's processor (receive without a partition) reads
+    the same events, and the JavaScript one reads the Python SDK's."""
+    from tests.amqp.test_sdk_js import run_js
+
+    ports = emulator.ports
+    assert run_js(node, "properties", ports.connection_string, "orders")["ids"] == ["0", "1", "2", "3"]
+    keys = [f"device-{i}" for i in range(12)]
+    sent = run_js(node, "send", ports.connection_string, "orders", stdin={"batches": [
+        {"partitionKey": key, "events": [{"body": f"js {key}"}]} for key in keys]})
+    assert sent == {"sent": 12}
+    from tests.amqp.conftest import receive
+    got = receive(_consumer(ports, "orders", "billing"), 12 + 10, timeout=30, starting_position="-1")
+    bodies = {event.body_as_str() for _, event in got}
+    assert {f"js {key}" for key in keys} <= bodies
+    assert len({pid for pid, event in got if event.body_as_str().startswith("js ")}) > 1
+    _send(ports, "orders", ["python to js"], partition_id="3")
+    events = run_js(node, "receive", ports.connection_string, "orders", 1 + 12 + 10)["events"]
+    assert "python to js" in {e["body"] for e in events}
 
 
 def test_docker_stop_then_start_keeps_events_checkpoints_and_management_changes(emulator):
