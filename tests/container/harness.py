@@ -146,14 +146,18 @@ def write_config(directory: Path, config: dict = CONFIG_JSON) -> Path:
     return path
 
 
-def kafka_round_trip_through(bootstrap: str, password: str, topic: str = "eh1") -> dict:
-    """Produce and consume on `topic` through `bootstrap` only; what Metadata advertised."""
+def kafka_round_trip_through(bootstrap: str, password: str, topic: str = "eh1",
+                             ca: Path | None = None) -> dict:
+    """Produce and consume on `topic` through `bootstrap` only (SASL_SSL trusting `ca` if
+    given); what Metadata advertised."""
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient
 
-    conf = {"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
+    conf = {"bootstrap.servers": bootstrap, "security.protocol": "SASL_SSL" if ca else "SASL_PLAINTEXT",
             "sasl.mechanism": "PLAIN", "sasl.username": "$ConnectionString",
             "sasl.password": password}
+    if ca:
+        conf["ssl.ca.location"] = str(ca)
     metadata = AdminClient(conf).list_topics(timeout=20)
     brokers = [f"{b.host}:{b.port}" for b in metadata.brokers.values()]
     producer = Producer(conf)

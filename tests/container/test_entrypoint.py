@@ -122,3 +122,20 @@ def test_kafka_through_a_mapped_port_with_the_advertised_address(tmp_path):
         forwarder.close()
         if proc.poll() is None:
             proc.kill()
+
+
+def test_kafka_tls_through_a_mapped_port_with_the_tls_advertised_address(tmp_path):
+    ports = Ports()
+    forwarder = Forwarder(ports.kafka_tls)
+    proc = _start(tmp_path, ports, KAFKA_TLS_ADVERTISED_ADDRESS=f"127.0.0.1:{forwarder.port}")
+    try:
+        assert proc.stdout.readline().strip() == READY_LINE
+        seen = kafka_round_trip_through(f"127.0.0.1:{forwarder.port}", ports.connection_string,
+                                        ca=tmp_path / "data" / "tls" / "ca.pem")
+        assert seen["brokers"] == [f"127.0.0.1:{forwarder.port}"]
+        assert len(seen["values"]) == 10 and seen["committed"] == 10
+        assert _stop(proc) == 0
+    finally:
+        forwarder.close()
+        if proc.poll() is None:
+            proc.kill()
