@@ -1,5 +1,6 @@
-"""The session-scoped ``image`` fixture: `make image` once, or every docker test skipped with
-its reason and a banner at the end of the run (a skip must not look like a pass). Figures the
+"""The session-scoped ``image`` fixture: `make image` once (its failure fails the tests), or,
+where no docker daemon runs, every docker test skipped with the reason and a banner at the end
+of the run (a skip must not look like a pass). Figures the
 tests measure (image size, time to ready, `docker stop`) are printed at the end too and kept in
 test-artifacts/container.json."""
 from __future__ import annotations
@@ -18,11 +19,14 @@ FIGURES: dict[str, object] = {}
 def image() -> str:
     if _SKIPPED:
         pytest.skip(_SKIPPED[0])
-    why = docker_unavailable() or build_image()
+    why = docker_unavailable()
     if why:
         reason = f"CONTAINER TESTS SKIPPED: {why}"
         _SKIPPED.append(reason)
         pytest.skip(reason)
+    failed = build_image()  # a daemon runs: a Dockerfile that does not build is a failure
+    if failed:
+        pytest.fail(failed, pytrace=False)
     FIGURES["image"] = IMAGE
     FIGURES["image_size_bytes"] = int(docker("image", "inspect", "-f", "{{.Size}}", IMAGE).stdout)
     return IMAGE
