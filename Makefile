@@ -9,7 +9,7 @@ TEST_STAMP := $(VENV)/.installed-test
 BENCH_STAMP := $(VENV)/.installed-bench
 JS_STAMP := tests/js/node_modules/.installed
 
-.PHONY: install install-test install-bench run test soak bench clean chromium docker image container-test
+.PHONY: install install-test install-bench run test soak bench compat clean chromium docker image container-test
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -135,6 +135,12 @@ bench: $(BENCH_STAMP)
 	$(PY) -m bench.boundary
 	$(PY) -m bench.amqp_limits
 	$(PY) -m bench.durability $(filter --quick,$(BENCH_ARGS))
+
+# Each client SDK's tests against its oldest supported and its newest release, in
+# throwaway virtualenvs and npm prefixes under .venv-compat/ (docs/compat.md); not part of
+# make test. COMPAT_ARGS: --only NAME, --fresh, --list.
+compat: $(PY)
+	$(PY) -m compat.run $(COMPAT_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info tests/js/node_modules
