@@ -154,6 +154,7 @@ class TransactionCoordinator:
     def __init__(self, clock: Clock, store: TransactionStore, *, allocate_producer_id: Callable[[], int],
                  write_marker: MarkerWriter, commit_offsets: OffsetCommitter,
                  partition_exists: Callable[[str, int], bool],
+                 open_txn_start: Callable[[str, int, int], int | None] | None = None,
                  max_timeout_ms: int = MAX_TIMEOUT_MS,
                  expiration_ms: int = 7 * 24 * 3600 * 1000) -> None:
         self.clock = clock
@@ -162,6 +163,10 @@ class TransactionCoordinator:
         self.write_marker = write_marker
         self.commit_offsets = commit_offsets
         self.partition_exists = partition_exists
+        # (topic, partition, producer id) -> append time of the first batch of the producer's
+        # open transaction there, or None: how a PrepareCommit recovered from a stale state
+        # tells its transaction from a later one of the same producer (see start()).
+        self.open_txn_start = open_txn_start
         self.max_timeout_ms = max_timeout_ms
         self.expiration_ms = expiration_ms
         self.txns = store.load()
@@ -172,7 +177,7 @@ class TransactionCoordinator:
         """Finish what a crash interrupted and re-arm the timeouts."""
         for st in list(self.txns.values()):
             if st.state == PREPARE_COMMIT:
-                self._complete(st, commit=True)
+                self._complete(st, commit=True, recovered=True)
             elif st.state == PREPARE_ABORT:
                 self._complete(st, commit=False)
             elif st.state == ONGOING:
@@ -320,11 +325,13 @@ class TransactionCoordinator:
         self._save(st)
         self._complete(st, commit)
 
-    def _complete(self, st: TxnState, commit: bool) -> None:
+    def _complete(self, st: TxnState, commit: bool, recovered: bool = False) -> None:
         timer = self._timers.pop(st.transactional_id, None)
         if timer is not None:
             timer.cancel()
         for topic, partition in sorted(st.partitions):
+            if recovered and commit and self._later_txn_open(st, topic, partition):
+                continue
             try:
                 self.write_marker(topic, partition, st.producer_id, st.producer_epoch, commit)
             except Exception as exc:  # a deleted topic, a full disk: log it, don't wedge the txn
@@ -338,6 +345,25 @@ class TransactionCoordinator:
         st.pending_offsets.clear()
         st.update_ms = self.clock.now_ms()
         self._save(st)
+
+    def _later_txn_open(self, st: TxnState, topic: str, partition: int) -> bool:
+        """A PrepareCommit read back at start may be stale (a power loss kept an older
+        state than the partitions'): if the producer's transaction open in the partition
+        began after the commit was prepared, it is a later transaction, which this COMMIT
+        must not complete. It is left to the hanging-transaction check, which aborts it."""
+        if self.open_txn_start is None:
+            return False
+        try:
+            started = self.open_txn_start(topic, partition, st.producer_id)
+        except Exception as exc:  # a deleted topic: the marker write reports it
+            log.debug("no open-transaction state for %s-%d: %r", topic, partition, exc)
+            return False
+        if started is None or started <= st.update_ms:
+            return False
+        log.warning("transaction %s: not completing its recovered PrepareCommit in %s-%d: the producer's "
+                    "transaction open there began after the commit was prepared (a stale coordinator "
+                    "state); it will be aborted when its timeout passes", st.transactional_id, topic, partition)
+        return True
 
     # -- timeouts -------------------------------------------------------------------
     def _arm(self, st: TxnState) -> None:

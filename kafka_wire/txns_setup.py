@@ -78,11 +78,18 @@ def open_transactions(services: Services, ns: NamespaceRuntime, data_dir: Path) 
     def exists(topic: str, partition: int) -> bool:
         view = ns.topics.get(topic)
         return view is not None and 0 <= partition < view.partitions
+    def open_txn_start(topic: str, partition: int, producer_id: int) -> int | None:
+        plog = ns.topics.logs.get_log(topic, partition)
+        if plog is None:
+            return None
+        return next((first_ms for pid, _epoch, _first, first_ms in plog.open_transactions(load=True)
+                     if pid == producer_id), None)
+
     cfg = services.config
     ns.txns = TransactionCoordinator(
         services.clock, TransactionStore(Path(data_dir) / "_transactions" / ns.name, fsync=cfg.power_loss_durable),
         allocate_producer_id=services.producer_ids.next_id, write_marker=_marker_writer(services, ns),
-        commit_offsets=_offset_committer(ns), partition_exists=exists,
+        commit_offsets=_offset_committer(ns), partition_exists=exists, open_txn_start=open_txn_start,
         max_timeout_ms=cfg.transaction_max_timeout_ms)
     ns.txns.start()
     timer = None

@@ -551,9 +551,12 @@ class PartitionLog:
                 break
         return [(e.producer_id, e.first_offset) for e in found]
 
-    def open_transactions(self) -> list[tuple[int, int, int, int]]:
+    def open_transactions(self, *, load: bool = False) -> list[tuple[int, int, int, int]]:
         """(producer id, producer epoch, first offset, append time ms of that
-        offset) of every transaction open here: what holds the last stable offset."""
+        offset) of every transaction open here: what holds the last stable offset.
+        A log not loaded yet has none to tell, unless ``load``."""
+        if load:
+            self._ensure_loaded()
         with self._lock:
             if self._closed or not self.loaded:
                 return []

@@ -223,6 +223,7 @@ def test_power_loss_keeps_what_the_durability_mode_promises(journaled_broker, tm
     for cycle in range(cycles):
         seed = SEED + cycle
         zero_tail = bool(seed % 2)
+        print(f"cycle {cycle}: KAFKA_WIRE_SEED={seed} replays it (mode {mode})")
         extra = ["--durability", mode, "--transaction-max-timeout-ms", str(MAX_TXN_TIMEOUT_MS)]
         broker = journaled_broker(extra)
         if cycle == 0:
