@@ -26,6 +26,8 @@ from kafka.admin import KafkaAdminClient
 from kafka.admin import NewTopic as KpNewTopic
 from kafka.admin import ResourceType as KpResourceType
 
+from kafka_wire.eventhubs.refusals import Denial, Refusal
+
 WAIT = 10  # seconds: every future and client call is bounded by this
 
 
@@ -68,7 +70,8 @@ def produce(broker, topic: str, count: int, partition: int = 0) -> None:
 
 
 def set_hook(broker, name: str, hook) -> None:
-    """Replace one decision of the default namespace's policy (``create_topic``, ...)."""
+    """Replace one decision of the default namespace's policy (``create_topic``, ...): it
+    answers None or a protocol-neutral Denial, which the Kafka front end maps to an error code."""
     broker.call(lambda: setattr(broker.broker.services.default.policy, name, hook))
 
 
@@ -146,7 +149,7 @@ def test_create_topic_policy_hook_can_refuse_with_its_own_error(admin, broker):
     def policy(principal, name, partitions, configs, client_id):
         seen.append((name, partitions, configs))
         if partitions > 32:
-            return Errors.PolicyViolationError.errno, "a Standard event hub has at most 32 partitions"
+            return Denial(Refusal.LIMIT, "a Standard event hub has at most 32 partitions")
         return None
 
     set_hook(broker, "create_topic", policy)
@@ -232,7 +235,7 @@ def test_create_partitions_validate_only_changes_nothing(admin, broker):
 def test_create_partitions_policy_hook_can_refuse(admin, broker):
     broker.create_topic("capped", 1)
     set_hook(broker, "create_partitions", lambda principal, name, count, client_id: (
-        (Errors.InvalidPartitionsError.errno, "tier allows 2") if count > 2 else None))
+        Denial(Refusal.LIMIT, "tier allows 2", "partitions-per-hub") if count > 2 else None))
     [f] = admin.create_partitions([NewPartitions("capped", 4)], request_timeout=WAIT).values()
     assert error_code(f.exception(WAIT)) == KafkaError.INVALID_PARTITIONS
     [f] = admin.create_partitions([NewPartitions("capped", 2)], request_timeout=WAIT).values()
@@ -379,7 +382,7 @@ def test_incremental_alter_configs_validate_only_changes_nothing(admin, broker):
 def test_alter_topic_config_policy_hook_sees_the_new_override_set(admin, broker):
     broker.create_topic("hooked", 1)
     set_hook(broker, "alter_topic_config", lambda principal, name, overrides, client_id: (
-        (Errors.PolicyViolationError.errno, "retention above 7 days")
+        Denial(Refusal.INVALID, "retention above 7 days", "retention")
         if int(overrides.get("retention.ms", "0")) > 7 * 86_400_000 else None))
     resource = ConfigResource("topic", "hooked", incremental_configs=[
         ConfigEntry("retention.ms", str(8 * 86_400_000), incremental_operation=AlterConfigOpType.SET)])
@@ -473,8 +476,8 @@ def test_delete_records_on_a_compacted_topic_is_a_policy_violation(admin, broker
 def test_delete_records_policy_hook_can_refuse(admin, broker):
     broker.create_topic("guarded", 1)
     produce(broker, "guarded", 2)
-    set_hook(broker, "delete_records", lambda principal, hub, client_id: (
-        Errors.PolicyViolationError.errno, "Event Hubs has no DeleteRecords"))
+    set_hook(broker, "delete_records", lambda principal, hub, client_id: Denial(
+        Refusal.UNSUPPORTED, "Event Hubs has no DeleteRecords", "delete-records"))
     assert error_code(delete_records(admin, "guarded", 0, 1).exception(WAIT)) == KafkaError.POLICY_VIOLATION
     assert earliest(admin, "guarded") == 0
 
