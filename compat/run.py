@@ -6,10 +6,11 @@ test`` or ``install_requires``) or tests/js/package.json (``^X.Y.Z``); the newes
 PyPI (``pip index versions``) and npm (``npm view``) at each run, so a new release is tested
 the day it appears, whatever the bounds say.
 
-Virtualenvs live in .venv-compat/, one per set of pinned versions (reused while the set is
-the same; ``--fresh`` rebuilds): kafka-wire installed editable from this clone, the test
-extras without Spark, Java and the browser, and the SDK under test pinned. All newest
-releases share one virtualenv; each SDK's oldest gets its own, the rest at their newest.
+Virtualenvs live in .venv-compat/, one per set of pinned versions: kafka-wire installed
+editable from this clone, the test extras without Spark, Java and the browser, and the SDK
+under test pinned. All newest releases share one virtualenv; each SDK's oldest gets its own,
+the rest at their newest. One is reused while its set is the same and dropped by a whole run
+that no longer uses it; ``--fresh`` rebuilds them.
 The npm packages go to a prefix of their own beside copies of tests/js/*.js, which the
 tests are pointed at with KAFKA_WIRE_JS_DIR.
 
@@ -239,6 +240,11 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((sdk.name, version, tag, result))
             if not result["ok"]:
                 failures.append((sdk.name, version, result["output"]))
+
+    if not args.only:                                   # a whole run: drop what it no longer uses
+        for stale in [*CACHE.glob("py-*"), *CACHE.glob("js-*")]:
+            if stale not in MADE:
+                shutil.rmtree(stale, ignore_errors=True)
 
     for name, version, output in failures:
         print(f"\n==== {name} {version}: FAILED ====\n{output[-6000:]}")
