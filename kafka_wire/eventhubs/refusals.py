@@ -6,8 +6,8 @@ and publication (:mod:`.publication`) answer with a :class:`Denial`: a
 where one decided it (a tier rule of :mod:`.strict`, or the same id where the
 broker's ``[limits]`` bound the same thing). Each front end maps a denial to
 its own terms in one place: Kafka error codes in :mod:`kafka_wire.apis.refusals`,
-AMQP conditions in :mod:`kafka_wire.amqp.refusals`, HTTP statuses and ARM
-errors in :mod:`kafka_wire.rest.refusals`.
+AMQP conditions in :data:`kafka_wire.amqp.connection.CONDITIONS`, HTTP statuses
+and ARM errors in :mod:`kafka_wire.rest.refusals`.
 """
 from __future__ import annotations
 
