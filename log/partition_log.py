@@ -42,7 +42,8 @@ from .index import AbortedTxn
 from .producer_state import BatchMetadata, CompletedTxn, Duplicate, ProducerInfo, ProducerStateManager
 from .recovery import (
     CLEAN_SHUTDOWN_FILE, LOG_START_OFFSET_FILE, fsync_dir, load_segments, swap_segments, write_atomic,
-    lower_recovery_point, write_position_anchor, write_recovery_point,
+    lower_recovery_point, read_recovery_point, recovery_point_known, write_position_anchor,
+    write_recovery_point,
 )
 from .segment import INT32_MAX, LogSegment
 
@@ -587,10 +588,13 @@ class PartitionLog:
     def compaction_view(self, *, producers: bool = True) -> CompactionView:
         with self._lock:
             self._check_open()
+            # Only segments below the recovery point (fsynced) are cleaned: a gap compaction
+            # leaves above it would read as lost data to recovery after a power loss.
+            point = read_recovery_point(self.directory) if recovery_point_known(self.directory) else None
             infos = tuple(
                 SegmentInfo(s, s.base_offset, s.next_offset, s.size, s.base_position, s.first_append_ms,
                             s.last_append_ms)
-                for s in self._segments[:-1]
+                for s in self._segments[:-1] if point is None or s.next_offset <= point
             )
             last_offsets = (
                 {pid: e.last_data_offset for pid, e in self._producers.producers.items()} if producers else {}
@@ -685,6 +689,8 @@ class PartitionLog:
             if n:
                 new_start = segments[n - 1].next_offset
                 deleted = self._delete_prefix(n)
+                # Nothing is left below the first segment kept (a gap after a deleted empty one).
+                new_start = max(new_start, min(self._segments[0].base_offset, self.log_end_offset))
                 if new_start > self.log_start_offset:
                     self._set_log_start_offset(new_start)
                 logger.info("%s: retention deleted %d segments; log start offset %d", self.directory,

@@ -66,6 +66,10 @@ def load_segments(directory: Path, config: LogConfig) -> tuple[list[LogSegment],
         fsync_dir(directory)  # ... a power loss too: the marker must not come back
     persisted_start = read_log_start_offset(directory)
     recovery_point = read_recovery_point(directory)
+    # A recovery point is kept once the broker's log flusher has fsynced a rolled segment
+    # (or recovery did); without one (a log written without the flusher, or by an older
+    # kafka-wire) gaps between segments are trusted, as before.
+    recovery_point_known = (directory / RECOVERY_POINT_FILE).exists()
     complete_swap(directory)
     bases = _scan_directory(directory)
 
@@ -95,7 +99,12 @@ def load_segments(directory: Path, config: LogConfig) -> tuple[list[LogSegment],
         # made is kept, a gap after zeros is not.
         gap = not last and seg.next_offset != bases[n + 1]
         unflushed = not clean and seg.base_offset >= recovery_point and seg.recovered
-        if not last and (seg.dropped_bytes or (gap and (seg.cut_bytes or seg.lost_batches or unflushed))):
+        # A gap at or above the recovery point: the segments after this one were never known to
+        # be on disk, and one of them is gone (its files lost), or this one lost its end. The
+        # cleaner makes gaps only below the recovery point (PartitionLog.compaction_view).
+        past_point = not clean and recovery_point_known and seg.next_offset >= recovery_point
+        if not last and (seg.dropped_bytes or (gap and (seg.cut_bytes or seg.lost_batches or unflushed
+                                                        or past_point))):
             logger.warning("%s: dropping the segments after %d, which lost its tail (it ends at offset %d, "
                            "the next segment starts at %d)", directory, base, seg.next_offset, bases[n + 1])
             _delete_from(directory, config, bases[n + 1 :])
@@ -134,6 +143,16 @@ def load_segments(directory: Path, config: LogConfig) -> tuple[list[LogSegment],
     elif not last.active:
         last.open_for_append()
     lower_recovery_point(directory, segments[-1].next_offset)
+    if not clean:
+        # What survived an unclean shutdown may be only in the page cache (a process crash) or
+        # was just rebuilt: fsync the sealed segments at or above the recovery point before the
+        # recovery point passes them, so everything below it is on disk, whatever came before.
+        sealed = [seg for seg in segments[:-1] if seg.next_offset > read_recovery_point(directory)]
+        for seg in sealed:
+            seg.flush()
+        if sealed:
+            fsync_dir(directory)
+            write_recovery_point(directory, sealed[-1].next_offset)
     return segments, max(persisted_start, segments[0].base_offset)
 
 
@@ -210,6 +229,10 @@ def read_recovery_point(directory: Path) -> int:
         return max(0, int((directory / RECOVERY_POINT_FILE).read_text().strip()))
     except (FileNotFoundError, ValueError):
         return 0
+
+
+def recovery_point_known(directory: Path) -> bool:
+    return (directory / RECOVERY_POINT_FILE).exists()
 
 
 def write_recovery_point(directory: Path, offset: int) -> None:

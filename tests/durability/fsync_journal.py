@@ -37,6 +37,7 @@ import os
 import random
 import re
 import stat
+import sys
 import threading
 from collections import defaultdict
 from pathlib import Path
@@ -115,6 +116,9 @@ class Journal:
             return  # a directory: entries are not modelled
         key = _key(st)
         name = os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))
+        if os.environ.get("KAFKA_WIRE_JOURNAL_DEBUG"):
+            print(f"journal: fsync {os.readlink(f'/proc/self/fd/{fd}')} ({st.st_size} bytes, inode {st.st_ino})",
+                  file=sys.stderr, flush=True)
         shadow = self.shadow(key)
         src = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY)
         try:
@@ -234,6 +238,9 @@ def power_loss(data_dir: str | os.PathLike, journal_dir: str | os.PathLike, *, s
             fate = rng.choice(fates)
             counts[fate] += 1
             synced = shadow.stat().st_size if shadow.exists() else 0
+            if os.environ.get("KAFKA_WIRE_JOURNAL_DEBUG"):
+                print(f"power loss: {os.path.relpath(path, data_dir)} {fate} (synced {synced if shadow.exists() else None},"
+                      f" now {st.st_size}, inode {st.st_ino})")
             if fate == "current":
                 continue
             if fate == "deleted":
