@@ -37,7 +37,7 @@ import kafka.errors as Errors
 
 from kafka_wire.coordinator.clock import Clock
 from kafka_wire.coordinator.record_log import frame, scan
-from kafka_wire.log.recovery import write_atomic
+from kafka_wire.log.recovery import fsync_dir, write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,10 @@ class TxnState:
     update_ms: int = 0
     last_producer_id: int = -1
     last_producer_epoch: int = -1
+    # Read back after an unclean shutdown without fsync (crash durability): a power loss may
+    # have kept an older state than the partitions', so the producer id's epochs and
+    # sequences may already be used there. Not stored.
+    stale: bool = field(default=False, compare=False)
 
     def to_row(self) -> list:
         return [self.transactional_id, self.producer_id, self.producer_epoch, self.timeout_ms, self.state,
@@ -108,10 +112,15 @@ class TransactionStore:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / "transactions.log"
+        self.clean_marker = self.directory / "clean-shutdown"
         self.fsync = fsync
 
     def load(self) -> dict[str, TxnState]:
         states: dict[str, TxnState] = {}
+        clean = self.clean_marker.exists()
+        if clean:
+            self.clean_marker.unlink()
+            fsync_dir(self.directory)  # a power loss must not bring the marker back
         if self.path.exists():
             data = self.path.read_bytes()
             result, rows = scan(data, 0, _txn_row)
@@ -124,6 +133,9 @@ class TransactionStore:
             if result.problem is not None:
                 log.warning("transaction log %s: dropped %d bytes at the tail (%s)", self.path,
                             len(data) - result.end, result.problem)
+        if not clean and not self.fsync:
+            for st in states.values():
+                st.stale = True
         self._rewrite(states)
         return states
 
@@ -148,6 +160,7 @@ class TransactionStore:
             self._fh.flush()
             os.fsync(self._fh.fileno())
             self._fh.close()
+            write_atomic(self.clean_marker, b"")
 
 
 class TransactionCoordinator:
@@ -216,6 +229,12 @@ class TransactionCoordinator:
             self._end(st, commit=False)
         else:
             self._bump_epoch(st)
+        if st.stale:
+            # The state may be older than the partitions' (crash durability, then a power
+            # loss): this epoch and its sequences may be in use there already. A new producer
+            # id starts clean (KIP-360 allows the change); the old one is fenced.
+            st.producer_id, st.producer_epoch = self.allocate(), 0
+            st.stale = False
         st.timeout_ms = timeout_ms
         st.update_ms = now
         self._save(st)

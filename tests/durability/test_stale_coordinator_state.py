@@ -37,3 +37,31 @@ def test_a_recovered_prepare_commit_leaves_a_later_open_transaction_alone(tmp_pa
 
 def test_a_recovered_prepare_commit_writes_its_marker_where_nothing_is_open(tmp_path):
     assert _restart(tmp_path, {}) == [("t", 0, 7, 0, True), ("t", 1, 7, 0, True)]
+
+
+def _coordinator(tmp_path, fsync: bool) -> TransactionCoordinator:
+    return TransactionCoordinator(
+        VirtualClock(start_ms=5_000), TransactionStore(tmp_path, fsync=fsync), allocate_producer_id=lambda: 8,
+        write_marker=lambda *m: None, commit_offsets=lambda *a: None, partition_exists=lambda t, p: True)
+
+
+def test_after_an_unclean_stop_without_fsync_a_transactional_id_gets_a_new_producer_id(tmp_path):
+    # The partitions may hold this producer's sequences under an epoch the lost state never
+    # bumped past: a new producer id starts clean.
+    store = TransactionStore(tmp_path)
+    store.load()
+    store.put(TxnState("tx", producer_id=7, producer_epoch=3, timeout_ms=60_000))
+    store._fh.close()  # killed: no clean close
+    coordinator = _coordinator(tmp_path, fsync=False)
+    assert coordinator.init_producer_id("tx", 60_000) == (0, 8, 0)
+
+
+def test_a_clean_stop_or_fsynced_state_keeps_the_producer_id_and_bumps_the_epoch(tmp_path):
+    first = _coordinator(tmp_path / "clean", fsync=False)
+    first.store.put(TxnState("tx", producer_id=7, producer_epoch=3, timeout_ms=60_000))
+    first.close()
+    assert _coordinator(tmp_path / "clean", fsync=False).init_producer_id("tx", 60_000) == (0, 7, 4)
+    durable = _coordinator(tmp_path / "durable", fsync=True)
+    durable.store.put(TxnState("tx", producer_id=7, producer_epoch=3, timeout_ms=60_000))
+    durable.store._fh.close()  # killed, but every record was fsynced
+    assert _coordinator(tmp_path / "durable", fsync=True).init_producer_id("tx", 60_000) == (0, 7, 4)
