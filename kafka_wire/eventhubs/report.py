@@ -12,7 +12,7 @@ log (the first of each kind, then at most once a minute with the count).
 An entry names its rule and its protocol-neutral ``reason`` (a
 :class:`~kafka_wire.eventhubs.refusals.Refusal` value), and ``error_code``: the
 Kafka error Event Hubs' Kafka endpoint answers for it, given by the translator
-the broker passes in (``error_code``; the Kafka front end's table), since the
+the broker passes in (``error_code_of``; the Kafka front end's table), since the
 report says what a Kafka client would meet on Event Hubs.
 """
 from __future__ import annotations
@@ -42,10 +42,10 @@ def _iso(ms: int) -> str:
 
 class CompatibilityReport:
     def __init__(self, data_dir: Path, clock,
-                 error_code: Callable[[Denial], int | None] | None = None) -> None:
+                 error_code_of: Callable[[Denial], int | None] | None = None) -> None:
         self.path = Path(data_dir) / REPORT_FILE
         self.clock = clock
-        self.error_code = error_code
+        self._error_code_of = error_code_of
         self.entries: dict[tuple, dict] = {}
         self._logged: dict[tuple, tuple[int, int]] = {}  # key -> (last log ms, count then)
         self._dirty = False
@@ -68,8 +68,8 @@ class CompatibilityReport:
             if len(self.entries) >= _MAX_ENTRIES:
                 return
             code = None
-            if reason is not None and self.error_code is not None:
-                code = self.error_code(Denial(reason, message, rule))
+            if reason is not None and self._error_code_of is not None:
+                code = self._error_code_of(Denial(reason, message, rule))
             entry = self.entries[key] = {
                 "namespace": namespace, "rule": rule, "event_hub": hub, "enforced": enforced,
                 "kind": kind, "count": 0, "first": _iso(now),
