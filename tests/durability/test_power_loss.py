@@ -38,7 +38,7 @@ SEED = int(os.environ.get("KAFKA_WIRE_SEED", "0")) or random.SystemRandom().rand
 
 class Workload:
     """A producer, a committing consumer group and a transactional producer, run
-    until ``targets`` are reached (or 45 s), all acknowledgements recorded; the
+    until ``targets`` are reached (or 45 s; 150 under soak), all acknowledgements recorded; the
     transaction after the last one committed is left open."""
 
     def __init__(self, bootstrap: str, cycle: int) -> None:
@@ -59,7 +59,7 @@ class Workload:
         threads = [threading.Thread(target=f, daemon=True) for f in (self._produce, self._consume, self._transact)]
         for t in threads:
             t.start()
-        deadline = time.monotonic() + 45
+        deadline = time.monotonic() + scaled(45, 150)
         while time.monotonic() < deadline:
             with self._lock:
                 done = (sum(map(len, self.acked.values())) >= records and len(self.txns_committed) >= txns
@@ -189,7 +189,7 @@ def _commit_marker_txn(bootstrap: str, marker: bytes) -> None:
     p.commit_transaction(20)
 
 
-def _group_resumes(bootstrap: str) -> None:
+def _group_resumes(bootstrap: str, cycle: int) -> None:
     """Group g1 consumes records produced after the restart on every partition, whatever
     its committed offsets now are: past the log end, the reset policy applies (or, as in
     Kafka, records appended since fill the gap and it reads on from its offset)."""
@@ -200,14 +200,17 @@ def _group_resumes(bootstrap: str) -> None:
     got: set[int] = set()
     deadline = time.monotonic() + 40
     next_send = 0.0
+    n = 0
+    tag = b"after-restart-%d-" % cycle
     while len(got) < PLAIN_PARTS and time.monotonic() < deadline:
         if time.monotonic() >= next_send:  # a few records a second keep coming, as in a live system
             for part in range(PLAIN_PARTS):
-                p.produce(PLAIN, b"after-restart", partition=part)
+                p.produce(PLAIN, tag + b"%d" % n, partition=part)
             p.flush(10)
+            n += 1
             next_send = time.monotonic() + 0.3
         m = c.poll(0.1)
-        if m is not None and not m.error() and m.value() == b"after-restart":
+        if m is not None and not m.error() and m.value().startswith(tag):
             got.add(m.partition())
     c.close()
     assert got == set(range(PLAIN_PARTS)), f"group g1 stuck on partitions {sorted(set(range(PLAIN_PARTS)) - got)}"
@@ -279,7 +282,7 @@ def test_power_loss_keeps_what_the_durability_mode_promises(journaled_broker, tm
         lost_txns = sum(1 for values in work.txns_committed if not set(values) <= visible)
         if mode == "power-loss":
             assert lost_txns == 0, f"{lost_txns} committed transactions lost"
-        _group_resumes(boot)
+        _group_resumes(boot, cycle)
         broker.kill()
 
         figures["records_acked"] += sum(map(len, work.acked.values()))
