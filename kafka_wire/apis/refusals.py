@@ -21,7 +21,7 @@ from kafka_wire.eventhubs.refusals import Denial, Refusal
 
 __all__ = ["RULE_ERRORS", "REASON_ERRORS", "error_code", "kafka_error"]
 
-# Tier rules (eventhubs.strict.RULES, the policy's throughput-units): the error Event
+# Tier rules (eventhubs.tier_rules.RULES, the policy's throughput-units): the error Event
 # Hubs' Kafka endpoint answers. The broker's [limits] refuse with the same rule ids.
 RULE_ERRORS: dict[str, type[Errors.BrokerResponseError]] = {
     "kafka-endpoint": Errors.TopicAuthorizationFailedError,       # Basic: no Kafka endpoint

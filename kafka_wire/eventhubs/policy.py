@@ -4,7 +4,7 @@ the client's id for the compatibility report), and maps the answer to its own
 errors: the Kafka API modules ask it as ``ctx.policy``.
 
 Each decision combines the rights (``allows``, ``sees``), the tier rules
-(:mod:`strict`: recorded in the compatibility report, refused only in strict
+(:mod:`tier_rules`: recorded in the compatibility report, refused only in strict
 namespaces) and the throughput-unit quota (:mod:`quotas`). A refusal is a
 protocol-neutral :class:`~kafka_wire.eventhubs.refusals.Denial` (a reason, a
 message, the rule where one decided), which each front end maps to its own
@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
 
-from kafka_wire.eventhubs import strict
+from kafka_wire.eventhubs import tier_rules
 from kafka_wire.eventhubs.app_groups import GroupLimiter, group_for
 from kafka_wire.eventhubs.bounds import Bounds
 from kafka_wire.eventhubs.model import HOUR_MS, MANAGE, SEND, TIER_LIMITS, Tier
@@ -112,14 +112,14 @@ class NamespacePolicy:
         ns = self.runtime.model
         if ns is None:
             return None
-        refusal = self._enforce(strict.transactions(ns), None, client_id)
+        refusal = self._enforce(tier_rules.transactions(ns), None, client_id)
         if not refusal and timeout_ms is not None:
-            refusal = self._enforce(strict.transaction_timeout(ns, timeout_ms), None, client_id)
+            refusal = self._enforce(tier_rules.transaction_timeout(ns, timeout_ms), None, client_id)
         return refusal
 
     def session_timeout(self, timeout_ms: int, client_id: str | None) -> Denial | None:
         ns = self.runtime.model
-        return None if ns is None else self._enforce(strict.session_timeout(ns, timeout_ms),
+        return None if ns is None else self._enforce(tier_rules.session_timeout(ns, timeout_ms),
                                                      None, client_id)
 
     def kafka_group(self, group_id: str, joining: bool, client_id: str | None) -> Denial | None:
@@ -135,11 +135,11 @@ class NamespacePolicy:
                 return Denial(Refusal.LIMIT, f"namespace {self.runtime.name!r} has {known} Kafka "
                               "consumer groups, as many as this broker allows ([limits] "
                               "kafka_groups_per_namespace)", "kafka-groups-per-namespace")
-        return self._enforce(strict.kafka_group(ns, group_id, known, is_new), None, client_id)
+        return self._enforce(tier_rules.kafka_group(ns, group_id, known, is_new), None, client_id)
 
     def commit_metadata(self, metadata: str, client_id: str | None) -> Denial | None:
         ns = self.runtime.model
-        return None if ns is None else self._enforce(strict.commit_metadata(ns, metadata),
+        return None if ns is None else self._enforce(tier_rules.commit_metadata(ns, metadata),
                                                      None, client_id)
 
     # -- hubs ----------------------------------------------------------------------------
@@ -156,8 +156,8 @@ class NamespacePolicy:
         ns = self.runtime.model
         if ns is None:
             return None
-        return self._enforce(strict.hub_creation(ns, topics, name, topics.num_partitions)
-                             or strict.topic_config(ns, name, topics.validate_configs({})),
+        return self._enforce(tier_rules.hub_creation(ns, topics, name, topics.num_partitions)
+                             or tier_rules.topic_config(ns, name, topics.validate_configs({})),
                              name, client_id)
 
     def create_topic(self, principal, name: str, partitions: int, configs: dict,
@@ -168,8 +168,8 @@ class NamespacePolicy:
         if beyond:
             return beyond
         return self._managed(principal, None, name, "creating event hubs",
-                             lambda ns: strict.hub_creation(ns, topics, name, partitions)
-                             or strict.topic_config(ns, name, topics.validate_configs(configs)),
+                             lambda ns: tier_rules.hub_creation(ns, topics, name, partitions)
+                             or tier_rules.topic_config(ns, name, topics.validate_configs(configs)),
                              client_id)
 
     def create_partitions(self, principal, name: str, count: int,
@@ -179,7 +179,7 @@ class NamespacePolicy:
         if beyond:
             return beyond
         return self._managed(principal, name, name, "adding partitions",
-                             lambda ns: strict.partition_growth(ns, self.runtime.topics, name, count),
+                             lambda ns: tier_rules.partition_growth(ns, self.runtime.topics, name, count),
                              client_id)
 
     def beyond_bounds(self, name: str, partitions: int, new_hub: bool) -> Denial | None:
@@ -208,13 +208,13 @@ class NamespacePolicy:
     def alter_topic_config(self, principal, name: str, overrides: dict,
                            client_id: str | None) -> Denial | None:
         return self._managed(principal, name, name, "changing configs",
-                             lambda ns: strict.topic_config(
+                             lambda ns: tier_rules.topic_config(
                                  ns, name, self.runtime.topics.validate_configs(overrides)),
                              client_id)
 
     def delete_records(self, principal, hub: str, client_id: str | None) -> Denial | None:
         return self._managed(principal, hub, hub, "deleting records",
-                             lambda ns: strict.delete_records(ns, hub), client_id)
+                             lambda ns: tier_rules.delete_records(ns, hub), client_id)
 
     # -- the data path ---------------------------------------------------------------------
     def produce(self, principal, hub: str, summary: BatchSummary | None, timeout_ms: int,
@@ -236,10 +236,10 @@ class NamespacePolicy:
         if configured is not None and configured.status != "Active":
             return Admission(Denial(Refusal.DISABLED, f"event hub {hub!r} is {configured.status}: it "
                                                       "takes no events until its status is Active"))
-        refusal = self._enforce(strict.kafka_endpoint(ns), hub, client_id) if kafka else None
+        refusal = self._enforce(tier_rules.kafka_endpoint(ns), hub, client_id) if kafka else None
         if refusal or summary is None:
             return Admission(refusal)
-        refusal = self._enforce(strict.publication(ns, summary), hub, client_id)
+        refusal = self._enforce(tier_rules.publication(ns, summary), hub, client_id)
         if refusal:
             return Admission(refusal)
         if principal is not None and principal.publisher is not None:

@@ -1,9 +1,9 @@
 """Why a namespace says no, in no protocol's words.
 
-The door (:mod:`.door`), the namespace's rules (:mod:`.policy`, :mod:`.strict`)
+The door (:mod:`.door`), the namespace's rules (:mod:`.policy`, :mod:`.tier_rules`)
 and publication (:mod:`.publication`) answer with a :class:`Denial`: a
 :class:`Refusal` (the kind of no), the message for the client, and the rule
-where one decided it (a tier rule of :mod:`.strict`, or the same id where the
+where one decided it (a tier rule of :mod:`.tier_rules`, or the same id where the
 broker's ``[limits]`` bound the same thing). Each front end maps a denial to
 its own terms in one place: Kafka error codes in :mod:`kafka_wire.apis.refusals`,
 AMQP conditions in :data:`kafka_wire.amqp.connection.CONDITIONS`, HTTP statuses

@@ -10,7 +10,7 @@ import pytest
 import kafka_wire
 from kafka_wire.amqp.connection import CONDITIONS
 from kafka_wire.apis import refusals as kafka_refusals
-from kafka_wire.eventhubs import auth, policy, strict
+from kafka_wire.eventhubs import auth, policy, tier_rules
 from kafka_wire.eventhubs.model import EventHubsModel, Namespace
 from kafka_wire.eventhubs.refusals import Denial, Refusal
 from kafka_wire.eventhubs.report import CompatibilityReport, load
@@ -38,11 +38,11 @@ def _rule_ids(path: Path, name: str, position: int) -> set[str]:
 
 
 def test_the_tier_rules_list_every_rule_they_answer_with():
-    assert _rule_ids(EVENTHUBS / "strict.py", "_violation", 0) == strict.RULES
+    assert _rule_ids(EVENTHUBS / "tier_rules.py", "_violation", 0) == tier_rules.RULES
 
 
 def test_every_tier_rule_has_a_kafka_error():
-    rules = strict.RULES | {policy.THROUGHPUT_UNITS}
+    rules = tier_rules.RULES | {policy.THROUGHPUT_UNITS}
     rules |= _rule_ids(EVENTHUBS / "policy.py", "Denial", 2)  # the broker's [limits], by the same ids
     assert rules - set(kafka_refusals.RULE_ERRORS) == set()
     assert set(kafka_refusals.RULE_ERRORS) - rules == set()  # no stale entry either
