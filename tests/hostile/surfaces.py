@@ -24,6 +24,7 @@ HOST = f"{NS}.servicebus.windows.net"
 MG = "/subscriptions/s/resourceGroups/g/providers/Microsoft.EventHub/namespaces"
 API = "?api-version=2024-01-01"
 OWNER = "owner"  # the right a subscription-level route needs
+GROUP = "group"  # Listen on any hub of NS: Kafka consumer groups are namespace-wide on Event Hubs
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class Credential:
     host: str = HOST
     hub: str | None = None          # the token's resource hub
     expired: bool = False
+    hub_rights: frozenset = frozenset()  # what it may do on its own hub (``hub``) of NS
 
     def token(self) -> str | None:
         if self.key_name is None:
@@ -66,7 +68,8 @@ CREDENTIALS = [
     Credential("root", frozenset({"Manage", "Send", "Listen"}), *ROOT_KEY),
     Credential("none", frozenset()),
     Credential("wrong-key", frozenset(), ROOT_KEY[0], "bm90LXRoZS1rZXk="),
-    Credential("wrong-scope", frozenset(), "orders-writer", "b3JkZXJzLWtleQ==", hub=OTHER_HUB),
+    Credential("wrong-scope", frozenset(), "orders-writer", "b3JkZXJzLWtleQ==", hub=OTHER_HUB,
+               hub_rights=frozenset({"Send", "Listen"})),
     Credential("expired", frozenset(), *ROOT_KEY, expired=True),
     Credential("listen-only", frozenset({"Listen"}), "listener", "bGlzdGVuLWtleQ=="),
     Credential("send-only", frozenset({"Send"}), "sender", "c2VuZC1rZXk="),
@@ -78,7 +81,7 @@ CREDENTIALS = [
 @dataclass(frozen=True)
 class Surface:
     name: str
-    right: str  # Manage, Send, Listen, any, or OWNER
+    right: str  # Manage, Send, Listen, any, GROUP or OWNER
     served: Callable  # (broker, credential) -> bool
 
     def allowed(self, credential: Credential) -> bool:
@@ -86,6 +89,8 @@ class Surface:
             return False  # no namespace credential is the subscription's
         if self.right == "any":
             return bool(credential.rights)
+        if self.right == GROUP:
+            return "Listen" in credential.rights | credential.hub_rights
         return self.right in credential.rights
 
 
@@ -135,8 +140,11 @@ HTTP = [
 
 # -- Kafka ----------------------------------------------------------------------------------
 def _kafka_conf(broker, credential: Credential) -> dict:
+    # no auto-creation: a credential of another namespace must not make HUB there, where the
+    # next surface would find it
     conf = {"bootstrap.servers": broker.bootstrap_servers, "log_level": 0,
-            "reconnect.backoff.ms": 200, "reconnect.backoff.max.ms": 1000}
+            "reconnect.backoff.ms": 200, "reconnect.backoff.max.ms": 1000,
+            "allow.auto.create.topics": False}
     password = credential.password()
     if password is not None:
         conf.update({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
@@ -196,8 +204,228 @@ def kafka_create_topic(broker, credential: Credential) -> bool:
     return broker.call(lambda: broker.broker.services.namespaces[NS].topics.get(name)) is not None
 
 
+class _Admin:
+    """An AdminClient that gives up as soon as the client reports a refused sign-in or a
+    closed connection (its error callback), instead of waiting out a request's timeout."""
+
+    def __init__(self, broker, credential: Credential) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        self.errors: list = []
+        self.client = AdminClient({**_kafka_conf(broker, credential), "socket.timeout.ms": 5000,
+                                   "error_cb": self.errors.append})
+
+    def __getattr__(self, name: str):
+        return getattr(self.client, name)
+
+    def wait(self, future, timeout: float = 10.0):
+        def answer():
+            if not future.done():
+                raise TimeoutError
+            return future.result()  # the broker's answer, or its error raised
+        return _until_refused(self.client, self.errors, answer, timeout)
+
+
+def _until_refused(client, errors: list, attempt: Callable, timeout: float = 10.0):
+    """``attempt()`` (which raises a TimeoutError or KafkaException while the answer is not
+    there) again until it answers, ``client`` reports an error (served by its poll), or
+    ``timeout`` passes."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return attempt()
+        except TimeoutError:
+            client.poll(0.05)  # the error callback runs only here
+            if errors:
+                raise KafkaException(errors[0]) from None
+            if time.monotonic() > deadline:
+                raise
+
+
+def _admin(broker, credential: Credential) -> _Admin:
+    return _Admin(broker, credential)
+
+
+def _kafka_served(call: Callable) -> Callable:
+    """A surface served unless the client raises (a Kafka error code, or no connection:
+    a refused sign-in leaves librdkafka without a broker until its timeout)."""
+    def served(broker, credential: Credential) -> bool:
+        from confluent_kafka import KafkaException
+
+        try:
+            return call(broker, credential)
+        except (KafkaException, ValueError, TimeoutError):
+            return False
+    return served
+
+
+def _fresh_hub(broker, prefix: str, credential: Credential, partitions: int = 1) -> str:
+    """A hub of NS made for one case (in-process: the setup needs no credential)."""
+    name = f"{prefix}-{credential.kind}"
+    broker.create_hub(name, partitions)
+    return name
+
+
+def _seeded_group(broker, prefix: str, credential: Credential) -> str:
+    """A Kafka group of NS with a commit on HUB/0 and no members, made for one case
+    (in-process), so a group of the same name in another namespace cannot answer for it."""
+    group = f"{prefix}-{credential.kind}"
+    results = broker.call(lambda: broker.broker.services.namespaces[NS].groups.commit_offsets(
+        group, -1, "", None, [(HUB, 0, 1, -1, None)]))
+    assert [r.error_code for r in results] == [0], results
+    return group
+
+
+def _group_exists(broker, group: str) -> bool:
+    return broker.call(lambda: group in broker.broker.services.namespaces[NS].groups.group_ids())
+
+
+def _hub_gone(broker, name: str) -> bool:
+    return broker.call(lambda: broker.broker.services.namespaces[NS].topics.get(name)) is None
+
+
+@_kafka_served
+def kafka_metadata(broker, credential: Credential) -> bool:
+    """Metadata of HUB: served when it is listed without an error (a credential without a
+    right on it does not see it)."""
+    from confluent_kafka import KafkaException
+
+    admin = _admin(broker, credential)
+
+    def answer():
+        try:
+            return admin.list_topics(topic=HUB, timeout=1)
+        except KafkaException as e:  # no metadata yet: no answer, or no connection
+            raise TimeoutError from e
+    topic = _until_refused(admin.client, admin.errors, answer).topics.get(HUB)
+    return topic is not None and topic.error is None and len(topic.partitions) == 1
+
+
+@_kafka_served
+def kafka_list_offsets(broker, credential: Credential) -> bool:
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    tp = TopicPartition(HUB, 0)
+    admin = _admin(broker, credential)  # held: a collected client never completes its futures
+    got = admin.wait(admin.list_offsets({tp: OffsetSpec.latest()}, request_timeout=8)[tp])
+    return got.offset >= 1  # the fixture's record is there
+
+
+@_kafka_served
+def kafka_commit_offsets(broker, credential: Credential) -> bool:
+    """OffsetCommit of HUB/0 in a group of its own: served when NS's group has it."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    group = f"commit-{credential.kind}"
+    admin = _admin(broker, credential)
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(HUB, 0, 1)])
+    (tp,) = admin.wait(admin.alter_consumer_group_offsets([request], request_timeout=8)[group]) \
+        .topic_partitions
+    return tp.error is None and _group_exists(broker, group)
+
+
+@_kafka_served
+def kafka_fetch_offsets(broker, credential: Credential) -> bool:
+    """OffsetFetch of NS's group: served when its commit (offset 1) comes back."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    group = _seeded_group(broker, "fetched", credential)
+    admin = _admin(broker, credential)
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(HUB, 0)])
+    (tp,) = admin.wait(admin.list_consumer_group_offsets([request], request_timeout=8)[group]) \
+        .topic_partitions
+    return tp.error is None and tp.offset == 1
+
+
+@_kafka_served
+def kafka_describe_group(broker, credential: Credential) -> bool:
+    """DescribeGroups of NS's group: served when it is described as it is (Empty: offsets,
+    no members), not as a group unknown to the client's namespace (Dead)."""
+    from confluent_kafka import ConsumerGroupState
+
+    group = _seeded_group(broker, "described", credential)
+    admin = _admin(broker, credential)
+    return admin.wait(admin.describe_consumer_groups([group], request_timeout=8)[group]).state \
+        == ConsumerGroupState.EMPTY
+
+
+@_kafka_served
+def kafka_delete_group(broker, credential: Credential) -> bool:
+    """DeleteGroups of NS's group: served when it is gone from NS."""
+    group = _seeded_group(broker, "deleted", credential)
+    admin = _admin(broker, credential)
+    admin.wait(admin.delete_consumer_groups([group], request_timeout=8)[group])
+    return not _group_exists(broker, group)
+
+
+@_kafka_served
+def kafka_describe_configs(broker, credential: Credential) -> bool:
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    resource = ConfigResource(ResourceType.TOPIC, HUB)
+    admin = _admin(broker, credential)
+    return "retention.ms" in admin.wait(admin.describe_configs([resource], request_timeout=8)[resource])
+
+
+@_kafka_served
+def kafka_alter_configs(broker, credential: Credential) -> bool:
+    """IncrementalAlterConfigs of a hub made for the case: served when the value changed."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    name = _fresh_hub(broker, "altered", credential)
+    resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=[
+        ConfigEntry("retention.ms", "7200000", incremental_operation=AlterConfigOpType.SET)])
+    admin = _admin(broker, credential)
+    admin.wait(admin.incremental_alter_configs([resource], request_timeout=8)[resource])
+    return broker.call(lambda: broker.broker.services.namespaces[NS].topics.get(name)
+                       .configs.get("retention.ms")) == "7200000"
+
+
+@_kafka_served
+def kafka_create_partitions(broker, credential: Credential) -> bool:
+    from confluent_kafka.admin import NewPartitions
+
+    name = _fresh_hub(broker, "grown", credential)
+    admin = _admin(broker, credential)
+    admin.wait(admin.create_partitions([NewPartitions(name, 2)], request_timeout=8)[name])
+    return broker.call(lambda: broker.broker.services.namespaces[NS].topics.get(name).partitions) == 2
+
+
+@_kafka_served
+def kafka_delete_records(broker, credential: Credential) -> bool:
+    from confluent_kafka import TopicPartition
+
+    name = _fresh_hub(broker, "trimmed", credential)
+    tp = TopicPartition(name, 0, 0)  # offset 0 of an empty partition: served without data to lose
+    admin = _admin(broker, credential)
+    (got,) = admin.delete_records([tp], request_timeout=8).values()
+    return admin.wait(got).low_watermark == 0
+
+
+@_kafka_served
+def kafka_delete_topic(broker, credential: Credential) -> bool:
+    name = _fresh_hub(broker, "doomed", credential)
+    admin = _admin(broker, credential)
+    admin.wait(admin.delete_topics([name], request_timeout=8)[name])
+    return _hub_gone(broker, name)
+
+
 KAFKA = [Surface("kafka produce", "Send", kafka_produce), Surface("kafka fetch", "Listen", kafka_fetch),
-         Surface("kafka create topic", "Manage", kafka_create_topic)]
+         Surface("kafka create topic", "Manage", kafka_create_topic),
+         Surface("kafka metadata", "any", kafka_metadata),
+         Surface("kafka list offsets", "Listen", kafka_list_offsets),
+         Surface("kafka commit offsets", "Listen", kafka_commit_offsets),
+         Surface("kafka fetch offsets", "Listen", kafka_fetch_offsets),
+         Surface("kafka describe group", GROUP, kafka_describe_group),
+         Surface("kafka delete group", "Manage", kafka_delete_group),
+         Surface("kafka describe configs", "any", kafka_describe_configs),
+         Surface("kafka alter configs", "Manage", kafka_alter_configs),
+         Surface("kafka create partitions", "Manage", kafka_create_partitions),
+         Surface("kafka delete records", "Manage", kafka_delete_records),
+         Surface("kafka delete topic", "Manage", kafka_delete_topic)]
 
 
 # -- AMQP -------------------------------------------------------------------------------------
