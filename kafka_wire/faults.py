@@ -13,6 +13,13 @@ rebalance, fetches that stall. Tests reach it as ``broker.faults``::
     with broker.faults.paused_fetches():
         ...
 
+Faults of every front end (AMQP, HTTP, and these Kafka ones again) go through
+one protocol-neutral plan, :mod:`kafka_wire.fault_plan`, also reachable from
+outside the test (``/$faults``, ``kafka-wire fault``)::
+
+    broker.faults.add("server-busy", scope={"hub": "orders"}, count=2)
+    broker.faults.fired   # what fired: time, fault, target, client
+
 Every method is safe to call from the test's thread: state changes are
 handed to the broker's event loop.
 """
@@ -28,6 +35,7 @@ from typing import Any, Callable
 import kafka.errors as Errors
 
 from kafka_wire import codec
+from kafka_wire.fault_plan import Fault, FaultPlan
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +76,7 @@ class _Failure:
     topic: str | None = None
     partition: int | None = None
     client_id: str | None = None
+    fault: Fault | None = None  # set through the fault plan: its firings are recorded there
 
     def matches(self, api_key: int, client_id: str | None, topic: str | None = None,
                 partition: int | None = None) -> bool:
@@ -88,6 +97,7 @@ class _Delay:
     seconds: float
     remaining: int
     client_id: str | None = None
+    fault: Fault | None = None
 
 
 class Faults:
@@ -104,6 +114,9 @@ class Faults:
         self._unavailable: dict[tuple[str, str, int], float] = {}  # (ns, topic, p) -> until (loop time)
         self._fetch_gate: asyncio.Event | None = None
         self.injected = 0  # how many faults fired, for test assertions
+        clock = getattr(services, "clock", None)
+        self.plan = FaultPlan(clock.now_ms if clock is not None else lambda: int(loop.time() * 1000))
+        self.plan.kafka = self._install
 
     # -- configuring (any thread) -------------------------------------------------
     def _on_loop(self, fn: Callable[[], Any]) -> Any:
@@ -118,6 +131,52 @@ class Faults:
         for Produce and Fetch) with ``error`` instead of serving them."""
         failure = _Failure(api_key_of(api), error_code_of(error), count, topic, partition, client_id)
         self._on_loop(lambda: self._failures.append(failure))
+
+    def add(self, kind: str, *, scope: dict | None = None, params: dict | None = None,
+            count: int = 1, probability: float = 1.0, seed: int = 0, after_ms: int = 0,
+            for_ms: int | None = None) -> dict:
+        """Set a fault of any front end (see :mod:`kafka_wire.fault_plan` for the kinds);
+        its JSON description (with its ``id``). ValueError if it cannot be set."""
+        spec = {"kind": kind, "scope": scope or {}, "params": params or {}, "count": count,
+                "probability": probability, "seed": seed, "after_ms": after_ms, "for_ms": for_ms}
+        return self._on_loop(lambda: self.plan.add(spec).to_json())
+
+    @property
+    def fired(self) -> list[dict]:
+        """Every fault that fired (oldest first; the last 1,000)."""
+        return self._on_loop(lambda: list(self.plan.fired))
+
+    def _install(self, fault: Fault) -> None:
+        """The plan's Kafka kinds, served by the hooks below (on the loop thread)."""
+        scope, params = fault.scope, fault.params
+        client = scope.get("client")
+        if fault.kind == "kafka-drop-connections":
+            victims = [c for server in self._servers() for c in list(server.connections)
+                       if client is None or c.last_client_id == client]
+            for conn in victims:
+                conn.close()
+                self.plan.record(fault, {"client": conn.last_client_id, "protocol": "kafka"})
+            self.injected += len(victims)
+            return
+        try:
+            api = api_key_of(params["api"])
+            partition = scope.get("partition")
+            if fault.kind == "kafka-error":
+                self._failures.append(_Failure(api, error_code_of(params["error"]), fault.count,
+                                               scope.get("hub"),
+                                               int(partition) if partition is not None else None,
+                                               client, fault))
+            else:
+                self._delays.append(_Delay(api, params["ms"] / 1000.0, fault.count, client, fault))
+        except (ValueError, TypeError) as exc:
+            from kafka_wire.fault_plan import FaultError
+            raise FaultError(str(exc)) from None
+
+    def _fired(self, item, target: dict) -> None:
+        if item.fault is not None:
+            self.plan.record(item.fault, {**target, "protocol": "kafka"})
+            if item.remaining <= 0:
+                self.plan.remove(item.fault.id)
 
     def delay(self, api: int | str, ms: int, *, count: int = 1, client_id: str | None = None) -> None:
         """Hold the next ``count`` responses of ``api`` for ``ms`` milliseconds."""
@@ -176,8 +235,9 @@ class Faults:
             self.resume_fetches()
 
     def clear(self) -> None:
-        """Forget every pending fault (unavailable partitions come back)."""
+        """Forget every pending fault, of every front end (unavailable partitions come back)."""
         def clear() -> None:
+            self.plan.clear()
             self._failures.clear()
             self._delays.clear()
             self._unavailable.clear()
@@ -205,6 +265,7 @@ class Faults:
             if f.topic is None and f.partition is None and f.matches(api_key, client_id):
                 f.remaining -= 1
                 self.injected += 1
+                self._fired(f, {"client": client_id})
                 self._prune()
                 return f.errno
         return None
@@ -222,6 +283,8 @@ class Faults:
             if f.matches(api_key, ctx.client_id, topic, partition):
                 f.remaining -= 1
                 self.injected += 1
+                self._fired(f, {"namespace": ns, "hub": topic, "partition": partition,
+                                "client": ctx.client_id})
                 self._prune()
                 return f.errno
         return None
@@ -235,6 +298,7 @@ class Faults:
             if d.remaining > 0 and d.api_key == api_key and (d.client_id is None or d.client_id == client_id):
                 d.remaining -= 1
                 self.injected += 1
+                self._fired(d, {"client": client_id})
                 self._delays = [x for x in self._delays if x.remaining > 0]
                 return d.seconds
         return 0.0

@@ -36,6 +36,14 @@ def reply(status: int, description: str) -> Message:
 def answer(conn: AmqpConnection, request: Message) -> Message:
     props = request.properties or {}
     operation = props.get("operation")
+    plan = conn.fault_plan
+    if plan is not None and plan.active:
+        audience = str(props.get("name") or "")  # sb://HOST/HUB[/...]: scoped by its hub
+        hub = audience.split("://", 1)[-1].split("/")[1:2]
+        fault = plan.fire(("cbs-fail",), {"namespace": conn.namespace.name, "hub": hub[0] if hub else None,
+                                          "client": conn.container, "protocol": "amqp"})
+        if fault is not None:
+            return reply(fault.params["status"], fault.params["description"])
     if operation != "put-token":
         return reply(400, f"operation {operation!r} is not supported on $cbs: use put-token")
     kind, audience, token = props.get("type"), props.get("name"), request.body

@@ -114,6 +114,9 @@ class AmqpConnection(asyncio.Protocol):
     def __init__(self, server: AmqpServer) -> None:
         self.server = server
         self.services = server.services
+        # Injected faults (kafka_wire.fault_plan): hooks check ``fault_plan.active`` first.
+        faults = self.services.faults
+        self.fault_plan = faults.plan if faults is not None else None
         self.id = next(_ids)
         self.peer = "?"
         self.transport: asyncio.Transport | None = None
@@ -428,6 +431,11 @@ class AmqpConnection(asyncio.Protocol):
         if self.connection is not None:
             self.connection.condition = Condition(condition, description)
             self.connection.close()
+
+    def forced(self, description: str) -> None:
+        """Close the connection with amqp:connection:forced, as the service does."""
+        self._fail(CONNECTION_FORCED, description)
+        self.pump()
 
     def close(self) -> None:
         """The broker is stopping: close the connection."""

@@ -169,6 +169,9 @@ def start_offset(plog, selector: str | None) -> int:
     return min(max(plog.offset_for_append_time(number, inclusive), start), end)
 
 
+_RECEIVE_FAULTS = ("detach-receiver", "link-stolen", "connection-forced")
+
+
 class ConsumeLink(LinkHandler):
     def __init__(self, conn: AmqpConnection, link, hub: str, partition: int, start: int,
                  epoch: int | None, key, principal=None) -> None:
@@ -220,6 +223,9 @@ class ConsumeLink(LinkHandler):
         while pn_link_credit(impl) > 0 and conn.writable and not self.closed:
             if not self._backlog and not self._read():
                 break
+            plan = conn.fault_plan
+            if plan is not None and plan.active and self._injected(plan):
+                return
             backlog = self._backlog
             while backlog and pn_link_credit(impl) > 0:
                 self._tags += 1
@@ -228,6 +234,24 @@ class ConsumeLink(LinkHandler):
                 pn_link_advance(impl)
                 if settled:
                     pn_delivery_settle(delivery)
+
+    def _injected(self, plan) -> bool:
+        """True when an injected fault ended the link (or its connection) instead of
+        sending the events read (kafka_wire.fault_plan)."""
+        key = self.key
+        fault = plan.fire(_RECEIVE_FAULTS, {"namespace": key[0], "hub": self.hub,
+                                            "partition": self.partition, "consumer_group": key[2],
+                                            "client": self.conn.container, "link": self.link.name,
+                                            "protocol": "amqp"})
+        if fault is None:
+            return False
+        self._backlog = []
+        params = fault.params
+        if fault.kind == "connection-forced":
+            self.conn.forced(params["description"])
+        else:
+            self.detach(params.get("condition", LINK_STOLEN), params["description"])
+        return True
 
     def on_delivery(self, delivery) -> None:
         if delivery.updated:  # the client accepted (or released) an event: done with it

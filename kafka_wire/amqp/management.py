@@ -31,6 +31,14 @@ PARTITION = "com.microsoft:partition"
 
 def answer(conn: AmqpConnection, request: Message) -> Message:
     response = _answer(conn, request)
+    plan = conn.fault_plan
+    if plan is not None and plan.active:
+        props = request.properties or {}
+        fault = plan.fire(("management-fail",), {
+            "namespace": conn.namespace.name, "hub": props.get("name"),
+            "partition": props.get("partition"), "client": conn.container, "protocol": "amqp"})
+        if fault is not None:
+            response = reply(fault.params["status"], fault.params["description"])
     status = response.properties["status-code"]
     if status >= 400:  # a refusal: once per client and status, with its reason
         _repeats.warn(f"amqp-management {status}", client_address(conn.peer),

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from proton import Condition, Delivery
 
-from kafka_wire.amqp.connection import (NOT_ALLOWED, NOT_FOUND, UNAUTHORIZED, LinkHandler,
-                                        condition_for, refuse)
+from kafka_wire.amqp.connection import (NOT_ALLOWED, NOT_FOUND, RESOURCE_LIMIT, SERVER_BUSY,
+                                        UNAUTHORIZED, LinkHandler, condition_for, refuse)
 from kafka_wire.amqp.messages import MessageError, batch_messages, decode_message
 from kafka_wire.amqp.nodes import hub_for, open_link, received
 from kafka_wire.eventhubs.rights import SEND
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from kafka_wire.amqp.connection import AmqpConnection
 
 CREDIT = 500
+_SEND_FAULTS = ("server-busy", "quota-exceeded", "detach-sender", "connection-forced")
 SEND_TIMEOUT_MS = 60_000  # the SDKs' default operation timeout: a longer throttle is refused
 
 
@@ -96,6 +97,13 @@ class PublishLink(LinkHandler):
             return Condition(NOT_FOUND, f"event hub {self.hub!r} was deleted")
         partition = choose_partition(self.partition, messages[0].partition_key, view.partitions,
                                      lambda: runtime.next_partition(self.hub, view.partitions))
+        plan = conn.fault_plan
+        if plan is not None and plan.active:
+            fault = plan.fire(_SEND_FAULTS, {"namespace": runtime.name, "hub": self.hub,
+                                             "partition": partition, "client": conn.container,
+                                             "link": self.link.name, "protocol": "amqp"})
+            if fault is not None:
+                return self._injected(fault)
         done = publish(conn.services, runtime, self.principal, self.hub, partition, messages,
                        len(raw), SEND_TIMEOUT_MS, conn.container, "amqp")
         if done.denial is not None:
@@ -105,6 +113,19 @@ class PublishLink(LinkHandler):
             conn.services.clock.call_later(done.throttle_ms, lambda: self._accept(delivery))
         else:
             self._accept(delivery)
+        return None
+
+    def _injected(self, fault) -> Condition | None:
+        """An injected fault instead of the append (kafka_wire.fault_plan)."""
+        params = fault.params
+        if fault.kind == "server-busy":
+            return Condition(SERVER_BUSY, params["description"])
+        if fault.kind == "quota-exceeded":
+            return Condition(RESOURCE_LIMIT, params["description"])
+        if fault.kind == "detach-sender":
+            self.detach(params["condition"], params["description"])
+        else:  # connection-forced
+            self.conn.forced(params["description"])
         return None
 
     def _accept(self, delivery) -> None:
