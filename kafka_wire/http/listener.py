@@ -6,7 +6,8 @@ and answers ``/health`` itself.
   Schema Registry) takes the requests it :meth:`handles`;
 - the console (:mod:`kafka_wire.console`: pages, ``/metrics``, its JSON API) the
   rest;
-- an upgrade to ``/$servicebus/websocket`` goes to the AMQP endpoint.
+- an upgrade to ``/$servicebus/websocket`` goes to the AMQP endpoint;
+- ``/$faults``, the fault control API (:mod:`kafka_wire.http.fault_control`).
 
 Neither sibling reaches into the other. Bodies need a ``Content-Length`` (at
 most :data:`MAX_BODY`); keep-alive; heads larger than 16 KiB or requests slower
@@ -23,6 +24,7 @@ import logging
 from typing import Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from kafka_wire.http import fault_control
 from kafka_wire.rest import arm
 from kafka_wire.rest.http import Later, Request, Response, error
 
@@ -35,7 +37,7 @@ UNHEALTHY = {"status": "unhealthy", "message": "Service not available. Please tr
 MAX_BODY = 64 * 1024 * 1024  # above any namespace's largest publication, JSON batch included
 _REASONS = {200: "OK", 201: "Created", 204: "No Content", 304: "Not Modified", 400: "Bad Request",
             401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
-            409: "Conflict", 411: "Length Required", 413: "Payload Too Large",
+            409: "Conflict", 411: "Length Required", 413: "Payload Too Large", 429: "Too Many Requests",
             500: "Internal Server Error", 503: "Service Unavailable"}
 _JSON = "application/json; charset=utf-8"
 
@@ -124,7 +126,8 @@ class HttpListener:
                 url = urlsplit(target)
                 path = unquote(url.path)
                 rest = self.rest is not None and self.rest.handles(method, path)
-                posted = rest or (method == "POST" and self.console.handles_post(path))
+                control = self.rest is not None and fault_control.handles(path)
+                posted = rest or control or (method == "POST" and self.console.handles_post(path))
                 if "transfer-encoding" in headers:
                     self._send(writer, 411, b"send a Content-Length (chunked bodies are not taken)\n",
                                "text/plain", False, False)
@@ -150,7 +153,7 @@ class HttpListener:
                     request = Request(method, path, {k: v[0] for k, v in parse_qs(url.query).items()},
                                       headers, body, f"{peer[0]}:{peer[1]}" if peer else "",
                                       [s for s in path.strip("/").split("/")])
-                    answer = await self._answer(request, rest)
+                    answer = await self._answer(request, rest, control)
                     self._send(writer, answer.status, answer.body, answer.content_type,
                                method == "HEAD", keep, extra=answer.headers)
                 else:
@@ -165,10 +168,17 @@ class HttpListener:
             self._clients.discard(writer)
             writer.close()
 
-    async def _answer(self, request: Request, rest: bool) -> Response:
+    async def _answer(self, request: Request, rest: bool, control: bool = False) -> Response:
         """The REST API's answer, or the console's; a throttled send's after its wait."""
         try:
-            if rest:
+            services = self.rest.services if self.rest is not None else None
+            faults = services.faults if services is not None else None
+            if control:
+                answer = fault_control.handle(services, request)
+            elif rest and faults is not None and faults.plan.active and \
+                    (throttled := fault_control.throttled(services, request)) is not None:
+                answer = throttled
+            elif rest:
                 answer = self.rest.handle(request)
             elif request.method == "POST":
                 answer = self.console.post(request)
@@ -182,7 +192,9 @@ class HttpListener:
         except Exception:
             log.exception("%s request %s %s failed", "REST" if rest else "console", request.method,
                           request.path)
-            if not rest:
+            if control:
+                answer = arm.fail(500, "InternalServerError", "internal error: see the broker log")
+            elif not rest:
                 answer = self.console.failed()
             elif request.segments[0].lower() == "subscriptions":  # the management API speaks ARM JSON
                 answer = arm.fail(500, "InternalServerError", "internal error: see the broker log")

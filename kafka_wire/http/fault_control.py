@@ -1,0 +1,112 @@
+"""The fault control API at ``/$faults`` on the broker's HTTP listener: tests in
+any language set faults in a broker they did not start (see docs/faults.md).
+
+    GET    /$faults        the faults set, those fired, the kinds and scopes
+    POST   /$faults        set one (JSON: kind, scope, params, count, probability,
+                           seed, after_ms, for_ms): 201 with it and its id
+    DELETE /$faults        clear them all
+    DELETE /$faults/ID     clear one
+
+It needs the subscription's credential (``Authorization: Bearer <key>``, the
+key ``kafka-wire token --management`` prints) under the subscription's rules:
+while no namespace requires authentication (``make run``) the management plane,
+this API included, is open. ``$`` cannot begin an event hub's name, so the path
+meets no hub; errors are ARM-style JSON (``{"error": {"code", "message"}}``).
+"""
+from __future__ import annotations
+
+import json
+import logging
+
+from kafka_wire.eventhubs.door import Refused
+from kafka_wire.fault_plan import FaultError
+from kafka_wire.rest import arm
+from kafka_wire.rest.http import Request, Response, error
+
+log = logging.getLogger(__name__)
+
+PATH = "$faults"
+MAX_BODY = 64 * 1024
+
+
+def handles(path: str) -> bool:
+    return path.lstrip("/").split("/", 1)[0].lower() == PATH
+
+
+def handle(services, request: Request) -> Response:
+    subscription = services.subscription
+    try:
+        if subscription is not None:
+            subscription.sign_in(request.headers.get("authorization", ""), request.peer,
+                                 f"fault control {request.method} {request.path}")
+    except Refused as exc:
+        return arm.fail(401, "AuthenticationFailed", exc.message)
+    faults = services.faults
+    if faults is None:
+        return arm.fail(404, "NotFound", "this broker has no fault hooks")
+    plan = faults.plan
+    segs = [s for s in request.path.strip("/").split("/")[1:] if s]
+    method = request.method
+    if len(segs) > 1:
+        return arm.fail(404, "NotFound", "no fault API there: use /$faults or /$faults/ID")
+    if method in ("GET", "HEAD"):
+        if segs:
+            found = [f for f in plan.faults if str(f.id) == segs[0]]
+            if not found:
+                return arm.fail(404, "NotFound", f"no fault {segs[0][:40]!r} is set")
+            return arm.ok(found[0].to_json())
+        return arm.ok(plan.to_json())
+    if method == "DELETE":
+        if not segs:
+            faults.clear()
+            return Response(204, b"", "application/json")
+        if not segs[0].isdigit() or not plan.remove(int(segs[0])):
+            return arm.fail(404, "NotFound", f"no fault {segs[0][:40]!r} is set: list them with "
+                                             "GET /$faults")
+        return Response(204, b"", "application/json")
+    if method == "POST":
+        if segs:
+            return arm.fail(405, "MethodNotAllowed", "POST a new fault to /$faults")
+        if len(request.body) > MAX_BODY:
+            return arm.fail(413, "RequestTooLarge", f"a fault's JSON is at most {MAX_BODY} bytes")
+        try:
+            spec = json.loads(request.body.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            return arm.fail(400, "BadRequest", "the body is not JSON: send a fault such as "
+                                               '{"kind": "server-busy", "scope": {"hub": "orders"}}')
+        try:
+            fault = plan.add(spec)
+        except FaultError as exc:
+            return arm.fail(400, "BadRequest", str(exc))
+        log.info("fault %d set from %s: %s %s", fault.id, request.peer, fault.kind, fault.scope)
+        return arm.ok(fault.to_json(), 201)
+    return arm.fail(405, "MethodNotAllowed", f"{method} is not served at /$faults: use GET, POST "
+                                             "or DELETE")
+
+
+def throttled(services, request: Request) -> Response | None:
+    """An injected 429/503 for a REST send or management request, or None."""
+    segs = request.segments
+    low = [s.lower() for s in segs]
+    hub = None
+    management = bool(low) and low[0] == "subscriptions"
+    if management:
+        namespace = segs[low.index("namespaces") + 1] if "namespaces" in low[:-1] else None
+        hub = segs[low.index("eventhubs") + 1] if "eventhubs" in low[:-1] else None
+    else:
+        host = request.host
+        model = services.eventhubs
+        namespace = (model.namespace_for_host(host) if host else None) or services.default_namespace
+        hub = segs[0] if segs else None
+    fault = services.faults.plan.fire(("http-throttle",), {
+        "namespace": namespace, "hub": hub, "client": request.peer.rsplit(":", 1)[0] or None,
+        "protocol": "http-management" if management else "http-send"})
+    if fault is None:
+        return None
+    status, wait = fault.params["status"], fault.params["retry_after_s"]
+    why = f"the service is busy (fault injected): retry after {wait} s"
+    if management:
+        answer = arm.fail(status, "ServerBusy" if status == 503 else "TooManyRequests", why)
+    else:
+        answer = error(status, why)
+    return answer._replace(headers={**(answer.headers or {}), "Retry-After": str(wait)})
