@@ -220,7 +220,9 @@ class FaultPlan:
         return len(self.faults) != before
 
     def clear(self) -> None:
+        """Forget every fault and every firing."""
         self.faults = []
+        self.fired.clear()
         self.active = False
 
     # -- firing (hot paths call this only while ``active``) ---------------------------

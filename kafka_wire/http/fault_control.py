@@ -4,7 +4,7 @@ any language set faults in a broker they did not start (see docs/faults.md).
     GET    /$faults        the faults set, those fired, the kinds and scopes
     POST   /$faults        set one (JSON: kind, scope, params, count, probability,
                            seed, after_ms, for_ms): 201 with it and its id
-    DELETE /$faults        clear them all
+    DELETE /$faults        clear them all (and the record of those fired)
     DELETE /$faults/ID     clear one
 
 It needs the subscription's credential (``Authorization: Bearer <key>``, the

@@ -1,0 +1,179 @@
+"""What the Python SDK (azure-eventhub, pyamqp transport) does when Event Hubs'
+own faults are injected (``broker.faults.add``, kafka_wire.fault_plan): these pin
+the SDK's recovery code, not ours.
+
+- A transfer refused with com.microsoft:server-busy or amqp:resource-limit-exceeded:
+  azure-eventhub 5.15 raises EventDataSendError at once, retry_total or not (its
+  pyamqp transport turns every rejected delivery into a MessageException it does
+  not retry, issue #34266 in its source); the next send on the same client works.
+- A sender detached (amqp:link:detach-forced) or its connection forced closed
+  mid-send: the SDK reattaches or reconnects and sends again; send_batch returns,
+  the event is stored once.
+- A receiver detached with amqp:link:detach-forced, or its connection closed with
+  amqp:connection:forced: the SDK reattaches from the last event it received,
+  nothing reaches on_error, every event arrives once, in order.
+- A receiver detached with amqp:link:stolen: on_error gets ConnectionLostError and
+  the SDK stops reading that partition (ownership lost), as against the service.
+- A $management read answered 503: the SDK retries it.
+"""
+from __future__ import annotations
+
+import threading
+
+import pytest
+from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
+from azure.eventhub.exceptions import ConnectionLostError, EventDataSendError
+
+from .conftest import sdk_cs, wait_for
+
+_hubs = iter(range(1_000_000))
+
+
+@pytest.fixture(autouse=True)
+def no_faults(broker):
+    broker.faults.clear()
+    yield
+    broker.faults.clear()
+
+
+@pytest.fixture
+def hub(broker) -> str:
+    name = f"faults-{next(_hubs)}"
+    broker.create_hub(name, 1)
+    return name
+
+
+def send(producer, values) -> None:
+    batch = producer.create_batch(partition_id="0")
+    for v in values:
+        batch.add(EventData(str(v)))
+    producer.send_batch(batch)
+
+
+def read_all(broker, hub: str, count: int) -> list[int]:
+    client = EventHubConsumerClient.from_connection_string(sdk_cs(broker), "$Default",
+                                                           eventhub_name=hub)
+    got: list[int] = []
+    thread = threading.Thread(target=client.receive, kwargs=dict(
+        on_event=lambda ctx, ev: ev is not None and got.append(int(ev.body_as_str())),
+        partition_id="0", starting_position="-1", max_wait_time=1), daemon=True)
+    thread.start()
+    wait_for(lambda: len(got) >= count, 20)
+    client.close()
+    thread.join(15)
+    return got
+
+
+@pytest.mark.parametrize("kind,condition", [("server-busy", "com.microsoft:server-busy"),
+                                            ("quota-exceeded", "amqp:resource-limit-exceeded")])
+@pytest.mark.parametrize("retries", [0, 3])
+def test_a_refused_transfer_raises_event_data_send_error(broker, hub, kind, condition, retries):
+    broker.faults.add(kind, scope={"hub": hub}, count=1)
+    producer = EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name=hub,
+                                                             retry_total=retries)
+    with producer:
+        with pytest.raises(EventDataSendError) as caught:
+            send(producer, [0])
+        assert condition in str(caught.value) or condition.split(":")[-1].replace("-", "") in \
+            str(caught.value).lower().replace("-", "")
+        send(producer, [1])  # the fault ran out: the same client sends again
+    fired = broker.faults.fired
+    assert [(f["kind"], f["target"]["hub"]) for f in fired] == [(kind, hub)]
+    assert fired[0]["client"].startswith("EHProducer-")
+    assert read_all(broker, hub, 1) == [1]
+
+
+@pytest.mark.parametrize("kind", ["detach-sender", "connection-forced"])
+def test_a_sender_cut_off_mid_send_is_retried_and_loses_nothing(broker, hub, kind):
+    producer = EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name=hub)
+    with producer:
+        send(producer, [0, 1])
+        broker.faults.add(kind, scope={"hub": hub})
+        send(producer, [2])  # the SDK reattaches (or reconnects) and sends again
+        send(producer, [3, 4])
+    assert [f["kind"] for f in broker.faults.fired] == [kind]
+    assert read_all(broker, hub, 5) == [0, 1, 2, 3, 4]  # once each, in order
+
+
+@pytest.mark.parametrize("kind,condition", [("detach-receiver", None),
+                                            ("detach-receiver", "amqp:link:detach-forced"),
+                                            ("connection-forced", None)])
+def test_a_receiver_cut_off_reconnects_and_loses_nothing(broker, hub, kind, condition):
+    client = EventHubConsumerClient.from_connection_string(sdk_cs(broker), "$Default",
+                                                           eventhub_name=hub)
+    producer = EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name=hub)
+    got: list[int] = []
+    errors: list = []
+    thread = threading.Thread(target=client.receive, kwargs=dict(
+        on_event=lambda ctx, ev: ev is not None and got.append(int(ev.body_as_str())),
+        on_error=lambda ctx, err: errors.append(err), partition_id="0", starting_position="-1",
+        max_wait_time=1), daemon=True)
+    thread.start()
+    try:
+        with producer:
+            send(producer, range(5))
+            assert wait_for(lambda: len(got) >= 5, 20), got
+            broker.faults.add(kind, scope={"hub": hub, "consumer_group": "$Default"},
+                              params={"condition": condition} if condition else None)
+            send(producer, range(5, 10))
+            assert wait_for(lambda: len(got) >= 10, 30), got
+    finally:
+        client.close()
+        thread.join(15)
+    assert got == list(range(10)) and errors == []
+    fired = broker.faults.fired
+    assert [f["kind"] for f in fired] == [kind]
+    assert fired[0]["target"]["consumer_group"] == "$default"
+
+
+def test_a_stolen_receiver_reports_connection_lost_and_stops(broker, hub):
+    client = EventHubConsumerClient.from_connection_string(sdk_cs(broker), "$Default",
+                                                           eventhub_name=hub)
+    producer = EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name=hub)
+    got: list[int] = []
+    errors: list = []
+    thread = threading.Thread(target=client.receive, kwargs=dict(
+        on_event=lambda ctx, ev: ev is not None and got.append(int(ev.body_as_str())),
+        on_error=lambda ctx, err: errors.append(err), partition_id="0", starting_position="-1",
+        max_wait_time=1), daemon=True)
+    thread.start()
+    try:
+        with producer:
+            send(producer, range(3))
+            assert wait_for(lambda: len(got) >= 3, 20), got
+            broker.faults.add("link-stolen", scope={"hub": hub})
+            send(producer, range(3, 6))
+            assert wait_for(lambda: errors, 20)
+    finally:
+        client.close()
+        thread.join(15)
+    assert got == [0, 1, 2]  # the batch read when the link was taken is not delivered
+    assert isinstance(errors[0], ConnectionLostError) and "amqp:link:stolen" in str(errors[0])
+    assert [f["kind"] for f in broker.faults.fired] == ["link-stolen"]
+
+
+def test_a_failed_management_read_is_retried(broker, hub):
+    broker.faults.add("management-fail", scope={"hub": hub}, count=1, params={"status": 503})
+    producer = EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name=hub)
+    with producer:
+        assert producer.get_partition_ids() == ["0"]
+    fired = broker.faults.fired
+    assert [(f["kind"], f["target"]["hub"]) for f in fired] == [("management-fail", hub)]
+
+
+def test_a_seeded_server_busy_fires_at_the_same_sends(broker, hub):
+    def run() -> list[int]:
+        broker.faults.clear()
+        broker.faults.add("server-busy", scope={"hub": hub}, count=1000, probability=0.4, seed=11)
+        refused = []
+        producer = EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name=hub,
+                                                                 retry_total=0)
+        with producer:
+            for i in range(12):
+                try:
+                    send(producer, [i])
+                except EventDataSendError:
+                    refused.append(i)
+        return refused
+    first = run()
+    assert first == run() and 0 < len(first) < 12
