@@ -19,7 +19,7 @@ STATUS: dict[Refusal, int] = {
     Refusal.UNSUPPORTED: 403,      # the tier's rules (Event Hubs answers policy refusals with 403)
     Refusal.DISABLED: 403,
     Refusal.BUSY: 503,             # over the throughput units for longer than ?timeout=
-    Refusal.FAILED: 403,
+    Refusal.FAILED: 503,           # the log failed the append (a storage error): retry later
 }
 
 # The management plane (ARM): (status, error code).
