@@ -265,6 +265,12 @@ def _add_txns_command(sub) -> None:
     add_parser(sub)
 
 
+def _add_fault_command(sub) -> None:
+    from kafka_wire.fault_cli import add_parser
+
+    add_parser(sub)
+
+
 def _add_capture_command(sub) -> None:
     """``kafka-wire capture``: Event Hubs Capture with Spark (kafka_wire/capture_cli.py)."""
     from kafka_wire.capture_cli import add_parser
@@ -372,6 +378,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_groups_command(sub)
     _add_txns_command(sub)
     _add_capture_command(sub)
+    _add_fault_command(sub)
     return parser
 
 

@@ -1,0 +1,64 @@
+"""``kafka-wire fault add|list|clear`` drives a running broker's /$faults: a fault
+set from the command line reaches the Python SDK, and the CLI says plainly when
+the broker refuses it or cannot be reached."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from azure.eventhub import EventData, EventHubProducerClient
+from azure.eventhub.exceptions import EventDataSendError
+
+from kafka_wire.testing import EmulatedBroker
+from tests.amqp.conftest import MULTI_TOML, sdk_cs
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    with EmulatedBroker(tmp_path_factory.mktemp("faultcli") / "data", config_file=MULTI_TOML,
+                        amqp=True, http=True) as b:
+        yield b
+
+
+def cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "kafka_wire.cli", "fault", *args],
+                          capture_output=True, text=True, timeout=60, env=env)
+
+
+def test_a_fault_set_from_the_cli_reaches_the_python_sdk(broker):
+    broker.create_hub("cli-faults", 1)
+    where = ["--url", broker.http_url, "--data-dir", str(broker.data_dir)]
+    added = cli("add", "server-busy", "--hub", "cli-faults", "--count", "1",
+                "--param", "description=busy from the CLI", *where)
+    assert added.returncode == 0, added.stderr
+    fault = json.loads(added.stdout)
+    assert fault["kind"] == "server-busy" and fault["scope"] == {"hub": "cli-faults"}
+    producer = EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name="cli-faults")
+    with producer:
+        with pytest.raises(EventDataSendError, match="busy from the CLI"):
+            producer.send_event(EventData(b"x"), partition_id="0")
+        producer.send_event(EventData(b"y"), partition_id="0")
+    listed = cli("list", *where)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert len([line for line in lines if "server-busy" in line and "hub=cli-faults" in line]) == 1
+    assert not any(line.startswith("#") for line in lines)  # fired once: gone
+    as_json = json.loads(cli("list", "--json", *where).stdout)
+    assert [f["kind"] for f in as_json["fired"]] == ["server-busy"]
+    assert cli("add", "link-stolen", "--hub", "x", *where).returncode == 0
+    assert cli("clear", *where).returncode == 0
+    assert json.loads(cli("list", "--json", *where).stdout) ["faults"] == []
+
+
+def test_the_cli_reports_refusals_and_an_unreachable_broker(broker):
+    wrong = cli("add", "server-busy", "--url", broker.http_url, "--token", "wrong")
+    assert wrong.returncode == 1 and "refused (401)" in wrong.stderr and "subscription" in wrong.stderr
+    bad = cli("add", "no-such-kind", "--url", broker.http_url, "--token", broker.subscription_token)
+    assert bad.returncode == 1 and "refused (400)" in bad.stderr and "server-busy" in bad.stderr
+    gone = cli("clear", "424242", "--url", broker.http_url, "--token", broker.subscription_token)
+    assert gone.returncode == 1 and "404" in gone.stderr
+    away = cli("list", "--url", "http://127.0.0.1:1", "--token", "x")
+    assert away.returncode == 2 and "cannot reach" in away.stderr
+    assert broker.faults.fired == []
