@@ -24,7 +24,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from kafka_wire.config import parse_host_port
+from kafka_wire.config import parse_durability, parse_host_port
 from kafka_wire.eventhubs.bounds import Bounds
 from kafka_wire.eventhubs.oauth import OAuthSettings
 from kafka_wire.eventhubs.model import (
@@ -143,10 +143,10 @@ _SERVER_KEYS: dict[str, type] = {
     "listen": str, "advertise": str, "tls_listen": str, "tls_advertise": str, "data_dir": str,
     "auto_create_topics": bool, "num_partitions": int, "connections_max_idle_ms": int,
     "failed_authentication_delay_ms": int, "amqp_listen": str, "amqps_listen": str, "https_listen": str,
-    "subscription_key": str,
+    "subscription_key": str, "durability": str, "transaction_max_timeout_ms": int,
 }
 _SERVER_MINIMUM = {"num_partitions": 1, "connections_max_idle_ms": 0,
-                   "failed_authentication_delay_ms": 0}
+                   "failed_authentication_delay_ms": 0, "transaction_max_timeout_ms": 1}
 _TOML_TYPE_NAMES = {str: 'a string, e.g. "127.0.0.1:9092"', bool: "true or false",
                     int: "a whole number"}
 
@@ -238,6 +238,8 @@ def load_toml(data: dict, base: Path | None = None) -> tuple[EventHubsModel, _Se
     settings.server = dict(data.get("server") or {})
     _check_keys(settings.server, set(_SERVER_KEYS), "[server]")
     _check_types(settings.server, _SERVER_KEYS, "[server]")
+    if "durability" in settings.server:
+        parse_durability(settings.server["durability"])  # refused here, not at start
     settings.tls = dict(data.get("tls") or {})
     settings.limits = dict(data.get("limits") or {})
     Bounds.from_table(settings.limits)  # refused here, with the file's name, not at start
@@ -356,6 +358,10 @@ def _apply_server(config, server: dict) -> None:
             raise ValueError("subscription_key must be at least 16 characters: it guards the "
                              "management plane")
         config.subscription_key = server["subscription_key"]
+    if "durability" in server:
+        config.durability = parse_durability(server["durability"])
+    if "transaction_max_timeout_ms" in server:
+        config.transaction_max_timeout_ms = server["transaction_max_timeout_ms"]
     if "data_dir" in server:
         config.data_dir = Path(server["data_dir"])
     if "auto_create_topics" in server:

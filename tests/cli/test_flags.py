@@ -52,6 +52,9 @@ def test_bad_flag_is_one_line_and_exit_2(tmp_path, args, words):
     ("num_partitions = \"4\"", ["num_partitions", "a whole number"]),
     ("auto_create_topics = 1", ["auto_create_topics", "true or false"]),
     ("listen = \"127.0.0.1:x\"", ["[server]", "HOST:PORT"]),
+    ("durability = \"fast\"", ["durability 'fast'", "power-loss"]),
+    ("durability = true", ["[server] durability = True", "a string"]),
+    ("transaction_max_timeout_ms = 0", ["transaction_max_timeout_ms = 0", "1 or more"]),
 ])
 def test_bad_toml_server_key_names_file_and_key(tmp_path, server, words):
     config = tmp_path / "kw.toml"
@@ -143,3 +146,16 @@ def test_groups_online_authenticates_with_a_connection_string():
         refused = kafka_wire("groups", "--bootstrap", broker.bootstrap_servers, "--timeout", "3")
         assert refused.returncode == 1 and "cannot query" in refused.stderr
         assert "Traceback" not in refused.stderr
+
+
+def test_toml_server_durability_sets_the_mode(tmp_path):
+    from kafka_wire.config import BrokerConfig
+    from kafka_wire.eventhubs.config_file import apply_config_file
+
+    config_file = tmp_path / "kw.toml"
+    config_file.write_text('[server]\ndurability = "power-loss"\ntransaction_max_timeout_ms = 60000\n'
+                           "[namespaces.toml-ns]\n")
+    config = BrokerConfig(data_dir=tmp_path)
+    apply_config_file(config, config_file)
+    assert (config.durability, config.transaction_max_timeout_ms) == ("power-loss", 60000)
+    assert config.log_topic_defaults()["flush.messages"] == "1"
