@@ -15,6 +15,8 @@ the SDK's recovery code, not ours.
 - A receiver detached with amqp:link:stolen: on_error gets ConnectionLostError and
   the SDK stops reading that partition (ownership lost), as against the service.
 - A $management read answered 503: the SDK retries it.
+
+docs/faults.md's Python example (faults-python-example) is the first test here.
 """
 from __future__ import annotations
 

@@ -62,3 +62,27 @@ def test_the_cli_reports_refusals_and_an_unreachable_broker(broker):
     away = cli("list", "--url", "http://127.0.0.1:1", "--token", "x")
     assert away.returncode == 2 and "cannot reach" in away.stderr
     assert broker.faults.fired == []
+
+
+def test_the_synopsis_in_the_docs_lists_exactly_the_cli_flags():
+    """docs/faults.md's block marked faults-cli-synopsis is the CLI's synopsis."""
+    import re
+
+    from kafka_wire.cli import build_parser
+    from tests.docs.doc_blocks import ROOT, blocks_of
+
+    text = (ROOT / "docs/faults.md").read_text()
+    at = text.count("\n", 0, text.index("faults-cli-synopsis"))
+    block = next(b for b in blocks_of("docs/faults.md") if b.line > at)
+    listed: dict[str, set[str]] = {}
+    verb = None
+    for line in block.text.splitlines():
+        m = re.match(r"kafka-wire fault (\w+)", line)
+        verb = m.group(1) if m else verb
+        listed.setdefault(verb, set()).update(re.findall(r"(--[a-z][a-z0-9-]*)", line))
+    sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    fault = sub.choices["fault"]
+    verbs = next(a for a in fault._actions if a.__class__.__name__ == "_SubParsersAction")
+    real = {name: {o for a in p._actions for o in a.option_strings if o.startswith("--") and o != "--help"}
+            for name, p in verbs.choices.items()}
+    assert listed == real

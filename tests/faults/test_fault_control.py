@@ -2,7 +2,8 @@
 only the subscription's credential reaches it, every malformed input gets a
 clean ARM-style 4xx, a fault fires as often as asked (seeded when by chance),
 REST send and management get 429/503 with Retry-After, and a Kafka client
-meets the Kafka faults set from outside (see docs/faults.md)."""
+meets the Kafka faults set from outside (see docs/faults.md; its faults-curl-session
+block is run by the last test here)."""
 from __future__ import annotations
 
 import json
@@ -224,3 +225,53 @@ def test_kafka_connections_dropped_through_the_control_api(broker):
     assert any(f["fault"] == made.json()["id"] for f in control(broker, "GET").json()["fired"])
     producer.produce("payments", b"after")
     assert producer.flush(30) == 0  # librdkafka reconnects
+
+
+def test_the_curl_session_of_the_docs(tmp_path):
+    """docs/faults.md's block marked faults-curl-session, run against an open broker as `make run`'s."""
+    import os
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from azure.eventhub import EventData, EventHubProducerClient
+    from azure.eventhub.exceptions import EventDataSendError
+
+    from tests.docs.doc_blocks import ROOT, blocks_of
+
+    text = (ROOT / "docs/faults.md").read_text()
+    at = text.count("\n", 0, text.index("faults-curl-session"))
+    block = next(b for b in blocks_of("docs/faults.md") if b.line > at)
+    commands = [line[2:] for line in block.text.splitlines() if line.startswith("$ ")]
+    bin_dir = str(Path(sys.executable).parent)
+    outputs = []
+    with EmulatedBroker(tmp_path / "data", http=True, amqp=True) as b:
+        b.create_hub("orders", 1)
+        env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+        for command in commands:
+            if command.startswith("#"):  # the SDK's send
+                producer = EventHubProducerClient.from_connection_string(
+                    b.amqp_connection_string(), eventhub_name="orders")
+                with producer, pytest.raises(EventDataSendError, match="server is busy"):
+                    producer.send_event(EventData(b"x"), partition_id="0")
+                continue
+            command = command.replace("./data", str(b.data_dir)).replace(
+                "http://127.0.0.1:5300", b.http_url)
+            m = re.match(r"TOKEN=\$\((.*)\)$", command)
+            if m:
+                env["TOKEN"] = subprocess.run(m.group(1), shell=True, env=env, capture_output=True,
+                                              text=True, check=True).stdout.strip()
+                assert env["TOKEN"] == b.subscription_token
+                continue
+            res = subprocess.run(command, shell=True, env=env, capture_output=True, text=True,
+                                 timeout=30)
+            assert res.returncode == 0, res.stderr
+            outputs.append(res.stdout)
+    added, listed, after, deleted = outputs
+    assert json.loads(added)["kind"] == "server-busy" and json.loads(added)["count"] == 1
+    assert len(json.loads(listed)["faults"]) == 1 and json.loads(listed)["fired"] == []
+    fired = json.loads(after)
+    assert fired["faults"] == [] and fired["fired"][0]["kind"] == "server-busy"
+    assert fired["fired"][0]["target"]["hub"] == "orders"
+    assert deleted.strip() == "204"
