@@ -15,6 +15,8 @@ the SDK's recovery code, not ours.
 - A receiver detached with amqp:link:stolen: on_error gets ConnectionLostError and
   the SDK stops reading that partition (ownership lost), as against the service.
 - A $management read answered 503: the SDK retries it.
+- A $cbs put-token answered 503: retried; answered so every time, AuthenticationError
+  after retry_total retries.
 
 docs/faults.md's Python example (faults-python-example) is the first test here.
 """
@@ -179,3 +181,23 @@ def test_a_seeded_server_busy_fires_at_the_same_sends(broker, hub):
         return refused
     first = run()
     assert first == run() and 0 < len(first) < 12
+
+
+def test_a_failed_put_token_is_retried_and_a_lasting_one_raises_authentication_error(broker, hub):
+    from azure.eventhub.exceptions import AuthenticationError
+
+    broker.faults.add("cbs-fail", scope={"hub": hub}, count=1, params={"status": 503})
+    producer = EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name=hub,
+                                                             retry_total=2)
+    with producer:
+        send(producer, [0])  # the SDK put its token again and sent
+    assert [f["kind"] for f in broker.faults.fired] == ["cbs-fail"]
+    broker.faults.clear()
+    broker.faults.add("cbs-fail", scope={"hub": hub}, count=100, params={"status": 503})
+    producer = EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name=hub,
+                                                             retry_total=2)
+    with producer, pytest.raises(AuthenticationError, match="503"):
+        send(producer, [1])
+    assert len(broker.faults.fired) == 3  # the first try and retry_total=2 retries
+    broker.faults.clear()
+    assert read_all(broker, hub, 1) == [0]
