@@ -138,6 +138,11 @@ class HttpListener:
                                b"the request body is too large or its length is not a number\n",
                                "text/plain", False, False)
                     return
+                if control and int(length) > fault_control.MAX_BODY:  # refused before it is read
+                    too_big = arm.fail(413, "RequestTooLarge",
+                                       f"a fault's JSON is at most {fault_control.MAX_BODY} bytes")
+                    self._send(writer, 413, too_big.body, too_big.content_type, False, False)
+                    return
                 body = b""
                 if int(length):
                     if not posted:

@@ -275,3 +275,14 @@ def test_the_curl_session_of_the_docs(tmp_path):
     assert fired["faults"] == [] and fired["fired"][0]["kind"] == "server-busy"
     assert fired["fired"][0]["target"]["hub"] == "orders"
     assert deleted.strip() == "204"
+
+
+def test_a_huge_declared_body_is_refused_before_it_is_read(broker):
+    import socket
+
+    with socket.create_connection(("127.0.0.1", broker.http_port), timeout=10) as sock:
+        sock.sendall(b"POST /$faults HTTP/1.1\r\nHost: x\r\nContent-Length: 60000000\r\n\r\n{")
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 413 ") and b'"RequestTooLarge"' in answer
