@@ -135,6 +135,11 @@ HTTP = [
     Surface("console events", "Listen", _http("GET", f"/api/namespaces/{NS}/hubs/{HUB}/partitions/0/events"
                                                     "?from=earliest")),
     Surface("console send", "Send", _console_send),
+    # the fault control API (docs/faults.md): the subscription's credential only
+    Surface("fault control list", OWNER, _http("GET", "/$faults")),
+    Surface("fault control set", OWNER, _http("POST", "/$faults", json={
+        "kind": "server-busy", "scope": {"hub": "no-such-hub"}})),
+    Surface("fault control clear", OWNER, _http("DELETE", "/$faults")),
 ]
 
 
