@@ -355,7 +355,9 @@ class Broker:
 
     def _open_namespace(self, data_dir: Path, name: str) -> NamespaceRuntime:
         cfg = self.config
-        defaults = cfg.log_topic_defaults()  # the durability mode's flush.messages among them
+        configured = self._model.namespaces.get(name) if self._model is not None else None
+        # the durability mode's flush.messages among them (the namespace's, else the broker's)
+        defaults = cfg.log_topic_defaults(getattr(configured, "durability", None))
         default_log = LogConfig.from_kafka(defaults) if defaults else LogConfig()
         logs = LogManager(data_dir / name, default_log)
         topics = TopicManager(logs, num_partitions=cfg.num_partitions,

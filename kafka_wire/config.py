@@ -22,6 +22,18 @@ from kafka_wire.eventhubs.bounds import Bounds
 DURABILITY_MODES = ("crash", "power-loss")
 
 
+_NEVER = str(2**63 - 1)  # Kafka's Long.MAX_VALUE: flush.messages/flush.ms "never"
+DURABILITY_TOPIC_CONFIGS = {
+    "crash": {"flush.messages": _NEVER, "flush.ms": _NEVER},
+    "power-loss": {"flush.messages": "1"},
+}
+
+
+def durability_topic_configs(mode: str) -> dict[str, str]:
+    """The topic configs a hub set to ``mode`` gets (over its namespace's or the broker's)."""
+    return dict(DURABILITY_TOPIC_CONFIGS[mode])
+
+
 def parse_durability(text: str) -> str:
     value = text.strip().lower().replace("_", "-")
     if value not in DURABILITY_MODES:
@@ -161,11 +173,19 @@ class BrokerConfig:
     def power_loss_durable(self) -> bool:
         return self.durability == "power-loss"
 
-    def log_topic_defaults(self) -> dict[str, str]:
+    def power_loss_durable_in(self, eventhubs, namespace: str) -> bool:
+        """Is ``namespace`` (its [namespaces.X] durability, else the broker's) power-loss
+        durable? ``eventhubs``: the Event Hubs model, or None."""
+        configured = eventhubs.namespaces.get(namespace) if eventhubs is not None else None
+        return (getattr(configured, "durability", None) or self.durability) == "power-loss"
+
+    def log_topic_defaults(self, durability: str | None = None) -> dict[str, str]:
         """The topic configs every topic starts from: ``topic_defaults`` plus what
-        the durability mode implies (power-loss: flush.messages=1, unless the
-        defaults set flush.messages or flush.ms themselves)."""
+        the durability mode (``durability``, a namespace's; else the broker's)
+        implies (power-loss: flush.messages=1, unless the defaults set
+        flush.messages or flush.ms themselves)."""
         out = dict(self.topic_defaults)
-        if self.power_loss_durable and "flush.messages" not in out and "flush.ms" not in out:
+        if ((durability or self.durability) == "power-loss"
+                and "flush.messages" not in out and "flush.ms" not in out):
             out["flush.messages"] = "1"
         return out

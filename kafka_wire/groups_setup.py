@@ -63,7 +63,8 @@ def open_groups(services: Services, ns: NamespaceRuntime, data_dir: Path) -> Cal
     """Start one namespace's group coordinator (also for a namespace made at runtime)."""
     # Power-loss durability: one fsync per write of the store (one per OffsetCommit request).
     store = EmbeddedCheckpointStore(Path(data_dir) / CHECKPOINTS_DIR / ns.name,
-                                    fsync="always" if services.config.power_loss_durable else "none")
+                                    fsync="always" if services.config.power_loss_durable_in(
+                                        services.eventhubs, ns.name) else "none")
     ns.groups = GroupCoordinator(
         services.clock, coordinator_config(services), store=store, namespace=ns.name,
         position_resolver=_position_resolver(ns), partition_exists=_partition_exists(ns),

@@ -87,7 +87,8 @@ def open_transactions(services: Services, ns: NamespaceRuntime, data_dir: Path) 
 
     cfg = services.config
     ns.txns = TransactionCoordinator(
-        services.clock, TransactionStore(Path(data_dir) / "_transactions" / ns.name, fsync=cfg.power_loss_durable),
+        services.clock, TransactionStore(Path(data_dir) / "_transactions" / ns.name,
+                                         fsync=cfg.power_loss_durable_in(services.eventhubs, ns.name)),
         allocate_producer_id=services.producer_ids.next_id, write_marker=_marker_writer(services, ns),
         commit_offsets=_offset_committer(ns), partition_exists=exists, open_txn_start=open_txn_start,
         max_timeout_ms=cfg.transaction_max_timeout_ms)

@@ -188,11 +188,11 @@ _CAPTURE_KEYS = {"enabled", "destination", "destination_type", "name_format", "i
                  "size_limit_bytes", "skip_empty_archives", "encoding", "backfill", "blob_container",
                  "storage_connection_string"}
 _HUB_KEYS = {"partitions", "retention_hours", "cleanup_policy", "tombstone_retention_hours",
-             "timestamp_type", "consumer_groups", "policies", "capture"}
+             "timestamp_type", "consumer_groups", "policies", "capture", "durability"}
 _NS_KEYS = {"tier", "mode", "throughput_units", "processing_units", "capacity_units",
             "auto_inflate_max", "auth", "policies", "eventhubs", "hosts", "default",
             "default_partitions", "default_retention_hours", "max_message_bytes",
-            "close_large_frames", "oauth"}
+            "close_large_frames", "oauth", "durability"}
 _OAUTH_KEYS = {"allow_unsigned", "hs256_keys", "public_keys", "public_key_files", "issuer",
                "audiences"}
 
@@ -226,8 +226,20 @@ def _hub(name: str, t: dict, where: str) -> EventHub:
         timestamp_type=t.get("timestamp_type", "LogAppend"),
         consumer_groups=list(t.get("consumer_groups", [])),
         policies=_policies(t.get("policies"), where, hub=name),
-        capture=CaptureSettings(**capture_t))
+        capture=CaptureSettings(**capture_t), durability=_durability(t, where))
     return hub
+
+
+def _durability(t: dict, where: str) -> str | None:
+    """A namespace's or hub's ``durability`` (crash | power-loss), or None: inherited."""
+    if "durability" not in t:
+        return None
+    if not isinstance(t["durability"], str):
+        raise ValueError(f"{where}: durability = {t['durability']!r}: must be \"crash\" or \"power-loss\"")
+    try:
+        return parse_durability(t["durability"])
+    except ValueError as exc:
+        raise ValueError(f"{where}: {exc}") from None
 
 
 def load_toml(data: dict, base: Path | None = None) -> tuple[EventHubsModel, _Settings]:
@@ -272,7 +284,7 @@ def load_toml(data: dict, base: Path | None = None) -> tuple[EventHubsModel, _Se
             default_retention_hours=t.get("default_retention_hours"),
             max_message_bytes=t.get("max_message_bytes"),
             close_large_frames=bool(t.get("close_large_frames", False)),
-            oauth=_oauth(t.get("oauth"), f"{where}, oauth", base))
+            oauth=_oauth(t.get("oauth"), f"{where}, oauth", base), durability=_durability(t, where))
         namespaces[name] = ns
         if t.get("default"):
             if default and default != name:

@@ -227,6 +227,7 @@ class EventHub:
     policies: dict[str, SasPolicy] = field(default_factory=dict)
     capture: CaptureSettings = field(default_factory=CaptureSettings)
     status: str = "Active"                    # Active | Disabled | SendDisabled (management API)
+    durability: str | None = None             # crash | power-loss; None: the namespace's
 
     CLEANUP = {"delete": "delete", "compact": "compact", "deleteorcompact": "compact,delete"}
 
@@ -243,6 +244,10 @@ class EventHub:
                                           else self.retention_hours * HOUR_MS)
         if self.tombstone_retention_hours is not None:
             configs["delete.retention.ms"] = str(self.tombstone_retention_hours * HOUR_MS)
+        if self.durability is not None:
+            from kafka_wire.config import durability_topic_configs  # config imports eventhubs
+
+            configs.update(durability_topic_configs(self.durability))
         return configs
 
     def validate(self, where: str) -> None:
@@ -297,6 +302,7 @@ class Namespace:
     # made through the management API: selected only by <name>.servicebus.windows.net,
     # never by a plain host name (those stay with the namespaces the operator configured)
     created_at_runtime: bool = False
+    durability: str | None = None          # crash | power-loss; None: the broker's (serve --durability)
 
     @property
     def strict(self) -> bool:
