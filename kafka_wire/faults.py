@@ -146,6 +146,14 @@ class Faults:
         """Every fault that fired (oldest first; the last 1,000)."""
         return self._on_loop(lambda: list(self.plan.fired))
 
+    def remove(self, fault_id: int) -> bool:
+        """Clear one fault set through the plan (``add`` or ``/$faults``); False if none."""
+        def remove() -> bool:
+            self._failures = [f for f in self._failures if f.fault is None or f.fault.id != fault_id]
+            self._delays = [d for d in self._delays if d.fault is None or d.fault.id != fault_id]
+            return self.plan.remove(fault_id)
+        return self._on_loop(remove)
+
     def _install(self, fault: Fault) -> None:
         """The plan's Kafka kinds, served by the hooks below (on the loop thread)."""
         scope, params = fault.scope, fault.params

@@ -60,7 +60,7 @@ def handle(services, request: Request) -> Response:
         if not segs:
             faults.clear()
             return Response(204, b"", "application/json")
-        if not segs[0].isdigit() or not plan.remove(int(segs[0])):
+        if not segs[0].isdigit() or not faults.remove(int(segs[0])):
             return arm.fail(404, "NotFound", f"no fault {segs[0][:40]!r} is set: list them with "
                                              "GET /$faults")
         return Response(204, b"", "application/json")

@@ -286,3 +286,15 @@ def test_a_huge_declared_body_is_refused_before_it_is_read(broker):
         while chunk := sock.recv(65536):
             answer += chunk
     assert answer.startswith(b"HTTP/1.1 413 ") and b'"RequestTooLarge"' in answer
+
+
+def test_clearing_one_kafka_fault_takes_it_out_of_the_kafka_hooks(broker):
+    broker.create_hub("kafka-cleared", 1)
+    made = control(broker, "POST", body={"kind": "kafka-error", "scope": {"hub": "kafka-cleared"},
+                                         "count": 1000, "params": {"api": "Produce"}}).json()
+    assert control(broker, "DELETE", f"/$faults/{made['id']}").status_code == 204
+    producer = Producer(confluent_conf(broker.bootstrap_servers, broker.connection_string()))
+    reports = []
+    producer.produce("kafka-cleared", b"x", partition=0, on_delivery=lambda err, msg: reports.append(err))
+    assert producer.flush(30) == 0 and reports == [None]
+    assert control(broker, "GET").json()["fired"] == []
