@@ -5,7 +5,8 @@ the SDK's recovery code, not ours.
 - A transfer refused with com.microsoft:server-busy or amqp:resource-limit-exceeded:
   azure-eventhub 5.15 raises EventDataSendError at once, retry_total or not (its
   pyamqp transport turns every rejected delivery into a MessageException it does
-  not retry, issue #34266 in its source); the next send on the same client works.
+  not retry, issue #34266 in its source) when sent to a partition; sent to the hub,
+  the first refusal is retried at once. The next send on the same client works.
 - A sender detached (amqp:link:detach-forced) or its connection forced closed
   mid-send: the SDK reattaches or reconnects and sends again; send_batch returns,
   the event is stored once.
@@ -201,3 +202,22 @@ def test_a_failed_put_token_is_retried_and_a_lasting_one_raises_authentication_e
     assert len(broker.faults.fired) == 3  # the first try and retry_total=2 retries
     broker.faults.clear()
     assert read_all(broker, hub, 1) == [0]
+
+
+@pytest.mark.parametrize("count,stored", [(1, True), (2, False)])
+def test_server_busy_on_a_send_to_the_hub_is_retried_once(broker, hub, count, stored):
+    """Sent to the hub (no partition id), pyamqp's first refusal is retried at once; a
+    second one fails the send."""
+    broker.faults.add("server-busy", scope={"hub": hub}, count=count)
+    producer = EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name=hub)
+    with producer:
+        if stored:
+            producer.send_event(EventData(b"7"))
+        else:
+            with pytest.raises(EventDataSendError):
+                producer.send_event(EventData(b"7"))
+    assert len(broker.faults.fired) == count
+    broker.faults.clear()
+    with EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name=hub) as producer:
+        send(producer, [8])
+    assert read_all(broker, hub, 2 if stored else 1) == ([7, 8] if stored else [8])
