@@ -195,8 +195,8 @@ class HttpListener:
                 await done
                 answer = answer.response
         except Exception:
-            log.exception("%s request %s %s failed", "REST" if rest else "console", request.method,
-                          request.path)
+            side = "fault control" if control else "REST" if rest else "console"
+            log.exception("%s request %s %s failed", side, request.method, request.path)
             if control:
                 answer = arm.fail(500, "InternalServerError", "internal error: see the broker log")
             elif not rest:
