@@ -59,6 +59,14 @@ def test_the_cli_reports_refusals_and_an_unreachable_broker(broker):
     assert bad.returncode == 1 and "refused (400)" in bad.stderr and "server-busy" in bad.stderr
     gone = cli("clear", "424242", "--url", broker.http_url, "--token", broker.subscription_token)
     assert gone.returncode == 1 and "404" in gone.stderr
+    token = ["--url", broker.http_url, "--token", broker.subscription_token]
+    for hostile in (["--hub", "../../etc/passwd"], ["--partition", "0\x01"], ["--count", "0"],
+                    ["--probability", "7"], ["--param", "status=200"], ["--param", "nope=1"],
+                    ["--consumer-group", "x" * 300]):
+        refused = cli("add", "server-busy", *hostile, *token)
+        assert refused.returncode == 1 and "refused (400)" in refused.stderr, (hostile, refused.stderr)
+    malformed = cli("add", "server-busy", "--param", "novalue", *token)
+    assert malformed.returncode == 2 and "KEY=VALUE" in malformed.stderr
     away = cli("list", "--url", "http://127.0.0.1:1", "--token", "x")
     assert away.returncode == 2 and "cannot reach" in away.stderr
     assert broker.faults.fired == []
