@@ -92,8 +92,12 @@ class BrokerProcess:
         self.bootstrap_servers: str | None = None
         self.log_path = data_dir.parent / f"broker-{os.getpid()}-{time.monotonic_ns()}.log"
 
+    def launcher(self) -> list[str]:
+        """What runs the CLI (a subclass may wrap it)."""
+        return [sys.executable, "-m", "kafka_wire.cli"]
+
     def start(self, timeout: float = 30) -> "BrokerProcess":
-        cmd = [sys.executable, "-m", "kafka_wire.cli", "serve", "--data-dir", str(self.data_dir),
+        cmd = [*self.launcher(), "serve", "--data-dir", str(self.data_dir),
                "--listen", f"127.0.0.1:{self.port}", *self.extra]
         if not any(a.startswith("--http-listen") for a in self.extra):
             cmd.append("--no-http")  # never the fixed port 5300 unless a test asks for HTTP
