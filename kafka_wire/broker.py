@@ -135,7 +135,7 @@ class Broker:
         self.amqps_address: tuple[str, int] | None = None
         self._tls_context = None
         self.console = None  # kafka_wire.console.Console when HTTP is on
-        self.http = None  # kafka_wire.http.listener.HttpListener: REST and the console
+        self.http = None  # kafka_wire.httpd.listener.HttpListener: REST and the console
         self.managed: ManagedState | None = None  # the management API's changes
         self.capture = None  # kafka_wire.capture_jobs.CaptureJobs when config.capture_jobs
         self.http_address: tuple[str, int] | None = None
@@ -232,7 +232,7 @@ class Broker:
                 counts["amqp"] = len(self.amqp_server.connections)
             return counts
 
-        from kafka_wire.http.listener import HttpListener
+        from kafka_wire.httpd.listener import HttpListener
 
         self.console = attach(self.services, connections=connections, capture_dir=self.config.capture_dir)
         self.http = HttpListener(self.console.pages, ready=lambda: self._serving,

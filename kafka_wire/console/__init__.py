@@ -1,5 +1,5 @@
 """Observability: the web console, its JSON API and Prometheus metrics, served
-on the broker's HTTP listener (:mod:`kafka_wire.http`) beside the REST API.
+on the broker's HTTP listener (:mod:`kafka_wire.httpd`) beside the REST API.
 
 :func:`attach` installs the metric hooks (:mod:`.metrics`) and returns a
 :class:`Console` (its :class:`~.pages.ConsolePages` are what the listener

@@ -1,4 +1,4 @@
-"""What the console serves on the broker's HTTP listener (:mod:`kafka_wire.http`):
+"""What the console serves on the broker's HTTP listener (:mod:`kafka_wire.httpd`):
 ``/`` and ``/static/*`` (the web console), ``/metrics`` (Prometheus text
 format) and its JSON API under ``/api/`` (:mod:`kafka_wire.console.api`,
 documented in docs/console-api.md)."""

@@ -12,7 +12,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kafka_wire.console.capture_files import EVENTS_FILE, CaptureFiles
-from kafka_wire.http.listener import HttpListener
+from kafka_wire.httpd.listener import HttpListener
 from kafka_wire.console.metrics import BrokerMetrics
 from kafka_wire.rest.http import Request
 from kafka_wire.testing import EmulatedBroker

@@ -7,7 +7,7 @@ and answers ``/health`` itself.
 - the console (:mod:`kafka_wire.console`: pages, ``/metrics``, its JSON API) the
   rest;
 - an upgrade to ``/$servicebus/websocket`` goes to the AMQP endpoint;
-- ``/$faults``, the fault control API (:mod:`kafka_wire.http.fault_control`).
+- ``/$faults``, the fault control API (:mod:`kafka_wire.httpd.fault_control`).
 
 Neither sibling reaches into the other. Bodies need a ``Content-Length`` (at
 most :data:`MAX_BODY`); keep-alive; heads larger than 16 KiB or requests slower
@@ -24,7 +24,7 @@ import logging
 from typing import Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from kafka_wire.http import fault_control
+from kafka_wire.httpd import fault_control
 from kafka_wire.rest import arm
 from kafka_wire.rest.http import Later, Request, Response, error
 
