@@ -244,8 +244,8 @@ def _durability(t: dict, where: str) -> str | None:
 
 def load_toml(data: dict, base: Path | None = None) -> tuple[EventHubsModel, _Settings]:
     """``base``: the config file's directory (relative key file paths)."""
-    _check_keys(data, {"default_namespace", "server", "tls", "limits", "namespaces", "storage_accounts"},
-                "config")
+    _check_keys(data, {"default_namespace", "server", "tls", "limits", "namespaces", "storage_accounts",
+                       "geo_dr"}, "config")
     settings = _Settings()
     settings.server = dict(data.get("server") or {})
     _check_keys(settings.server, set(_SERVER_KEYS), "[server]")
@@ -298,7 +298,15 @@ def load_toml(data: dict, base: Path | None = None) -> tuple[EventHubsModel, _Se
                          '(e.g. devstoreaccount1 = "UseDevelopmentStorage=true")')
     model.storage_accounts = dict(accounts)
     model.validate()
+    _geo_dr(data.get("geo_dr"), model)
     return model, settings
+
+
+def _geo_dr(table, model: EventHubsModel) -> None:
+    """``[geo_dr.<alias>]`` primary/secondary pairs (kafka_wire.eventhubs.geo_dr)."""
+    from kafka_wire.eventhubs.geo_dr import from_toml
+
+    from_toml(table, model)
 
 
 # -- entry points ---------------------------------------------------------------------

@@ -454,6 +454,8 @@ class EventHubsModel:
     # Blob storage accounts Capture uploads to: name -> connection string
     # (a management API capture description names an account by resource id).
     storage_accounts: dict[str, str] = field(default_factory=dict)
+    # Geo-DR aliases: alias (lower case) -> kafka_wire.eventhubs.geo_dr.Pairing
+    geo_dr: dict = field(default_factory=dict)
 
     @classmethod
     def single(cls, name: str) -> "EventHubsModel":
@@ -493,13 +495,23 @@ class EventHubsModel:
                 for ns in self.namespaces.values():
                     if ns.name.lower() == label:
                         return ns.name
-                return None
+                return self._alias_target(label)
         if host in LOCAL_HOSTS or _is_ip(host):
             return self.default_namespace
         for ns in self.namespaces.values():
             if ns.name.lower() == host and not ns.created_at_runtime:
                 return ns.name
+        if "." not in host and self._alias_target(host):  # a Geo-DR alias as a plain (Docker) name
+            return self._alias_target(host)
         return self.default_namespace if "." not in host else None
+
+    def _alias_target(self, label: str) -> str | None:
+        """The namespace a Geo-DR alias points at (kafka_wire.eventhubs.geo_dr)."""
+        if not self.geo_dr:
+            return None
+        from kafka_wire.eventhubs.geo_dr import target  # geo_dr imports this module
+
+        return target(self, label)
 
     def endpoint_host(self, name: str) -> str:
         """The host a connection string for namespace ``name`` should name."""
