@@ -190,6 +190,7 @@ class Broker:
         if self.managed is not None:
             self.managed.apply(model)
         configure_eventhubs(self.services)
+        self._follow_geo_dr(data_dir)
         if cfg.capture_jobs:
             from kafka_wire.capture_jobs import CaptureJobs
             self.capture = CaptureJobs(data_dir)
@@ -369,6 +370,15 @@ class Broker:
             ns.cleaner = LogCleaner(logs, interval_ms=cfg.log_cleaner_interval_ms, clock=self.clock.now_ms)
             ns.cleaner.start()
         return ns
+
+    def _follow_geo_dr(self, data_dir: Path) -> None:
+        """Geo-DR pairings made through the management API, and the copying of paired
+        primaries' metadata to their secondaries (kafka_wire.eventhubs.geo_dr)."""
+        from kafka_wire.eventhubs import geo_dr
+
+        if not self.config.in_memory:
+            geo_dr.load(self.services.eventhubs, data_dir)
+        self._closers.append(geo_dr.follow(self.services, self.managed, self.hubs_changed))
 
     def hubs_changed(self) -> None:
         """The management API changed hubs: capture jobs follow their settings."""
