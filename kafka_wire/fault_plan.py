@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import random
 import re
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -117,6 +117,10 @@ class FaultPlan:
         self.now_ms = now_ms
         self.faults: list[Fault] = []
         self.fired: deque[dict] = deque(maxlen=MAX_FIRED)
+        # Firings ever, by (kind, namespace): /metrics counts them; clear() keeps them,
+        # as a counter only goes up. Listeners get each firing (the report keeps them).
+        self.totals: Counter[tuple[str, str]] = Counter()
+        self.listeners: list[Callable[[dict], None]] = []
         self.active = False
         self._ids = itertools.count(1)
         # Kafka kinds are served by kafka_wire.faults.Faults: it sets this to a
@@ -233,10 +237,7 @@ class FaultPlan:
             if fault.kind not in kinds or not fault.matches(target):
                 continue
             now = self.now_ms() if now is None else now
-            start = fault.added_ms + fault.after_ms
-            if now < start or (fault.for_ms is not None and now >= start + fault.for_ms):
-                continue
-            if fault.probability < 1.0 and fault.rng.random() >= fault.probability:
+            if not self.due(fault, now):
                 continue
             self.record(fault, target, now)
             if fault.fired >= fault.count:
@@ -244,12 +245,24 @@ class FaultPlan:
             return fault
         return None
 
+    def due(self, fault: Fault, now: int | None = None) -> bool:
+        """Does ``fault`` fire at a request that matches it now: inside its window and,
+        with a probability, drawn from its seeded rng (one draw per matching request)."""
+        now = self.now_ms() if now is None else now
+        start = fault.added_ms + fault.after_ms
+        if now < start or (fault.for_ms is not None and now >= start + fault.for_ms):
+            return False
+        return fault.probability >= 1.0 or fault.rng.random() < fault.probability
+
     def record(self, fault: Fault, target: dict[str, Any], now: int | None = None) -> None:
         fault.fired += 1
-        self.fired.append({"at_ms": self.now_ms() if now is None else now, "fault": fault.id,
-                           "kind": fault.kind,
-                           "target": {k: v for k, v in target.items() if v is not None},
-                           "client": target.get("client")})
+        entry = {"at_ms": self.now_ms() if now is None else now, "fault": fault.id,
+                 "kind": fault.kind, "target": {k: v for k, v in target.items() if v is not None},
+                 "client": target.get("client")}
+        self.fired.append(entry)
+        self.totals[(fault.kind, str(target.get("namespace") or ""))] += 1
+        for listener in self.listeners:
+            listener(entry)
 
     def to_json(self) -> dict:
         return {"faults": [f.to_json() for f in self.faults], "fired": list(self.fired),
