@@ -55,6 +55,24 @@ KINDS: dict[str, tuple[str, dict[str, Any]]] = {
                                                        "(fault injected)"}),
     "http-throttle": ("HTTP: answer a REST send or management request with 429 or 503 and "
                       "Retry-After", {"status": 429, "retry_after_s": 4}),
+    "token-refused": ("AMQP: answer a $cbs put-token renewal (a token for an audience the "
+                      "connection holds one for already) with 401; a first put-token is served",
+                      {"description": "the token was refused at renewal (fault injected)"}),
+    "partition-unavailable": ("AMQP: refuse the attach of a receiver or partition sender with "
+                              "condition; Kafka: the partition has no leader "
+                              "(NOT_LEADER_OR_FOLLOWER) while the fault fires",
+                              {"condition": "com.microsoft:timeout",
+                               "description": "the partition is unavailable: please retry "
+                                              "(fault injected)"}),
+    "delay-disposition": ("AMQP: hold the settlement of a send ms (long enough, the SDK's send "
+                          "times out: a withheld disposition)", {"ms": 5000}),
+    "withhold-flow": ("AMQP: a receiver link gets no events (no credit honoured), a sender "
+                      "link no credit, for ms", {"ms": 5000}),
+    "append-fail": ("Storage: fail an append (Kafka Produce, AMQP, REST and console sends) as "
+                    "a full disk or an I/O error does", {"error": "disk-full"}),
+    "append-slow": ("Storage: hold an append ms: the events are stored, the answer waits "
+                    "(other clients are not held)", {"ms": 2000}),
+    "http-slow": ("HTTP: answer a REST send or management request ms late", {"ms": 2000}),
     "kafka-error": ("Kafka: answer requests of an API (or partitions of them) with an error code",
                     {"api": "Produce", "error": "NOT_LEADER_OR_FOLLOWER"}),
     "kafka-delay": ("Kafka: hold responses of an API", {"api": "Fetch", "ms": 500}),
@@ -62,6 +80,10 @@ KINDS: dict[str, tuple[str, dict[str, Any]]] = {
                                "given)", {}),
 }
 KAFKA_KINDS = ("kafka-error", "kafka-delay", "kafka-drop-connections")
+# append-fail's errors: what the append fails with, in the OSError's own words
+STORAGE_ERRORS = {"disk-full": "[Errno 28] No space left on device (fault injected)",
+                  "io-error": "[Errno 5] Input/output error (fault injected)"}
+STORAGE_KINDS = ("append-fail", "append-slow")
 
 _CONDITION = re.compile(r"^[a-z][a-z0-9.:-]{0,127}$")
 _NAME = re.compile(r"^[^\x00-\x1f/\\]{1,256}$")
@@ -192,6 +214,9 @@ class FaultPlan:
             raise FaultError("params.status must be an error status from 400 to 599")
         if "retry_after_s" in params and not 0 <= params["retry_after_s"] <= 3600:
             raise FaultError("params.retry_after_s must be from 0 to 3600")
+        if kind == "append-fail" and params["error"] not in STORAGE_ERRORS:
+            raise FaultError(f"params.error of {kind} must be one of {', '.join(STORAGE_ERRORS)}"
+                             f", not {params['error'][:64]!r}")
         if "ms" in params and not 0 <= params["ms"] <= 600_000:
             raise FaultError("params.ms must be from 0 to 600000")
         return params
@@ -268,3 +293,15 @@ class FaultPlan:
         return {"faults": [f.to_json() for f in self.faults], "fired": list(self.fired),
                 "kinds": {k: {"does": v[0], "params": v[1]} for k, v in KINDS.items()},
                 "scopes": list(SCOPES)}
+
+
+def storage_fault(plan: FaultPlan, target: dict[str, Any]) -> tuple[str | None, int]:
+    """For an append to ``target`` (namespace, hub, partition, client, protocol): (why it
+    fails, or None; how long its answer is held, ms). Every front end's append asks this
+    (kafka_wire.apis.produce, kafka_wire.eventhubs.publication) while the plan is active."""
+    fault = plan.fire(STORAGE_KINDS, target)
+    if fault is None:
+        return None, 0
+    if fault.kind == "append-fail":
+        return STORAGE_ERRORS[fault.params["error"]], 0
+    return None, fault.params["ms"]

@@ -40,10 +40,16 @@ def answer(conn: AmqpConnection, request: Message) -> Message:
     if plan is not None and plan.active:
         audience = str(props.get("name") or "")  # sb://HOST/HUB[/...]: scoped by its hub
         hub = audience.split("://", 1)[-1].split("/")[1:2]
-        fault = plan.fire(("cbs-fail",), {"namespace": conn.namespace.name, "hub": hub[0] if hub else None,
-                                          "client": conn.container, "protocol": "amqp"})
+        target = {"namespace": conn.namespace.name, "hub": hub[0] if hub else None,
+                  "client": conn.container, "protocol": "amqp"}
+        fault = plan.fire(("cbs-fail",), target)
         if fault is not None:
             return reply(fault.params["status"], fault.params["description"])
+        # token-refused: only a renewal (the connection holds a token for the audience),
+        # so the first authorization succeeds and the SDK's refresh fails; the old
+        # token stays until it expires, as the service keeps it
+        if audience in conn.tokens and (fault := plan.fire(("token-refused",), target)):
+            return reply(401, fault.params["description"])
     if operation != "put-token":
         return reply(400, f"operation {operation!r} is not supported on $cbs: use put-token")
     kind, audience, token = props.get("type"), props.get("name"), request.body

@@ -169,7 +169,7 @@ def start_offset(plog, selector: str | None) -> int:
     return min(max(plog.offset_for_append_time(number, inclusive), start), end)
 
 
-_RECEIVE_FAULTS = ("detach-receiver", "link-stolen", "connection-forced")
+_RECEIVE_FAULTS = ("detach-receiver", "link-stolen", "connection-forced", "withhold-flow")
 
 
 class ConsumeLink(LinkHandler):
@@ -184,6 +184,7 @@ class ConsumeLink(LinkHandler):
         self._waiting = None
         self._tags = 0
         self._backlog: list[bytes] = []   # encoded events read but not yet sent (credit ran out)
+        self._withheld = False  # an injected withhold-flow holds the events until it ends
         self.runtime_metric = RUNTIME_METRIC in conn.desired_capabilities(link.name)
         open_link(link)
         if self.epoch is not None:
@@ -212,7 +213,7 @@ class ConsumeLink(LinkHandler):
 
     # -- sending ------------------------------------------------------------------------
     def on_flow(self) -> None:
-        if self.closed:
+        if self.closed or self._withheld:
             return
         link = self.link
         conn = self.conn
@@ -245,13 +246,21 @@ class ConsumeLink(LinkHandler):
                                             "protocol": "amqp"})
         if fault is None:
             return False
-        self._backlog = []
         params = fault.params
+        if fault.kind == "withhold-flow":  # the events read wait (on the broker's clock)
+            self._withheld = True
+            self.conn.services.clock.call_later(params["ms"], self._release)
+            return True
+        self._backlog = []
         if fault.kind == "connection-forced":
             self.conn.forced(params["description"])
         else:
             self.detach(params.get("condition", LINK_STOLEN), params["description"])
         return True
+
+    def _release(self) -> None:
+        self._withheld = False
+        self._wake()
 
     def on_delivery(self, delivery) -> None:
         if delivery.updated:  # the client accepted (or released) an event: done with it

@@ -38,6 +38,10 @@ def attach(conn: AmqpConnection, link, address: addresses.Address) -> LinkHandle
         if link.is_receiver:
             return RequestLink(conn, link, answer, address.node)
         return ReplyLink(conn, link, address.node)
+    plan = conn.fault_plan
+    if address.partition is not None and plan is not None and plan.active and \
+            _unavailable(conn, plan, link, address):
+        return None
     if link.is_receiver:
         return publish.attach(conn, link, address)
     if address.consumer_group is None or address.partition is None:
@@ -45,6 +49,19 @@ def attach(conn: AmqpConnection, link, address: addresses.Address) -> LinkHandle
                                 f"not from {link.remote_source.address!r}")
         return None
     return consume.attach(conn, link, address)
+
+
+def _unavailable(conn: AmqpConnection, plan, link, address: addresses.Address) -> bool:
+    """An injected partition-unavailable: the attach of a receiver or partition sender
+    refused (kafka_wire.fault_plan); True when it was."""
+    fault = plan.fire(("partition-unavailable",), {
+        "namespace": conn.namespace.name, "hub": address.node, "partition": address.partition,
+        "consumer_group": None if link.is_receiver else address.consumer_group,
+        "client": conn.container, "link": link.name, "protocol": "amqp"})
+    if fault is None:
+        return False
+    refuse(link, fault.params["condition"], fault.params["description"])
+    return True
 
 
 def open_link(link) -> None:

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
     from kafka_wire.amqp.connection import AmqpConnection
 
 CREDIT = 500
-_SEND_FAULTS = ("server-busy", "quota-exceeded", "detach-sender", "connection-forced")
+_SEND_FAULTS = ("server-busy", "quota-exceeded", "detach-sender", "connection-forced",
+                "delay-disposition", "withhold-flow")
 SEND_TIMEOUT_MS = 60_000  # the SDKs' default operation timeout: a longer throttle is refused
 
 
@@ -56,6 +57,7 @@ class PublishLink(LinkHandler):
         # connection as the frames of a message arrive.
         self.max_message_bytes = conn.namespace.policy.max_publication_bytes()
         self.closed = False
+        self.withheld = False  # an injected withhold-flow: no credit renewed until it ends
         open_link(link)
         link.max_message_size = self.max_message_bytes
         link.flow(CREDIT)
@@ -69,7 +71,7 @@ class PublishLink(LinkHandler):
         if raw is None:
             return
         link = self.link
-        if link.credit < CREDIT // 2:
+        if link.credit < CREDIT // 2 and not self.withheld:
             link.flow(CREDIT - link.credit)
         if delivery.settled and delivery.remote_state == Delivery.REJECTED:
             return
@@ -102,15 +104,20 @@ class PublishLink(LinkHandler):
             fault = plan.fire(_SEND_FAULTS, {"namespace": runtime.name, "hub": self.hub,
                                              "partition": partition, "client": conn.container,
                                              "link": self.link.name, "protocol": "amqp"})
-            if fault is not None:
+            if fault is not None and fault.kind not in ("delay-disposition", "withhold-flow"):
                 return self._injected(fault)
+        else:
+            fault = None
         done = publish(conn.services, runtime, self.principal, self.hub, partition, messages,
                        len(raw), SEND_TIMEOUT_MS, conn.container, "amqp")
         if done.denial is not None:
             return condition_for(done.denial)
         conn.server.count_in(len(raw), len(messages))
-        if done.throttle_ms > 0:
-            conn.services.clock.call_later(done.throttle_ms, lambda: self._accept(delivery))
+        held_ms = done.throttle_ms
+        if fault is not None:  # stored; the disposition (or the next credit) is held
+            held_ms += self._withhold(fault)
+        if held_ms > 0:
+            conn.services.clock.call_later(held_ms, lambda: self._accept(delivery))
         else:
             self._accept(delivery)
         return None
@@ -127,6 +134,25 @@ class PublishLink(LinkHandler):
         else:  # connection-forced
             self.conn.forced(params["description"])
         return None
+
+    def _withhold(self, fault) -> int:
+        """An injected delay-disposition (its ms, to hold this send's settlement) or
+        withhold-flow (the link's credit taken back, none given for its ms: the client's
+        next sends wait)."""
+        if fault.kind == "delay-disposition":
+            return fault.params["ms"]
+        self.withheld = True
+        link = self.link
+        if link.credit > 0:
+            link.flow(-link.credit)  # a receiver may take back the credit it gave (2.6.7)
+        self.conn.services.clock.call_later(fault.params["ms"], self._release)
+        return 0
+
+    def _release(self) -> None:
+        self.withheld = False
+        if not self.closed and self.conn.engine is not None:
+            self.link.flow(CREDIT - self.link.credit)
+            self.conn.pump()
 
     def _accept(self, delivery) -> None:
         if self.closed or self.conn.engine is None:

@@ -8,31 +8,30 @@ always met by the single replica).
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis import produce_decoding  # noqa: F401  (registers the fast decoder)
+from kafka_wire.apis.produce_encoding import encode_produce
 from kafka_wire.apis.refusals import kafka_error
 from kafka_wire.apis.registry import handles
 from kafka_wire.errors import for_log_error
+from kafka_wire.fault_plan import storage_fault
 from kafka_wire.log import errors as log_errors
 from kafka_wire.log.batch import summarize, validate_records
 from kafka_wire.log.records import record_keys
 
 log = logging.getLogger(__name__)
 
-_Response = codec.response_class(codec.ApiKey.Produce)
-_TopicResp = _Response.TopicProduceResponse
-_PartResp = _TopicResp.PartitionProduceResponse
 
 
 def _part(index: int, error: int, base_offset: int = -1, append_time: int = -1,
-          log_start: int = -1, message: str | None = None):
-    return _PartResp(index=index, error_code=error, base_offset=base_offset,
-                     log_append_time_ms=append_time, log_start_offset=log_start,
-                     record_errors=[], error_message=message)
+          log_start: int = -1, message: str | None = None) -> tuple:
+    """A partition's answer, as apis/produce_encoding.py encodes it."""
+    return index, error, base_offset, append_time, log_start, message
 
 
 @handles(codec.ApiKey.Produce, 3, 13)
@@ -44,6 +43,7 @@ def produce(request, ctx):
     faults = ctx.services.faults
     now_ms = ctx.clock.now_ms()
     bad_acks = acks not in (0, 1, -1)
+    held_ms = 0  # an injected slow append holds the answer (not the loop)
     responses = []
     for tdata in request.topic_data:
         name = tdata.name
@@ -83,6 +83,15 @@ def produce(request, ctx):
                 code, message = kafka_error(admission.denial)
                 parts.append(_part(idx, code, message=message))
                 continue
+            if faults is not None and faults.plan.active:  # injected storage faults
+                failed, held = storage_fault(faults.plan, {
+                    "namespace": ctx.namespace.name, "hub": view.name, "partition": idx,
+                    "client": ctx.client_id, "protocol": "kafka"})
+                if failed is not None:
+                    log.error("append to %s-%d failed: %s", view.name, idx, failed)
+                    parts.append(_part(idx, Errors.KafkaStorageError.errno, message=failed))
+                    continue
+                held_ms = max(held_ms, held)
             try:
                 if invalid is not None:
                     raise invalid
@@ -101,10 +110,20 @@ def produce(request, ctx):
                 parts.append(_part(idx, code, log_start=plog.log_start_offset if plog else -1,
                                    message=str(exc) or None))
                 continue
-            parts.append(_part(idx, 0, info.base_offset,
-                               info.append_time_ms if info.log_append_time else -1,
-                               info.log_start_offset))
-        responses.append(_TopicResp(name=name, topic_id=tdata.topic_id, partition_responses=parts))
+            parts.append((idx, 0, info.base_offset,
+                          info.append_time_ms if info.log_append_time else -1,
+                          info.log_start_offset, None))
+        responses.append((name, tdata.topic_id, parts))
     if acks == 0:
         return None
-    return _Response(version=version, responses=responses, throttle_time_ms=0)
+    response = encode_produce(version, responses, ctx.throttle_ms)
+    return _held(response, held_ms, ctx.clock) if held_ms else response
+
+
+async def _held(response, ms: int, clock):
+    """``response`` after ``ms`` on the broker's clock; the connection's other requests
+    wait behind it (Kafka answers in order), other connections do not."""
+    done = asyncio.get_running_loop().create_future()
+    clock.call_later(ms, lambda: done.done() or done.set_result(None))
+    await done
+    return response

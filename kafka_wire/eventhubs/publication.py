@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Callable, NamedTuple
 from kafka_wire.eventhubs.events import Incoming, records_batch
 from kafka_wire.eventhubs.partition_key import partition_for_key
 from kafka_wire.eventhubs.refusals import Denial, Refusal
+from kafka_wire.fault_plan import storage_fault
 from kafka_wire.log import errors as log_errors
 from kafka_wire.log.batch import BatchSummary, summarize, validate_records
 
@@ -78,6 +79,17 @@ def publish_batch(services: Services, runtime: NamespaceRuntime, principal, hub:
         kafka=False)
     if admission.denial:
         return Published(admission.denial)
+    held_ms = 0
+    faults = services.faults
+    if faults is not None and faults.plan.active:  # injected storage faults (docs/faults.md)
+        for partition, _e, _r, _h in batches:
+            failed, held = storage_fault(faults.plan, {
+                "namespace": runtime.name, "hub": hub, "partition": partition,
+                "client": client_id, "protocol": protocol})
+            if failed is not None:
+                log.error("%s append to %s-%d failed: %s", protocol.upper(), hub, partition, failed)
+                return Published(Denial(Refusal.FAILED, failed))
+            held_ms = max(held_ms, held)
     first = None
     for partition, events, records, headers in batches:
         try:
@@ -91,7 +103,7 @@ def publish_batch(services: Services, runtime: NamespaceRuntime, principal, hub:
         observer = services.observer
         if observer is not None:
             observer.on_events(protocol, runtime.name, hub, partition, True, len(events), len(records))
-    return Published(None, throttle_ms=admission.throttle_ms, partition=first[0], sequence_number=first[1])
+    return Published(None, throttle_ms=admission.throttle_ms + held_ms, partition=first[0], sequence_number=first[1])
 
 
 def _log_refusal(exc: log_errors.LogError) -> Refusal:

@@ -21,7 +21,7 @@ import logging
 from kafka_wire.eventhubs.door import Refused
 from kafka_wire.fault_plan import FaultError
 from kafka_wire.rest import arm
-from kafka_wire.rest.http import Request, Response, error
+from kafka_wire.rest.http import Later, Request, Response, error
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +84,9 @@ def handle(services, request: Request) -> Response:
                                              "or DELETE")
 
 
-def throttled(services, request: Request) -> Response | None:
-    """An injected 429/503 for a REST send or management request, or None."""
+def throttled(services, request: Request) -> Response | Later | None:
+    """An injected 429/503 for a REST send or management request; for an injected slow
+    answer, ``Later(ms, None)`` (the listener answers ``ms`` late); else None."""
     segs = request.segments
     low = [s.lower() for s in segs]
     hub = None
@@ -98,11 +99,13 @@ def throttled(services, request: Request) -> Response | None:
         model = services.eventhubs
         namespace = (model.namespace_for_host(host) if host else None) or services.default_namespace
         hub = segs[0] if segs else None
-    fault = services.faults.plan.fire(("http-throttle",), {
+    fault = services.faults.plan.fire(("http-throttle", "http-slow"), {
         "namespace": namespace, "hub": hub, "client": request.peer.rsplit(":", 1)[0] or None,
         "protocol": "http-management" if management else "http-send"})
     if fault is None:
         return None
+    if fault.kind == "http-slow":
+        return Later(fault.params["ms"], None)
     status, wait = fault.params["status"], fault.params["retry_after_s"]
     why = f"the service is busy (fault injected): retry after {wait} s"
     if management:

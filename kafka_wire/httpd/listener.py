@@ -183,13 +183,15 @@ class HttpListener:
             elif rest and faults is not None and faults.plan.active and \
                     (throttled := fault_control.throttled(services, request)) is not None:
                 answer = throttled
+                if isinstance(answer, Later) and answer.response is None:  # injected slowness
+                    answer = answer._replace(response=self.rest.handle(request))
             elif rest:
                 answer = self.rest.handle(request)
             elif request.method == "POST":
                 answer = self.console.post(request)
             else:
                 answer = self.route(request)
-            if isinstance(answer, Later):
+            while isinstance(answer, Later):  # (a slow answer may hold a throttled one)
                 done = asyncio.get_running_loop().create_future()
                 self.clock.call_later(answer.wait_ms, lambda: done.done() or done.set_result(None))
                 await done
