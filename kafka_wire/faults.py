@@ -1,0 +1,357 @@
+"""Make the broker misbehave on purpose, the ways a real cluster does.
+
+Each fault is something a real Kafka cluster produces and clients are built
+to survive: a retriable error code, a slow response, a dropped connection, a
+leader that moves (NOT_LEADER_OR_FOLLOWER, then a bumped leader epoch), a
+rebalance, fetches that stall. Tests reach it as ``broker.faults``::
+
+    broker.faults.fail("Produce", error="NOT_LEADER_OR_FOLLOWER", count=3, topic="orders")
+    broker.faults.delay("Fetch", ms=500, count=2)
+    broker.faults.drop_connections()
+    broker.faults.partition_unavailable("orders", 0, ms=2000)
+    broker.faults.force_rebalance("my-group")
+    with broker.faults.paused_fetches():
+        ...
+
+Faults of every front end (AMQP, HTTP, and these Kafka ones again) go through
+one protocol-neutral plan, :mod:`kafka_wire.fault_plan`, also reachable from
+outside the test (``/$faults``, ``kafka-wire fault``)::
+
+    broker.faults.add("server-busy", scope={"hub": "orders"}, count=2)
+    broker.faults.fired   # what fired: time, fault, target, client
+
+Every method is safe to call from the test's thread: state changes are
+handed to the broker's event loop.
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import kafka.errors as Errors
+
+from kafka_wire import codec
+from kafka_wire.fault_plan import Fault, FaultPlan
+
+log = logging.getLogger(__name__)
+
+
+def api_key_of(api: int | str) -> int:
+    """'Produce', 'produce', ApiKey.Produce or 0 → 0."""
+    if isinstance(api, int):
+        return int(api)
+    for key in codec.ApiKey:
+        if key.name.lower() == api.replace("_", "").lower():
+            return int(key)
+    raise ValueError(f"unknown Kafka API {api!r}: use a name such as 'Produce' or 'JoinGroup'")
+
+
+def error_code_of(error: int | str | type) -> int:
+    """'NOT_LEADER_OR_FOLLOWER', NotLeaderForPartitionError or 6 → 6."""
+    if isinstance(error, int):
+        return error
+    if isinstance(error, type):
+        return error.errno
+    wanted = error.replace("_", "").lower()
+    aliases = {"notleaderorfollower": "notleaderforpartition", "requesttimedout": "requesttimedout"}
+    wanted = aliases.get(wanted, wanted)
+    for name in dir(Errors):
+        cls = getattr(Errors, name)
+        if isinstance(cls, type) and getattr(cls, "errno", None) is not None:
+            bare = name.lower().removesuffix("error").removesuffix("exception")
+            if bare == wanted:
+                return cls.errno
+    raise ValueError(f"unknown Kafka error {error!r}: use a name such as 'NOT_LEADER_OR_FOLLOWER'")
+
+
+@dataclass
+class _Failure:
+    api_key: int
+    errno: int
+    remaining: int
+    topic: str | None = None
+    partition: int | None = None
+    client_id: str | None = None
+    fault: Fault | None = None  # set through the fault plan: its firings are recorded there
+
+    def matches(self, api_key: int, client_id: str | None, topic: str | None = None,
+                partition: int | None = None) -> bool:
+        if self.remaining <= 0 or api_key != self.api_key:
+            return False
+        if self.client_id is not None and client_id != self.client_id:
+            return False
+        if self.topic is not None and topic is not None and topic != self.topic:
+            return False
+        if self.partition is not None and partition is not None and partition != self.partition:
+            return False
+        return True
+
+
+@dataclass
+class _Delay:
+    api_key: int
+    seconds: float
+    remaining: int
+    client_id: str | None = None
+    fault: Fault | None = None
+
+
+class Faults:
+    """Fault hooks of one running broker (see the module docstring)."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, services,
+                 servers: Callable[[], list] = list) -> None:
+        self._loop = loop
+        self._loop_thread = threading.get_ident()  # built on the broker's loop thread
+        self._services = services
+        self._servers = servers  # the Kafka listeners whose connections drop_connections closes
+        self._failures: list[_Failure] = []
+        self._delays: list[_Delay] = []
+        self._unavailable: dict[tuple[str, str, int], float] = {}  # (ns, topic, p) -> until (loop time)
+        self._fetch_gate: asyncio.Event | None = None
+        self.injected = 0  # how many faults fired, for test assertions
+        clock = getattr(services, "clock", None)
+        self.plan = FaultPlan(clock.now_ms if clock is not None else lambda: int(loop.time() * 1000))
+        self.plan.kafka = self._install
+
+    # -- configuring (any thread) -------------------------------------------------
+    def _on_loop(self, fn: Callable[[], Any]) -> Any:
+        if threading.get_ident() == self._loop_thread:
+            return fn()
+        return asyncio.run_coroutine_threadsafe(_call(fn), self._loop).result(30)
+
+    def fail(self, api: int | str, error: int | str | type = "NOT_LEADER_OR_FOLLOWER", *,
+             count: int = 1, topic: str | None = None, partition: int | None = None,
+             client_id: str | None = None) -> None:
+        """Answer the next ``count`` requests of ``api`` (or partitions of them,
+        for Produce and Fetch) with ``error`` instead of serving them."""
+        failure = _Failure(api_key_of(api), error_code_of(error), count, topic, partition, client_id)
+        self._on_loop(lambda: self._failures.append(failure))
+
+    def add(self, kind: str, *, scope: dict | None = None, params: dict | None = None,
+            count: int = 1, probability: float = 1.0, seed: int = 0, after_ms: int = 0,
+            for_ms: int | None = None) -> dict:
+        """Set a fault of any front end (see :mod:`kafka_wire.fault_plan` for the kinds);
+        its JSON description (with its ``id``). ValueError if it cannot be set."""
+        spec = {"kind": kind, "scope": scope or {}, "params": params or {}, "count": count,
+                "probability": probability, "seed": seed, "after_ms": after_ms, "for_ms": for_ms}
+        return self._on_loop(lambda: self.plan.add(spec).to_json())
+
+    @property
+    def fired(self) -> list[dict]:
+        """Every fault that fired (oldest first; the last 1,000)."""
+        return self._on_loop(lambda: list(self.plan.fired))
+
+    def remove(self, fault_id: int) -> bool:
+        """Clear one fault set through the plan (``add`` or ``/$faults``); False if none."""
+        def remove() -> bool:
+            self._failures = [f for f in self._failures if f.fault is None or f.fault.id != fault_id]
+            self._delays = [d for d in self._delays if d.fault is None or d.fault.id != fault_id]
+            return self.plan.remove(fault_id)
+        return self._on_loop(remove)
+
+    def _install(self, fault: Fault) -> None:
+        """The plan's Kafka kinds, served by the hooks below (on the loop thread)."""
+        scope, params = fault.scope, fault.params
+        client = scope.get("client")
+        if fault.kind == "kafka-drop-connections":
+            victims = [c for server in self._servers() for c in list(server.connections)
+                       if client is None or c.last_client_id == client]
+            for conn in victims:
+                conn.close()
+                self.plan.record(fault, {"client": conn.last_client_id, "protocol": "kafka"})
+            self.injected += len(victims)
+            return
+        try:
+            api = api_key_of(params["api"])
+            partition = scope.get("partition")
+            if fault.kind == "kafka-error":
+                self._failures.append(_Failure(api, error_code_of(params["error"]), fault.count,
+                                               scope.get("hub"),
+                                               int(partition) if partition is not None else None,
+                                               client, fault))
+            else:
+                self._delays.append(_Delay(api, params["ms"] / 1000.0, fault.count, client, fault))
+        except (ValueError, TypeError) as exc:
+            from kafka_wire.fault_plan import FaultError
+            raise FaultError(str(exc)) from None
+
+    def _fired(self, item, target: dict) -> None:
+        if item.fault is not None:
+            self.plan.record(item.fault, {**target, "protocol": "kafka"})
+            if item.remaining <= 0:
+                self.plan.remove(item.fault.id)
+
+    def delay(self, api: int | str, ms: int, *, count: int = 1, client_id: str | None = None) -> None:
+        """Hold the next ``count`` responses of ``api`` for ``ms`` milliseconds."""
+        item = _Delay(api_key_of(api), ms / 1000.0, count, client_id)
+        self._on_loop(lambda: self._delays.append(item))
+
+    def drop_connections(self, client_id: str | None = None) -> int:
+        """Close every client connection (or those of one client id) at once."""
+        def drop() -> int:
+            victims = [c for server in self._servers() for c in list(server.connections)
+                       if client_id is None or c.last_client_id == client_id]
+            for conn in victims:
+                conn.close()
+            self.injected += len(victims)
+            return len(victims)
+        return self._on_loop(drop)
+
+    def partition_unavailable(self, topic: str, partition: int, ms: int, *,
+                              namespace: str | None = None) -> None:
+        """The partition has no leader for ``ms``: Produce/Fetch/ListOffsets get
+        NOT_LEADER_OR_FOLLOWER, Metadata LEADER_NOT_AVAILABLE; then it comes
+        back with its leader epoch bumped, as after a leader election."""
+        ns = namespace or self._services.default_namespace
+
+        def mark() -> None:
+            self._unavailable[(ns, topic, partition)] = self._loop.time() + ms / 1000.0
+            topics = self._services.namespaces[ns].topics
+            self._loop.call_later(ms / 1000.0, topics.bump_leader_epoch, topic, partition)
+        self._on_loop(mark)
+
+    def force_rebalance(self, group_id: str, *, namespace: str | None = None) -> bool:
+        """Start a rebalance of ``group_id`` now, as a new member joining would."""
+        ns = namespace or self._services.default_namespace
+        return self._on_loop(lambda: self._services.namespaces[ns].groups.force_rebalance(group_id))
+
+    def pause_fetches(self) -> None:
+        """Fetch requests wait (up to their max_wait) until resume_fetches()."""
+        def pause() -> None:
+            if self._fetch_gate is None:
+                self._fetch_gate = asyncio.Event()
+        self._on_loop(pause)
+
+    def resume_fetches(self) -> None:
+        def resume() -> None:
+            gate, self._fetch_gate = self._fetch_gate, None
+            if gate is not None:
+                gate.set()
+        self._on_loop(resume)
+
+    @contextlib.contextmanager
+    def paused_fetches(self):
+        self.pause_fetches()
+        try:
+            yield
+        finally:
+            self.resume_fetches()
+
+    def clear(self) -> None:
+        """Forget every pending fault, of every front end (unavailable partitions come back)."""
+        def clear() -> None:
+            self.plan.clear()
+            self._failures.clear()
+            self._delays.clear()
+            self._unavailable.clear()
+        self._on_loop(clear)
+        self.resume_fetches()
+
+    # -- hooks the broker calls (event loop thread) ---------------------------------
+    @property
+    def fetch_gate(self):
+        """While fetches are paused: the coroutine Fetch awaits first; else None."""
+        return self._gate if self._fetch_gate is not None else None
+
+    async def _gate(self, ctx, request) -> bool:
+        """Hold a fetch while paused; True if still paused when max_wait ran out."""
+        gate = self._fetch_gate
+        if gate is None:
+            return False
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(gate.wait(), max(request.max_wait_ms, 0) / 1000.0)
+        return not gate.is_set()
+
+    def request_error(self, api_key: int, client_id: str | None) -> int | None:
+        """An error for a whole request (APIs other than Produce and Fetch)."""
+        for f in self._failures:
+            if f.topic is None and f.partition is None and f.matches(api_key, client_id):
+                f.remaining -= 1
+                self.injected += 1
+                self._fired(f, {"client": client_id})
+                self._prune()
+                return f.errno
+        return None
+
+    def partition_error(self, ctx, api_key: int, topic: str, partition: int) -> int | None:
+        """An error for one partition of a Produce, Fetch or ListOffsets request."""
+        ns = ctx.namespace.name
+        until = self._unavailable.get((ns, topic, partition))
+        if until is not None:
+            if self._loop.time() < until:
+                self.injected += 1
+                return Errors.NotLeaderForPartitionError.errno
+            del self._unavailable[(ns, topic, partition)]
+        plan = self.plan
+        if plan.active and plan.fire(("partition-unavailable",), {
+                "namespace": ns, "hub": topic, "partition": partition, "client": ctx.client_id,
+                "protocol": "kafka"}) is not None:  # the plan's kind: no leader while it fires
+            self.injected += 1
+            return Errors.NotLeaderForPartitionError.errno
+        for f in self._failures:
+            if f.matches(api_key, ctx.client_id, topic, partition):
+                f.remaining -= 1
+                self.injected += 1
+                self._fired(f, {"namespace": ns, "hub": topic, "partition": partition,
+                                "client": ctx.client_id})
+                self._prune()
+                return f.errno
+        return None
+
+    def leader_unavailable(self, ctx, topic: str, partition: int) -> bool:
+        until = self._unavailable.get((ctx.namespace.name, topic, partition))
+        return until is not None and self._loop.time() < until
+
+    def response_delay(self, api_key: int, client_id: str | None) -> float:
+        for d in self._delays:
+            if d.remaining > 0 and d.api_key == api_key and (d.client_id is None or d.client_id == client_id):
+                d.remaining -= 1
+                self.injected += 1
+                self._fired(d, {"client": client_id})
+                self._delays = [x for x in self._delays if x.remaining > 0]
+                return d.seconds
+        return 0.0
+
+    def _prune(self) -> None:
+        self._failures = [f for f in self._failures if f.remaining > 0]
+
+    @property
+    def active(self) -> bool:
+        return bool(self._failures or self._delays or self._unavailable)
+
+
+async def _call(fn):
+    return fn()
+
+
+_PARTITION_APIS = (codec.ApiKey.Produce, codec.ApiKey.Fetch, codec.ApiKey.ListOffsets)
+
+
+def error_response(api_key: int, version: int, errno: int):
+    """A response carrying ``errno`` at the top level, or None if the API has no
+    top-level error code (then the handler runs and per-entity codes are set)."""
+    cls = codec.response_class(api_key)
+    field = cls.fields.get("error_code")
+    if field is None or not field.for_version_q(version):
+        return None
+    return cls(version=version, error_code=errno)
+
+
+def stamp_errors(response: Any, errno: int) -> None:
+    """Set every nested error_code of a response to ``errno``."""
+    stack = [response]
+    while stack:
+        node = stack.pop()
+        for name in node._struct.fields:
+            value = getattr(node, name, None)
+            if name == "error_code":
+                setattr(node, name, errno)
+            elif isinstance(value, list):
+                stack.extend(v for v in value if hasattr(v, "_struct"))
+            elif hasattr(value, "_struct"):
+                stack.append(value)
