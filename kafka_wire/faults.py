@@ -270,7 +270,8 @@ class Faults:
     def request_error(self, api_key: int, client_id: str | None) -> int | None:
         """An error for a whole request (APIs other than Produce and Fetch)."""
         for f in self._failures:
-            if f.topic is None and f.partition is None and f.matches(api_key, client_id):
+            if f.topic is None and f.partition is None and f.matches(api_key, client_id) \
+                    and self._due(f):
                 f.remaining -= 1
                 self.injected += 1
                 self._fired(f, {"client": client_id})
@@ -294,7 +295,7 @@ class Faults:
             self.injected += 1
             return Errors.NotLeaderForPartitionError.errno
         for f in self._failures:
-            if f.matches(api_key, ctx.client_id, topic, partition):
+            if f.matches(api_key, ctx.client_id, topic, partition) and self._due(f):
                 f.remaining -= 1
                 self.injected += 1
                 self._fired(f, {"namespace": ns, "hub": topic, "partition": partition,
@@ -309,13 +310,19 @@ class Faults:
 
     def response_delay(self, api_key: int, client_id: str | None) -> float:
         for d in self._delays:
-            if d.remaining > 0 and d.api_key == api_key and (d.client_id is None or d.client_id == client_id):
+            if d.remaining > 0 and d.api_key == api_key and (d.client_id is None or d.client_id == client_id) \
+                    and self._due(d):
                 d.remaining -= 1
                 self.injected += 1
                 self._fired(d, {"client": client_id})
                 self._delays = [x for x in self._delays if x.remaining > 0]
                 return d.seconds
         return 0.0
+
+    def _due(self, item) -> bool:
+        """A fault set through the plan fires only inside its window, with its seeded
+        probability (chaos mode's low rates); one set by fail()/delay() always."""
+        return item.fault is None or self.plan.due(item.fault)
 
     def _prune(self) -> None:
         self._failures = [f for f in self._failures if f.remaining > 0]
