@@ -198,6 +198,9 @@ class Broker:
         self.server = KafkaServer(self.services, cluster)
         self.services.faults = Faults(asyncio.get_running_loop(), self.services,
                                       servers=self._servers)
+        if cfg.faults or cfg.chaos is not None:  # [[faults]], serve --chaos
+            from kafka_wire.startup_faults import install
+            install(self.services.faults, cfg)
         if cfg.http_listen_host is not None:
             self._attach_console()
         host, port = await listen("Kafka", "--listen", cfg.listen_host, cfg.listen_port,

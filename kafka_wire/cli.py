@@ -148,6 +148,8 @@ def _serve(args: argparse.Namespace) -> int:
             config.amqps_optional = True  # the default port: if taken, serve the rest anyway
     if args.capture_dir:
         config.capture_dir = Path(args.capture_dir)
+    if args.chaos is not None:
+        config.chaos = args.chaos
     _check_files(config)
     config.capture_jobs = True  # capture-enabled hubs get their Spark job beside the broker
     run(serve_forever(config))
@@ -346,6 +348,9 @@ def build_parser() -> argparse.ArgumentParser:
                        "--tls-listen host, port 5671, when TLS is on)")
     serve.add_argument("--capture-dir", metavar="DIR", help="Capture output directory whose recent files the "
                        "console shows (read from its _capture_events.jsonl)")
+    serve.add_argument("--chaos", metavar="SEED", type=_int_at_least(0),
+                       help="chaos mode for soak runs: fire a mix of recoverable faults at a low "
+                       "rate on every front end, seeded by SEED (docs/faults.md, Chaos mode)")
     serve.add_argument("--log-level", dest="sub_log_level", metavar="LEVEL", type=_log_level,
                        help="DEBUG, INFO (default), WARNING or ERROR")
     serve.set_defaults(func=_serve)

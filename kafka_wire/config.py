@@ -168,6 +168,11 @@ class BrokerConfig:
     # on first start and kept in DATA_DIR/subscription.key (`kafka-wire token
     # --management` prints it).
     subscription_key: str | None = None
+    # Faults set at start-up: the config file's [[faults]] (control-API specs,
+    # kafka_wire/startup_faults.py) and chaos mode's seed (serve --chaos,
+    # [server] chaos; kafka_wire/chaos.py). docs/faults.md
+    faults: list = field(default_factory=list)
+    chaos: int | None = None
 
     @property
     def power_loss_durable(self) -> bool:

@@ -49,6 +49,7 @@ class _Settings:
         self.server: dict[str, Any] = {}
         self.tls: dict[str, Any] = {}
         self.limits: dict[str, Any] = {}
+        self.faults: list[dict] = []  # [[faults]], checked (kafka_wire/startup_faults.py)
 
 
 # -- Config.json ------------------------------------------------------------------
@@ -143,10 +144,11 @@ _SERVER_KEYS: dict[str, type] = {
     "listen": str, "advertise": str, "tls_listen": str, "tls_advertise": str, "data_dir": str,
     "auto_create_topics": bool, "num_partitions": int, "connections_max_idle_ms": int,
     "failed_authentication_delay_ms": int, "amqp_listen": str, "amqps_listen": str, "https_listen": str,
-    "subscription_key": str, "durability": str, "transaction_max_timeout_ms": int,
+    "subscription_key": str, "durability": str, "transaction_max_timeout_ms": int, "chaos": int,
 }
 _SERVER_MINIMUM = {"num_partitions": 1, "connections_max_idle_ms": 0,
-                   "failed_authentication_delay_ms": 0, "transaction_max_timeout_ms": 1}
+                   "failed_authentication_delay_ms": 0, "transaction_max_timeout_ms": 1,
+                   "chaos": 0}
 _TOML_TYPE_NAMES = {str: 'a string, e.g. "127.0.0.1:9092"', bool: "true or false",
                     int: "a whole number"}
 
@@ -245,13 +247,16 @@ def _durability(t: dict, where: str) -> str | None:
 def load_toml(data: dict, base: Path | None = None) -> tuple[EventHubsModel, _Settings]:
     """``base``: the config file's directory (relative key file paths)."""
     _check_keys(data, {"default_namespace", "server", "tls", "limits", "namespaces", "storage_accounts",
-                       "geo_dr"}, "config")
+                       "geo_dr", "faults"}, "config")
     settings = _Settings()
     settings.server = dict(data.get("server") or {})
     _check_keys(settings.server, set(_SERVER_KEYS), "[server]")
     _check_types(settings.server, _SERVER_KEYS, "[server]")
     if "durability" in settings.server:
         parse_durability(settings.server["durability"])  # refused here, not at start
+    if "faults" in data:
+        from kafka_wire.startup_faults import parse as parse_faults
+        settings.faults = parse_faults(data["faults"])
     settings.tls = dict(data.get("tls") or {})
     settings.limits = dict(data.get("limits") or {})
     Bounds.from_table(settings.limits)  # refused here, with the file's name, not at start
@@ -349,6 +354,7 @@ def apply_config_file(config, path: Path) -> None:
         raise ValueError(f"{path}: [server]: {exc}") from None
     if settings.limits:
         config.bounds = Bounds.from_table(settings.limits)
+    config.faults = list(settings.faults)
     base = Path(path).resolve().parent
     for key, field in (("cert_file", "tls_cert_file"), ("key_file", "tls_key_file"),
                        ("ca_file", "tls_ca_file")):
@@ -382,6 +388,8 @@ def _apply_server(config, server: dict) -> None:
         config.durability = parse_durability(server["durability"])
     if "transaction_max_timeout_ms" in server:
         config.transaction_max_timeout_ms = server["transaction_max_timeout_ms"]
+    if "chaos" in server:
+        config.chaos = server["chaos"]
     if "data_dir" in server:
         config.data_dir = Path(server["data_dir"])
     if "auto_create_topics" in server:
