@@ -26,7 +26,8 @@ from kafka_wire.eventhubs.rights import MANAGE
 from kafka_wire.rest import arm, refusals
 from kafka_wire.rest.http import Request, Response
 from kafka_wire.rest.management import (application_groups, authorization_rules, consumer_groups,
-                                        event_hubs, namespaces, network_rules, schema_groups)
+                                        disaster_recovery, event_hubs, namespaces, network_rules,
+                                        schema_groups)
 from kafka_wire.rest.management.common import BadRequest, Scope, no_route, not_allowed
 
 if TYPE_CHECKING:
@@ -90,10 +91,27 @@ def _route(api: RestApi, request: Request, sub: str, group: str, tail: list[str]
         return arm.fail(404, "ResourceNotFound", f"namespace {name[:64]!r} is not served here")
     if not tail and method == "DELETE":
         _subscription(api, request, "deleting a namespace")
-        return namespaces.delete(api, runtime.name)
+        deleted = namespaces.delete(api, runtime.name)
+        if deleted.status < 300:
+            disaster_recovery.namespace_deleted(api, runtime.name)
+        return deleted
     low = [t.lower() for t in tail]
     hub = tail[1] if len(tail) >= 2 and low[0] == "eventhubs" else None
     scope = Scope(api, request, runtime, base, _manager(api, request, runtime, hub))
+    if method == "GET":
+        return _inside(api, request, scope, tail, low)
+    if low and low[0] in ("eventhubs", "authorizationrules"):
+        refused = disaster_recovery.secondary_refusal(scope)
+        if refused is not None:
+            return refused
+    answer = _inside(api, request, scope, tail, low)
+    if answer.status < 300 and (not low or low[0] != "disasterrecoveryconfigs"):
+        disaster_recovery.after_change(scope)  # a Geo-DR primary's change reaches its secondary
+    return answer
+
+
+def _inside(api: RestApi, request: Request, scope: Scope, tail: list[str], low: list[str]) -> Response:
+    """A request inside an existing namespace, by the resource it names."""
     if not tail:
         return namespaces.namespace(scope)
     if low[0] == "authorizationrules":
@@ -114,7 +132,8 @@ def _route(api: RestApi, request: Request, sub: str, group: str, tail: list[str]
     if low[0] == "applicationgroups":
         return application_groups.application_groups(scope, tail[1:])
     if low[0] == "disasterrecoveryconfigs":
-        return arm.fail(400, "NotSupported", f"{tail[0][:64]} are not emulated by kafka-wire yet")
+        return disaster_recovery.configs(scope, tail[1:],
+                                         lambda partner: _manager(api, request, partner, None))
     return no_route(request)
 
 

@@ -1,0 +1,262 @@
+"""Geo-DR through ``azure-mgmt-eventhub``'s ``disaster_recovery_configs``: an alias
+pairs two Standard namespaces, the primary's hubs, groups and SAS rules reach the
+secondary (made through management or over Kafka), a Kafka producer and the
+Python SDK reach the primary through the alias's connection string, and after a
+failover (on the secondary) the same connection string reaches the secondary.
+Every refusal answers ARM JSON: no or the wrong credential, malformed, huge and
+path-like names and bodies, the tiers and states the service refuses."""
+from __future__ import annotations
+
+import time
+
+import pytest
+import requests
+from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
+from azure.eventhub import EventData, EventHubProducerClient
+from azure.mgmt.eventhub import EventHubManagementClient
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kafka_wire.eventhubs import connection_string
+from kafka_wire.testing import EmulatedBroker
+from tests.eventhubs.conftest import confluent_conf
+from tests.rest.test_management import RG, SUB, OwnerCredential, SasCredential
+
+EAST, WEST, BASIC, BUSY, ALIAS = "contoso-east", "contoso-west", "contoso-basic", "contoso-busy", "contoso-orders"
+EAST_KEY = ("RootManageSharedAccessKey", "ZWFzdC1rZXk=")
+WEST_KEY = ("RootManageSharedAccessKey", "d2VzdC1rZXk=")
+TOML = f"""
+default_namespace = "{EAST}"
+[namespaces.{EAST}]
+tier = "Standard"
+[namespaces.{EAST}.policies.{EAST_KEY[0]}]
+primary_key = "{EAST_KEY[1]}"
+rights = ["Manage", "Send", "Listen"]
+[namespaces.{EAST}.eventhubs.orders]
+partitions = 2
+consumer_groups = ["billing"]
+[namespaces.{WEST}]
+tier = "Standard"
+[namespaces.{WEST}.policies.{WEST_KEY[0]}]
+primary_key = "{WEST_KEY[1]}"
+rights = ["Manage", "Send", "Listen"]
+[namespaces.{BASIC}]
+tier = "Basic"
+[namespaces.{BASIC}.policies.{WEST_KEY[0]}]
+primary_key = "{WEST_KEY[1]}"
+rights = ["Manage", "Send", "Listen"]
+[namespaces.{BUSY}]
+tier = "Standard"
+[namespaces.{BUSY}.policies.{WEST_KEY[0]}]
+primary_key = "{WEST_KEY[1]}"
+rights = ["Manage", "Send", "Listen"]
+[namespaces.{BUSY}.eventhubs.own]
+partitions = 1
+"""
+VERSION = "2026-01-01"
+
+
+def ns_id(name: str) -> str:
+    return f"/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.EventHub/namespaces/{name}"
+
+
+def start(tmp_path) -> EmulatedBroker:
+    config = tmp_path / "dr.toml"
+    config.write_text(TOML)
+    return EmulatedBroker(tmp_path / "data", config_file=config, tls=True, http=True, amqp=True).start()
+
+
+def owner(broker) -> EventHubManagementClient:
+    return EventHubManagementClient(OwnerCredential(broker.subscription_token), SUB,
+                                    base_url=broker.https_url, connection_verify=str(broker.ca_file))
+
+
+def wait_for(predicate, timeout: float = 15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"not true within {timeout} s: {predicate}")
+
+
+def kafka_send(broker, password: str, value: bytes) -> None:
+    errors: list = []
+    p = Producer(confluent_conf(broker.bootstrap_servers, password, **{"message.timeout.ms": 10000}))
+    p.produce("orders", value, partition=0, on_delivery=lambda err, msg: errors.append(err))
+    p.flush(20)
+    assert errors == [None], errors
+
+
+def values(broker, password: str) -> list[bytes]:
+    """What partition 0 of ``orders`` holds, read by a Kafka consumer."""
+    c = Consumer(confluent_conf(broker.bootstrap_servers, password, **{
+        "group.id": "dr-reader", "enable.auto.commit": False}))
+    try:
+        c.assign([TopicPartition("orders", 0, 0)])
+        _, high = c.get_watermark_offsets(TopicPartition("orders", 0), timeout=10)
+        got: list[bytes] = []
+        deadline = time.monotonic() + 15
+        while len(got) < high and time.monotonic() < deadline:
+            m = c.poll(0.5)
+            if m is not None and m.error() is None:
+                got.append(m.value())
+        return got
+    finally:
+        c.close()
+
+
+def test_alias_pairs_copies_metadata_and_follows_the_failover(tmp_path):
+    broker = start(tmp_path)
+    try:
+        mgmt = owner(broker)
+        dr = mgmt.disaster_recovery_configs
+        assert dr.check_name_availability(RG, EAST, {"name": ALIAS}).name_available is True
+        made = dr.create_or_update(RG, EAST, ALIAS, {"properties": {"partnerNamespace": ns_id(WEST)}})
+        assert (made.role, made.partner_namespace, made.provisioning_state) == ("Primary", ns_id(WEST), "Succeeded")
+        seen = dr.get(RG, WEST, ALIAS)
+        assert (seen.role, seen.partner_namespace, seen.pending_replication_operations_count) == \
+            ("Secondary", ns_id(EAST), 0)
+        assert [c.name for c in dr.list(RG, WEST)] == [ALIAS]
+        taken = dr.check_name_availability(RG, EAST, {"name": ALIAS})
+        assert (taken.name_available, taken.reason) == (False, "NameInUse")
+        # the primary's hubs, groups and keys are on the secondary at once
+        assert [h.name for h in mgmt.event_hubs.list_by_namespace(RG, WEST)] == ["orders"]
+        assert [g.name for g in mgmt.consumer_groups.list_by_event_hub(RG, WEST, "orders")] == ["$Default", "billing"]
+        mgmt.event_hubs.create_or_update(RG, EAST, "payments", {"properties": {"partitionCount": 3}})
+        assert mgmt.event_hubs.get(RG, WEST, "payments").partition_count == 3
+        # a hub made over Kafka on the primary follows within the copy interval
+        east_cs = broker.connection_string(namespace=EAST)
+        admin = AdminClient(confluent_conf(broker.bootstrap_servers, east_cs))
+        admin.create_topics([NewTopic("audit", 2)])["audit"].result(15)
+        wait_for(lambda: "audit" in [h.name for h in mgmt.event_hubs.list_by_namespace(RG, WEST)])
+        with pytest.raises(HttpResponseError) as refused:  # the secondary's metadata is the primary's
+            mgmt.event_hubs.create_or_update(RG, WEST, "own", {"properties": {"partitionCount": 1}})
+        assert refused.value.status_code == 400 and "secondary" in str(refused.value)
+        # the alias's keys are the primary's; its connection strings name the alias's host
+        keys = dr.list_keys(RG, EAST, ALIAS, EAST_KEY[0])
+        alias_cs = keys.alias_primary_connection_string
+        assert connection_string.parse(alias_cs).host == f"{ALIAS}.servicebus.windows.net"
+        assert keys.primary_key == EAST_KEY[1]
+        assert [r.name for r in dr.list_authorization_rules(RG, EAST, ALIAS)] == [EAST_KEY[0]]
+        # Kafka and the Python SDK through the alias reach the primary
+        kafka_send(broker, alias_cs, b"before-kafka")
+        amqp = dict(custom_endpoint_address=f"sb://localhost:{broker.amqps_port}",
+                    connection_verify=str(broker.ca_file))
+        with EventHubProducerClient.from_connection_string(alias_cs, eventhub_name="orders", **amqp) as p:
+            p.send_batch([EventData("before-sdk")], partition_id="0")
+        west_cs = connection_string.build("contoso-west.servicebus.windows.net", key_name=EAST_KEY[0],
+                                          key=EAST_KEY[1])  # the secondary has the primary's keys now
+        assert values(broker, east_cs) == [b"before-kafka", b"before-sdk"]
+        assert values(broker, west_cs) == []  # Geo-DR copies metadata, never events
+        with pytest.raises(HttpResponseError) as wrong_side:
+            dr.fail_over(RG, EAST, ALIAS)
+        assert wrong_side.value.status_code == 400
+        with pytest.raises(HttpResponseError) as wrong_side:
+            dr.break_pairing(RG, WEST, ALIAS)
+        assert wrong_side.value.status_code == 400
+        # failover on the secondary: the alias points at it, the pairing is gone
+        dr.fail_over(RG, WEST, ALIAS)
+        after = dr.get(RG, WEST, ALIAS)
+        assert (after.role, after.partner_namespace) == ("PrimaryNotReplicating", "")
+        with pytest.raises(ResourceNotFoundError):
+            dr.get(RG, EAST, ALIAS)
+        kafka_send(broker, alias_cs, b"after-kafka")
+        with EventHubProducerClient.from_connection_string(alias_cs, eventhub_name="orders", **amqp) as p:
+            p.send_batch([EventData("after-sdk")], partition_id="0")
+        assert values(broker, west_cs) == [b"after-kafka", b"after-sdk"]
+        assert values(broker, east_cs) == [b"before-kafka", b"before-sdk"]  # the old primary as it was
+        mgmt.event_hubs.create_or_update(RG, WEST, "own", {"properties": {"partitionCount": 1}})  # no longer a secondary
+        with pytest.raises(HttpResponseError):  # an unpaired alias's primary still breaks nothing
+            dr.break_pairing(RG, WEST, ALIAS)
+    finally:
+        broker.stop()
+    # the alias is kept under the data directory
+    broker = EmulatedBroker(tmp_path / "data", config_file=tmp_path / "dr.toml", tls=True, http=True).start()
+    try:
+        dr = owner(broker).disaster_recovery_configs
+        assert dr.get(RG, WEST, ALIAS).role == "PrimaryNotReplicating"
+        dr.delete(RG, WEST, ALIAS)
+        assert list(dr.list(RG, WEST)) == []
+        assert broker.broker.services.eventhubs.namespace_for_host(f"{ALIAS}.servicebus.windows.net") is None
+    finally:
+        broker.stop()
+
+
+def test_break_pairing_leaves_both_and_refusals_answer_arm_json(tmp_path):
+    broker = start(tmp_path)
+    try:
+        base = f"{broker.https_url}/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.EventHub/namespaces"
+        owner_auth = {"Authorization": f"Bearer {broker.subscription_token}"}
+        east_auth = {"Authorization": "Bearer " + SasCredential(EAST_KEY, EAST).get_token().token}
+        kw = dict(verify=str(broker.ca_file), timeout=10)
+
+        def put(alias, body, headers=owner_auth, ns=EAST, raw=None):
+            url = f"{base}/{ns}/disasterRecoveryConfigs/{alias}?api-version={VERSION}"
+            if raw is not None:
+                return requests.put(url, data=raw, headers=headers, **kw)
+            return requests.put(url, json=body, headers=headers, **kw)
+
+        partner = {"properties": {"partnerNamespace": ns_id(WEST)}}
+        cases = [
+            (put(ALIAS, partner, headers={}), 401, "AuthenticationFailed"),
+            (put(ALIAS, partner, headers={"Authorization": "Bearer not-a-token"}), 401, None),
+            # a Manage key of the primary does not manage the partner whose keys pairing replaces
+            (put(ALIAS, partner, headers=east_auth), 401, None),
+            (put(ALIAS, {"properties": {"partnerNamespace": "../../../etc/passwd"}}), 400, "BadRequest"),
+            (put(ALIAS, {"properties": {"partnerNamespace": "x" * 5000}}), 400, "BadRequest"),
+            (put(ALIAS, {"properties": {"partnerNamespace": 42}}), 400, "BadRequest"),
+            (put(ALIAS, {"properties": {}}), 400, "BadRequest"),
+            (put(ALIAS, None, raw=b"{not json"), 400, "BadRequest"),
+            (put(ALIAS, None, raw=b"[" * 100 + b"]" * 100), 400, "BadRequest"),
+            (put(ALIAS, None, raw=b"\xff\xfe"), 400, "BadRequest"),
+            (put(ALIAS, {"properties": {"partnerNamespace": ns_id(EAST)}}), 400, "BadRequest"),
+            (put(ALIAS, {"properties": {"partnerNamespace": ns_id(BASIC)}}), 400, "BadRequest"),
+            (put(ALIAS, {"properties": {"partnerNamespace": ns_id(BUSY)}}), 400, "BadRequest"),
+            (put(ALIAS, {"properties": {"partnerNamespace": ns_id("nowhere-ns")}}), 400, "BadRequest"),
+            (put("a" * 300, partner), 400, "BadRequest"),
+            (put("..%2F..%2Fetc", partner), 404, "NotFound"),  # decoded into path segments
+            (put(WEST, partner), 400, "BadRequest"),  # the partner's own name
+            (put(ALIAS, partner, ns=BASIC), 400, "BadRequest"),
+        ]
+        for answer, status, code in cases:
+            assert answer.status_code == status, answer.text
+            assert "error" in answer.json(), answer.text
+            if code:
+                assert answer.json()["error"]["code"] == code, answer.text
+        assert broker.broker.services.eventhubs.geo_dr == {}  # nothing was paired
+        check = requests.post(f"{base}/{EAST}/disasterRecoveryConfigs/checkNameAvailability?api-version={VERSION}",
+                              json={"name": "../x"}, headers=owner_auth, **kw).json()
+        assert (check["nameAvailable"], check["reason"]) == (False, "InvalidName")
+        assert requests.get(f"{base}/{EAST}/disasterRecoveryConfigs/{ALIAS}?api-version={VERSION}",
+                            **kw).status_code == 401
+        mgmt = owner(broker)
+        dr = mgmt.disaster_recovery_configs
+        dr.create_or_update(RG, EAST, ALIAS, partner)
+        again = put(ALIAS, partner)  # the same pairing again is no change
+        assert again.status_code == 200 and again.json()["properties"]["role"] == "Primary"
+        other = put(ALIAS, {"properties": {"partnerNamespace": ns_id(BUSY)}})
+        assert (other.status_code, other.json()["error"]["code"]) == (409, "Conflict")
+        second = put("contoso-second", {"properties": {"partnerNamespace": ns_id(WEST)}})
+        assert second.status_code == 400 and "already takes part" in second.json()["error"]["message"]
+        with pytest.raises(HttpResponseError) as paired:
+            dr.delete(RG, EAST, ALIAS)
+        assert paired.value.status_code == 400
+        wait_for(lambda: "orders" in [h.name for h in mgmt.event_hubs.list_by_namespace(RG, WEST)])
+        dr.break_pairing(RG, EAST, ALIAS)
+        broken = dr.get(RG, EAST, ALIAS)
+        assert (broken.role, broken.partner_namespace) == ("PrimaryNotReplicating", "")
+        with pytest.raises(ResourceNotFoundError):
+            dr.get(RG, WEST, ALIAS)
+        # both are left as they are; the alias still names the primary
+        assert [h.name for h in mgmt.event_hubs.list_by_namespace(RG, WEST)] == ["orders"]
+        model = broker.broker.services.eventhubs
+        assert model.namespace_for_host(f"{ALIAS}.servicebus.windows.net") == EAST
+        assert model.namespace_for_host(ALIAS) == EAST  # a plain (Docker) alias name too
+        mgmt.event_hubs.create_or_update(RG, EAST, "later", {"properties": {"partitionCount": 1}})
+        assert "later" not in [h.name for h in mgmt.event_hubs.list_by_namespace(RG, WEST)]
+        dr.delete(RG, EAST, ALIAS)
+        assert model.geo_dr == {}
+    finally:
+        broker.stop()
