@@ -7,6 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+# Seeded: the same examples every run (the rules: no randomness that is not seeded).
+settings.register_profile("geo-offsets", derandomize=True, deadline=None)
+DERANDOMIZED = settings.get_profile("geo-offsets")
+
 from kafka_wire.eventhubs.geo_offsets import (GeoOffset, OffsetSyntaxError, StaleOffset, check,
                                              format_offset, is_legacy, parse_offset, parse_sequence,
                                              refusal, segment_of)
@@ -16,6 +20,7 @@ segments = st.integers(-1, LONG)
 positions = st.integers(0, LONG)
 
 
+@DERANDOMIZED
 @given(segments, positions)
 def test_round_trip(segment, position):
     text = format_offset(segment, position)
@@ -24,6 +29,7 @@ def test_round_trip(segment, position):
     assert not is_legacy(text)
 
 
+@DERANDOMIZED
 @given(st.integers(0, LONG))
 def test_plain_numbers_are_legacy_offsets_and_plain_sequence_numbers(n):
     assert is_legacy(str(n))
@@ -32,7 +38,7 @@ def test_plain_numbers_are_legacy_offsets_and_plain_sequence_numbers(n):
         parse_offset(str(n))
 
 
-@settings(max_examples=400)
+@settings(DERANDOMIZED, max_examples=1500)
 @given(st.one_of(st.text(max_size=80), st.binary(max_size=40).map(lambda b: b.decode("latin-1")),
                  st.from_regex(r"-?[0-9]{0,22}:-?[0-9]{0,22}", fullmatch=True),
                  st.text(alphabet="0123456789:-+ \t٣²", max_size=30)))
@@ -43,8 +49,10 @@ def test_any_text_parses_or_raises_the_syntax_error(text):
         assert "SEGMENT:POSITION" in str(exc)
         assert len(str(exc)) < 300          # a huge input is not echoed whole
         return
-    # what parses is exactly the canonical form
-    assert format_offset(*got) == text
+    # what parses is two integers (the position may carry leading zeros, as in
+    # Java's example '10:0030') that format back to the same offset
+    assert parse_offset(format_offset(*got)) == got
+    assert [int(p) for p in text.split(":")] == list(got)
     assert -1 <= got.segment <= LONG and 0 <= got.position <= LONG
 
 
@@ -87,6 +95,7 @@ def test_history_check():
         check(STARTS, GeoOffset(1, 13), end=12)
 
 
+@settings(DERANDOMIZED, max_examples=500)
 @given(st.lists(st.integers(1, 50), min_size=1, max_size=6), st.integers(0, 400),
        st.integers(-1, 8), st.integers(0, 500))
 def test_history_check_agrees_with_segment_of(gaps, extra, segment, position):
