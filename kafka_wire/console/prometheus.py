@@ -24,6 +24,8 @@ Metric names (all prefixed ``kafkawire_``; labels in braces):
 - ``connections`` {listener}: open client connections
 - ``capture_files_total`` / ``capture_bytes_total`` / ``capture_events_total``
   {namespace, hub}: from the capture job's CaptureFileCreated events
+- ``faults_fired_total`` {kind, namespace}: injected faults that fired (docs/faults.md;
+  the namespace is empty for a Kafka fault not tied to one, e.g. a dropped connection)
 - ``uptime_seconds``; ``info`` {version, cluster_id}
 """
 from __future__ import annotations
@@ -168,6 +170,11 @@ def render(views: ConsoleViews) -> str:
         out.family(name, "counter", help_)
         for (ns, hub), t in sorted(views.capture.totals.items()):
             out.sample(name, t[i], namespace=ns, hub=hub)
+    out.family("faults_fired_total", "counter", "Injected faults that fired (docs/faults.md).")
+    faults = getattr(services, "faults", None)
+    if faults is not None:
+        for (kind, ns), n in sorted(faults.plan.totals.items()):
+            out.sample("faults_fired_total", n, kind=kind, namespace=ns)
     return out.text()
 
 
