@@ -1,0 +1,219 @@
+"""What ten thousand partitions cost a broker (issue 30, item 3): start-up time,
+open descriptors and RSS idle, after touching every partition, and the produce
+byte rate round robin over 1,000 partitions against one partition.
+
+A program, not a test: ``kafka-wire serve`` runs as a child process (so the
+descriptors and RSS are the broker's) with a TOML config declaring a Dedicated
+namespace of 5 capacity units holding 9 hubs of 1,024 partitions and 196 hubs
+of 4: 10,000 partitions. The first start creates them (not measured); each of
+the ``--repeat`` runs then starts the broker on what a clean shutdown left,
+measures it idle, writes one record to every partition, measures again,
+produces with confluent-kafka to 1,000 partitions and to one (same run, the
+order alternating), then kills it with SIGKILL and times a start after that
+crash. Figures are medians of the runs; every produce checks its
+acknowledgements.
+
+    python -m bench.partitions [--repeat 3] [--messages 100000] [--size 1024]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from confluent_kafka import Producer
+
+from bench.run import wait_api_versions
+from kafka_wire.testing.ports import free_port
+from kafka_wire.testing.processes import stop_processes
+
+ROOT = Path(__file__).resolve().parent.parent
+BIG_HUBS, BIG_PARTITIONS = 9, 1024  # Event Hubs Dedicated's largest hub
+SMALL_HUBS, SMALL_PARTITIONS = 196, 4
+TOTAL = BIG_HUBS * BIG_PARTITIONS + SMALL_HUBS * SMALL_PARTITIONS  # 10,000
+SPREAD = 1000  # partitions the round-robin producer writes to
+LIMITS = {"startup_s": 2.0, "fds": 1024, "rss_mb": 150.0}
+
+
+def config_text() -> str:
+    lines = ['default_namespace = "bigpartitions"', "", "[namespaces.bigpartitions]", 'tier = "Dedicated"',
+             "capacity_units = 5", ""]
+    for i in range(BIG_HUBS):
+        lines += [f"[namespaces.bigpartitions.eventhubs.wide{i}]", f"partitions = {BIG_PARTITIONS}", ""]
+    for i in range(SMALL_HUBS):
+        lines += [f"[namespaces.bigpartitions.eventhubs.small{i:03d}]", f"partitions = {SMALL_PARTITIONS}", ""]
+    return "\n".join(lines)
+
+
+def usage(pid: int) -> tuple[int, float]:
+    """(open descriptors, RSS in MB) of process ``pid``."""
+    fds = len(os.listdir(f"/proc/{pid}/fd"))
+    rss = next(int(line.split()[1]) for line in open(f"/proc/{pid}/status") if line.startswith("VmRSS"))
+    return fds, rss / 1024
+
+
+class Broker:
+    def __init__(self, work: Path):
+        self.work = work
+        self.config = work / "big.toml"
+        self.config.write_text(config_text())
+        self.proc: subprocess.Popen | None = None
+        self.port = 0
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> float:
+        """Start it; seconds until it answers ApiVersions."""
+        self.port = free_port()
+        cmd = [sys.executable, "-m", "kafka_wire.cli", "--log-level", "WARNING", "serve",
+               "--config", str(self.config), "--data-dir", str(self.work / "data"),
+               "--listen", self.bootstrap, "--no-http", "--no-amqp"]
+        t0 = time.monotonic()
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(self.work / "stderr.log", "ab"),
+                                     cwd=ROOT)
+        wait_api_versions("127.0.0.1", self.port, timeout=120)
+        return time.monotonic() - t0
+
+    def usage(self) -> tuple[int, float]:
+        return usage(self.proc.pid)
+
+    def stop(self) -> None:
+        stop_processes([self.proc], 120)
+        if self.proc.returncode not in (0, -signal.SIGTERM):
+            raise RuntimeError(f"the broker exited with {self.proc.returncode}: see {self.work}/stderr.log")
+
+    def kill(self) -> None:
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(30)
+
+
+def producer(bootstrap: str) -> Producer:
+    return Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "batch.size": 1_000_000,
+                     "queue.buffering.max.messages": 1_000_000, "queue.buffering.max.kbytes": 1_048_576,
+                     "compression.type": "none", "enable.idempotence": False})
+
+
+def send(p: Producer, items, value: bytes) -> float:
+    """Produce ``value`` to each (topic, partition) in ``items``; seconds until all are acknowledged."""
+    errors: list = []
+    acked = [0]
+
+    def cb(err, _msg):
+        if err is not None:
+            errors.append(err)
+        else:
+            acked[0] += 1
+
+    n = 0
+    start = time.perf_counter()
+    for topic, partition in items:
+        while True:
+            try:
+                p.produce(topic, value, partition=partition, on_delivery=cb)
+                break
+            except BufferError:
+                p.poll(0.005)
+        n += 1
+    left = p.flush(300)
+    elapsed = time.perf_counter() - start
+    if errors or left or acked[0] != n:
+        raise RuntimeError(f"produce failed: {len(errors)} errors, {left} unflushed, {acked[0]}/{n}: {errors[:3]}")
+    return elapsed
+
+
+def every_partition():
+    for i in range(BIG_HUBS):
+        for p in range(BIG_PARTITIONS):
+            yield f"wide{i}", p
+    for i in range(SMALL_HUBS):
+        for p in range(SMALL_PARTITIONS):
+            yield f"small{i:03d}", p
+
+
+def one_run(b: Broker, run: int, messages: int, size: int) -> dict:
+    out = {"startup_s": b.start()}
+    time.sleep(1.0)  # idle: whatever start-up left running has settled
+    out["fds_idle"], out["rss_idle"] = b.usage()
+    p = producer(b.bootstrap)
+    # Metadata for the 205 hubs first: not part of the touch's time.
+    p.list_topics(timeout=60)
+    out["touch_s"] = send(p, every_partition(), b"t")
+    out["fds_touched"], out["rss_touched"] = b.usage()
+    time.sleep(1.0)
+    out["fds_touched_idle"], out["rss_touched_idle"] = b.usage()
+    value = os.urandom(size)
+    wide = [(f"wide{run % BIG_HUBS}", i % SPREAD) for i in range(messages)]
+    one = [(f"wide{(run + 1) % BIG_HUBS}", 0)] * messages
+    send(p, wide[:SPREAD * 2], value)  # connections, metadata and partitions warm for both
+    send(p, one[:1000], value)
+    rates = {}
+    for name, items in (("spread", wide), ("one", one)) if run % 2 == 0 else (("one", one), ("spread", wide)):
+        rates[name] = messages * size / send(p, items, value) / 1e6
+    out["mb_s_spread"], out["mb_s_one"] = rates["spread"], rates["one"]
+    out["ratio"] = rates["spread"] / rates["one"]
+    out["fds_after_produce"], out["rss_after_produce"] = b.usage()
+    del p
+    b.kill()  # a crash: the next start recovers nothing until a partition is used
+    out["startup_after_kill_s"] = b.start()
+    time.sleep(1.0)
+    out["fds_after_kill"], out["rss_after_kill"] = b.usage()
+    b.stop()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--messages", type=int, default=100_000, help="records per produce run (default 100000)")
+    ap.add_argument("--size", type=int, default=1024, help="record value bytes (default 1024)")
+    ap.add_argument("--quick", action="store_true", help="one run of 30000 records")
+    args = ap.parse_args()
+    if args.quick:
+        args.repeat, args.messages = 1, 30_000
+    with tempfile.TemporaryDirectory(prefix="bench-partitions-") as tmp:
+        b = Broker(Path(tmp))
+        created = b.start()
+        b.stop()
+        print(f"{TOTAL} partitions ({BIG_HUBS} hubs x {BIG_PARTITIONS} + {SMALL_HUBS} hubs x {SMALL_PARTITIONS}); "
+              f"first start (creating them) {created:.2f} s")
+        runs = []
+        for r in range(args.repeat):
+            runs.append(one_run(b, r, args.messages, args.size))
+            print(f"run {r + 1}: " + ", ".join(f"{k} {v:.3g}" for k, v in runs[-1].items()), flush=True)
+    med = {k: statistics.median(run[k] for run in runs) for k in runs[0]}
+    rows = [
+        ("start-up (s), after a clean shutdown", med["startup_s"], LIMITS["startup_s"], "max"),
+        ("start-up (s), after kill -9", med["startup_after_kill_s"], LIMITS["startup_s"], "max"),
+        ("open descriptors, idle after start", med["fds_idle"], LIMITS["fds"], "max"),
+        ("RSS MB, idle after start", med["rss_idle"], LIMITS["rss_mb"], "max"),
+        (f"open descriptors, after writing all {TOTAL}", med["fds_touched"], LIMITS["fds"], "max"),
+        ("open descriptors, 1 s idle after that", med["fds_touched_idle"], LIMITS["fds"], "max"),
+        (f"RSS MB, after writing all {TOTAL}", med["rss_touched"], LIMITS["rss_mb"], "max"),
+        (f"seconds to write 1 record to each of {TOTAL}", med["touch_s"], None, ""),
+        ("open descriptors, after the produce runs", med["fds_after_produce"], LIMITS["fds"], "max"),
+        ("open descriptors, idle after kill -9 + start", med["fds_after_kill"], LIMITS["fds"], "max"),
+        ("RSS MB, idle after kill -9 + start", med["rss_after_kill"], LIMITS["rss_mb"], "max"),
+        (f"produce MB/s, round robin over {SPREAD} partitions", med["mb_s_spread"], None, ""),
+        ("produce MB/s, one partition", med["mb_s_one"], None, ""),
+        (f"{SPREAD}-partition / 1-partition byte rate", med["ratio"], 0.70, "min"),
+    ]
+    print(f"\nmedians of {len(runs)} runs, {args.messages} x {args.size} B per produce run")
+    print(f"{'figure':<48} {'value':>10} {'limit':>8} {'ratio':>7}  goal")
+    for name, value, limit, kind in rows:
+        if limit is None:
+            print(f"{name:<48} {value:>10.3g}")
+            continue
+        ok = value <= limit if kind == "max" else value >= limit
+        print(f"{name:<48} {value:>10.3g} {limit:>8g} {value / limit:>7.2f}  {'met' if ok else 'MISSED'}")
+
+
+if __name__ == "__main__":
+    main()
