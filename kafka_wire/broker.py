@@ -187,6 +187,9 @@ class Broker:
             subscription=Subscription(model, cfg.subscription_key, data_dir))
         self.logs = self.services.default.topics.logs
         self._attach_coordinators(data_dir)
+        for ns in namespaces.values():
+            if ns.geo is not None:
+                ns.geo.start()
         if self.managed is not None:
             self.managed.apply(model)
         configure_eventhubs(self.services)
@@ -368,6 +371,8 @@ class Broker:
                               auto_create=cfg.auto_create_topics, topic_defaults={})
         ns = NamespaceRuntime(name=name, topics=topics, policy=Door())
         ns.door.bind(ns, self._report, self.clock, self._model, cfg.bounds)
+        if configured is not None and configured.geo_replication is not None:
+            self.enable_geo(ns, configured.geo_replication, default_log)
         if cfg.log_cleaner_interval_ms > 0:
             # Compaction runs on its own thread; it takes a partition's lock only to swap.
             ns.cleaner = LogCleaner(logs, interval_ms=cfg.log_cleaner_interval_ms, clock=self.clock.now_ms)
@@ -382,6 +387,30 @@ class Broker:
         if not self.config.in_memory:
             geo_dr.load(self.services.eventhubs, data_dir)
         self._closers.append(geo_dr.follow(self.services, self.managed, self.hubs_changed))
+
+    def enable_geo(self, ns: NamespaceRuntime, settings, default_log: LogConfig | None = None):
+        """Make ``ns`` geo-replicated (the config's replicas, or the management API's):
+        its secondaries' logs live under DATA_DIR/_geo/<namespace>/."""
+        from kafka_wire import replication
+
+        geo = replication.attach(ns, settings, Path(self.config.data_dir), self.clock,
+                                 default_log or ns.topics.logs.default_config,
+                                 close_connections=lambda: self.close_connections(ns, "failed over"))
+        if self._serving:  # made at runtime: its coordinators are open already
+            geo.start()
+        return geo
+
+    def close_connections(self, runtime: NamespaceRuntime, why: str) -> None:
+        """Close every Kafka and AMQP connection bound to ``runtime`` (AMQP ones with
+        amqp:connection:forced): its clients reconnect."""
+        for server in self._servers():
+            for conn in list(server.connections):
+                if conn.state is not None and conn.state.namespace is runtime:
+                    conn.close()
+        if self.amqp_server is not None:
+            for conn in list(self.amqp_server.connections):
+                if conn.namespace is runtime:
+                    conn.forced(f"namespace {runtime.name} {why}: reconnect")
 
     def hubs_changed(self) -> None:
         """The management API changed hubs: capture jobs follow their settings."""
@@ -420,6 +449,8 @@ class Broker:
             for conn in list(self.amqp_server.connections):
                 if conn.namespace is runtime:
                     conn.close()
+        if runtime.geo is not None:
+            runtime.geo.delete_data()
         self._close_coordinators(name)
         if runtime.cleaner is not None:
             runtime.cleaner.stop()
@@ -537,6 +568,8 @@ class Broker:
             for ns in self.services.namespaces.values():
                 if ns.cleaner is not None:
                     ns.cleaner.stop()
+                if ns.geo is not None:
+                    ns.geo.close()
                 ns.topics.logs.close()
         self.logs = None
 

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from kafka_wire.faults import Faults
     from kafka_wire.fetch_sessions import FetchSessionCache
     from kafka_wire.log.cleaner import LogCleaner
+    from kafka_wire.replication.geo import GeoReplication
     from kafka_wire.topics import TopicManager
 
 
@@ -71,6 +72,9 @@ class NamespaceRuntime:
     quota: ThroughputQuota | None = None
     cleaner: LogCleaner | None = None
     frame_limit: int | None = None
+    # A geo-replicated namespace's replicas (kafka_wire.replication.geo.GeoReplication):
+    # roles, lag, promotion; None for any other namespace (docs/georeplication.md).
+    geo: GeoReplication | None = None
     # hub (lower case) -> the partition the last keyless send went to, whichever front end
     # (AMQP, HTTPS, the console) sent it: one round robin per hub, as the service has.
     _round_robin: dict[str, int] = field(default_factory=dict, repr=False)

@@ -46,7 +46,19 @@ class TopicManager:
         self._epochs: dict[tuple[str, int], list[tuple[int, int]]] = {}
         # Hooks the Event Hubs layer and metrics attach to.
         self.on_append = None
+        # A geo-replicated namespace's replication (kafka_wire.replication.geo): told of
+        # every append and hub change; None otherwise (one attribute check per append).
+        self.replication = None
         self._refresh_ids()
+
+    def switch_logs(self, logs: LogManager) -> None:
+        """Serve from ``logs`` from now on (a geo-replicated namespace's new primary):
+        cached views and ids are rebuilt, waiting fetches are woken."""
+        self.logs = logs
+        self._views.clear()
+        self._refresh_ids()
+        for key in list(self._waiters):
+            self._wake(key)
 
     # -- naming and lookup --------------------------------------------------
     def _refresh_ids(self) -> None:
@@ -160,6 +172,8 @@ class TopicManager:
         merged.update(configs or {})
         self.logs.create_topic(name, partitions or self.num_partitions, merged)
         self._refresh_ids()  # the log manager logs the creation, once
+        if self.replication is not None:
+            self.replication.changed()
         return self.get(name)
 
     def delete(self, name: str) -> None:
@@ -168,18 +182,26 @@ class TopicManager:
         for key in [k for k in self._waiters if k[0] == name]:
             self._wake(key)
         log.info("deleted topic %s", name)
+        if self.replication is not None:
+            self.replication.changed()
 
     def create_partitions(self, name: str, total: int) -> None:
         """Grow a topic to ``total`` partitions; on failure it keeps its old count
         and the new partitions' directories are removed."""
         self.logs.create_partitions(name, total)
+        if self.replication is not None:
+            self.replication.changed()
 
     def alter_config(self, name: str, overrides: dict[str, str]) -> None:
         self.logs.alter_topic_config(name, overrides)
+        if self.replication is not None:
+            self.replication.changed()
 
     def replace_configs(self, name: str, overrides: dict[str, str]) -> None:
         """Make ``overrides`` the topic's whole override set (others go back to defaults)."""
         self.logs.alter_topic_config(name, overrides, replace=True)
+        if self.replication is not None:
+            self.replication.changed()
 
     # -- data path ----------------------------------------------------------
     def append(self, topic: str, partition: int, records, now_ms: int, headers=None):
@@ -192,6 +214,8 @@ class TopicManager:
             self._wake(key)
         if self.on_append is not None:
             self.on_append(topic, partition, info)
+        if self.replication is not None:
+            self.replication.appended(topic, partition, info)
         return info
 
     def append_control(self, topic: str, partition: int, producer_id: int, producer_epoch: int,
@@ -202,6 +226,8 @@ class TopicManager:
         key = (topic, partition)
         if key in self._waiters:
             self._wake(key)
+        if self.replication is not None:
+            self.replication.appended(topic, partition, info)
         return info
 
     def _wake(self, key: tuple[str, int]) -> None:

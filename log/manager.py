@@ -133,10 +133,12 @@ class LogManager:
 
     # -- topic administration ---------------------------------------------------
 
-    def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None) -> TopicInfo:
+    def create_topic(self, name: str, partitions: int, configs: Mapping[str, str] | None = None,
+                     *, topic_id: str | None = None) -> TopicInfo:
         """Create a topic and open its partitions. Raises ValueError for a bad
         name, partition count or config, TopicExists if it (or a name that
-        collides with it) exists."""
+        collides with it) exists. ``topic_id``: keep another log's id (a replica's
+        copy of a topic), else a new one."""
         validate_topic_name(name)
         if partitions < 1:
             raise ValueError(f"topic {name!r}: the number of partitions must be at least 1, not {partitions}")
@@ -150,7 +152,8 @@ class LogManager:
             for other in self._topics:
                 if collision_key(other) == collision:
                     raise TopicExists(f"topic {name!r} collides with existing topic {other!r} ('.' and '_' clash)")
-            info = TopicInfo(name, str(uuid.uuid4()), partitions, overrides, config, created_ms=self._clock())
+            info = TopicInfo(name, topic_id or str(uuid.uuid4()), partitions, overrides, config,
+                             created_ms=self._clock())
             made: list[Path] = []
             try:
                 for p in range(partitions):

@@ -256,6 +256,38 @@ class PartitionLog:
                 seg.base_position + position, stored,
             )
 
+    def append_as_follower(self, data, append_ms: list[int]) -> int:
+        """Kafka's appendAsFollower: write batches exactly as another log stored them
+        (offsets assigned, log-append times set, control batches included), each with
+        its append time from ``append_ms``. The first must start at or after the log
+        end offset (a gap, as compaction leaves, is allowed); the bytes are validated
+        (CRC) but never patched, and producer state follows them as on replay.
+        Returns the new log end offset."""
+        headers = [h for _pos, h in rb.iter_batches(data)]
+        if sum(h.size for h in headers) != len(data):
+            raise InvalidRecord("replicated data does not end at a batch boundary")
+        pos = 0
+        for h in headers:  # stored bytes, but they crossed a link: check them
+            if rb.crc32c(data[pos + rb.ATTRIBUTES_OFFSET:pos + h.size]) != h.crc:
+                raise InvalidRecord(f"replicated batch at offset {h.base_offset} fails its CRC-32C check")
+            pos += h.size
+        if len(headers) != len(append_ms):
+            raise ValueError(f"{len(headers)} batches but {len(append_ms)} append times")
+        with self._lock:
+            self._check_open()
+            leo = self.log_end_offset
+            if headers and headers[0].base_offset < leo:
+                raise ValueError(f"replicated batch at offset {headers[0].base_offset} is below the "
+                                 f"log end offset {leo}")
+            pos = 0
+            for header, ms in zip(headers, append_ms):
+                one = data[pos:pos + header.size]
+                aborted: list[AbortedTxn] = []
+                self._producers.apply(header, one, 0, ms, aborted)
+                self._write(one, [header], ms, ms, aborted[0] if aborted else None)
+                pos += header.size
+            return self.log_end_offset
+
     def _write(
         self, buf, stored: list[BatchHeader], now_ms: int, append_time: int, aborted: AbortedTxn | None = None
     ) -> tuple[LogSegment, int]:
@@ -574,6 +606,16 @@ class PartitionLog:
         with self._lock:
             return self._producers.describe()
 
+    def forget_producers(self, producer_ids, now_ms: int) -> None:
+        """Drop these producers' state as if it had expired: their next batch gets
+        UNKNOWN_PRODUCER_ID and they reset their sequence (a geo-replica promoted
+        without the last batches they were acknowledged for)."""
+        with self._lock:
+            producers = self._producers
+            for pid in producer_ids:
+                if producers.producers.pop(pid, None) is not None:
+                    producers.forgotten[pid] = now_ms
+
     def expire_producers(self, now_ms: int) -> int:
         """Forget producers idle for producer_id_expiration_ms (and with no
         open transaction); returns how many. Call periodically."""
@@ -731,18 +773,7 @@ class PartitionLog:
                 return
             if offset <= self._segments[0].base_offset:
                 # Nothing survives: start over at offset, keeping Event Hubs positions increasing.
-                first = self._segments[0]
-                for seg in reversed(self._segments):
-                    seg.delete()
-                self._segments = [LogSegment.create(self.directory, offset, first.base_position, self.config)]
-                lower_recovery_point(self.directory, offset)
-                write_position_anchor(self.directory, offset, first.base_position)
-                self._set_log_start_offset(offset, allow_decrease=True)
-                # As Kafka's truncateFullyAndStartAt: no producer state survives.
-                self._producers.delete_snapshots(above=-1)
-                self._producers.reset(offset)
-                self._producers.incomplete = offset > 0
-                self._handles.touch(self, self._segments[-1].open_descriptors)
+                self._start_over_at(offset, self._segments[0].base_position)
                 return
             i = _index_of(self._segments, offset)
             for seg in reversed(self._segments[i + 1 :]):
@@ -756,6 +787,27 @@ class PartitionLog:
             if self._segments[i].positions is not None:
                 self._roll()  # a compacted segment takes no appends (see LogSegment)
             self._handles.touch(self, self._segments[-1].open_descriptors)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Kafka's truncateFullyAndStartAt: every segment goes, and the (empty) log
+        starts at ``offset``, before or past its old end (a follower whose leader's
+        retention removed what it lacked)."""
+        with self._lock:
+            self._check_open()
+            self._start_over_at(offset, self._segments[-1].base_position + self._segments[-1].size)
+
+    def _start_over_at(self, offset: int, position: int) -> None:
+        for seg in reversed(self._segments):
+            seg.delete()
+        self._segments = [LogSegment.create(self.directory, offset, position, self.config)]
+        lower_recovery_point(self.directory, offset)
+        write_position_anchor(self.directory, offset, position)
+        self._set_log_start_offset(offset, allow_decrease=True)
+        # As Kafka's truncateFullyAndStartAt: no producer state survives.
+        self._producers.delete_snapshots(above=-1)
+        self._producers.reset(offset)
+        self._producers.incomplete = offset > 0
+        self._handles.touch(self, self._segments[-1].open_descriptors)
 
     # -- durability -------------------------------------------------------------
 

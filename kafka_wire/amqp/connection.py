@@ -73,6 +73,7 @@ CONDITIONS: dict[Refusal, str] = {
     Refusal.UNSUPPORTED: NOT_ALLOWED,
     Refusal.DISABLED: NOT_ALLOWED,
     Refusal.BUSY: SERVER_BUSY,        # over the throughput units for longer than a send waits
+    Refusal.REPLICATION: SERVER_BUSY,  # geo-replication lag past its limit, or failing over: retriable
     Refusal.FAILED: INTERNAL,
 }
 
@@ -557,6 +558,9 @@ class AmqpConnection(asyncio.Protocol):
         if handler is not None:
             link.kw_node = handler
             self.handlers.add(handler)
+            if getattr(self.namespace, "geo", None) is not None:  # geo-replicated
+                from kafka_wire.amqp import georeplication
+                georeplication.offer(self, link)
 
     def desired_capabilities(self, link_name: str) -> set[str]:
         """The capabilities the peer's attach of ``link_name`` desired (proton's

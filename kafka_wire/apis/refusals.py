@@ -57,6 +57,9 @@ REASON_ERRORS: dict[Refusal, type[Errors.BrokerResponseError]] = {
     Refusal.UNSUPPORTED: Errors.PolicyViolationError,
     Refusal.DISABLED: Errors.PolicyViolationError,
     Refusal.BUSY: Errors.PolicyViolationError,
+    # Kafka's own word for "not enough replicas have it" (retriable): clients retry
+    # until the secondaries catch up or their delivery timeout ends.
+    Refusal.REPLICATION: Errors.NotEnoughReplicasError,
     Refusal.FAILED: Errors.KafkaStorageError,
 }
 

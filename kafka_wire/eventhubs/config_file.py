@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_wire.config import parse_durability, parse_host_port
+from kafka_wire.eventhubs import geo
 from kafka_wire.eventhubs.bounds import Bounds
 from kafka_wire.eventhubs.oauth import OAuthSettings
 from kafka_wire.eventhubs.model import (
@@ -194,7 +195,7 @@ _HUB_KEYS = {"partitions", "retention_hours", "cleanup_policy", "tombstone_reten
 _NS_KEYS = {"tier", "mode", "throughput_units", "processing_units", "capacity_units",
             "auto_inflate_max", "auth", "policies", "eventhubs", "hosts", "default",
             "default_partitions", "default_retention_hours", "max_message_bytes",
-            "close_large_frames", "oauth", "durability"}
+            "close_large_frames", "oauth", "durability", "geo_replication"}
 _OAUTH_KEYS = {"allow_unsigned", "hs256_keys", "public_keys", "public_key_files", "issuer",
                "audiences"}
 
@@ -289,7 +290,9 @@ def load_toml(data: dict, base: Path | None = None) -> tuple[EventHubsModel, _Se
             default_retention_hours=t.get("default_retention_hours"),
             max_message_bytes=t.get("max_message_bytes"),
             close_large_frames=bool(t.get("close_large_frames", False)),
-            oauth=_oauth(t.get("oauth"), f"{where}, oauth", base), durability=_durability(t, where))
+            oauth=_oauth(t.get("oauth"), f"{where}, oauth", base), durability=_durability(t, where),
+            geo_replication=(geo.parse_table(t["geo_replication"], f"[namespaces.{name}.geo_replication]")
+                             if "geo_replication" in t else None))
         namespaces[name] = ns
         if t.get("default"):
             if default and default != name:

@@ -303,6 +303,7 @@ class Namespace:
     # never by a plain host name (those stay with the namespaces the operator configured)
     created_at_runtime: bool = False
     durability: str | None = None          # crash | power-loss; None: the broker's (serve --durability)
+    geo_replication: Any = None            # eventhubs.geo.GeoSettings: replicas in other regions (Premium, Dedicated)
 
     @property
     def strict(self) -> bool:
@@ -408,6 +409,12 @@ class Namespace:
         if len(self.policies) > 12:
             raise ValueError(f"{where}: {len(self.policies)} SAS policies: Event Hubs allows 12 "
                              "per namespace")
+        if self.geo_replication is not None:
+            from kafka_wire.eventhubs.geo import tier_error
+            problem = tier_error(self.tier.value, self.name)
+            if problem:
+                raise ValueError(f"{where}: {problem}")
+            self.geo_replication.validate(f"{where}, geo_replication")
         for hub in self.hubs.values():
             hub.validate(f"{where}, event hub {hub.name!r}")
             if self.strict:

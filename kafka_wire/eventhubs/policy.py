@@ -229,6 +229,11 @@ class NamespacePolicy:
         denied = self._need(principal, SEND, hub, "producing")
         if denied:
             return Admission(denied)
+        geo = self.runtime.geo
+        if geo is not None:  # past the replication lag limit, or failing over
+            denied = geo.admission()
+            if denied:
+                return Admission(denied)
         ns = self.runtime.model
         if ns is None:
             return Admission(None)

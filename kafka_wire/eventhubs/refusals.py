@@ -29,6 +29,7 @@ class Refusal(Enum):
     UNSUPPORTED = "unsupported"          # a feature the namespace's tier does not have
     DISABLED = "disabled"                # the entity is not Active (an event hub's status)
     BUSY = "busy"                        # over the throughput units for longer than the client waits
+    REPLICATION = "replication"          # geo-replication: lag past its limit, quorum paused, failing over
     FAILED = "failed"                    # the broker failed (storage): not the client's doing
 
 

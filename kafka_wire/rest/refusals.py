@@ -19,6 +19,7 @@ STATUS: dict[Refusal, int] = {
     Refusal.UNSUPPORTED: 403,      # the tier's rules (Event Hubs answers policy refusals with 403)
     Refusal.DISABLED: 403,
     Refusal.BUSY: 503,             # over the throughput units for longer than ?timeout=
+    Refusal.REPLICATION: 503,      # geo-replication lag past its limit, or failing over: retry
     Refusal.FAILED: 503,           # the log failed the append (a storage error): retry later
 }
 

@@ -1,0 +1,676 @@
+"""A geo-replicated namespace as the broker runs it: ``runtime.geo``.
+
+:class:`GeoReplication` keeps one :class:`~.store.ReplicaStore` per region. The
+primary's store is the one the namespace serves from (``runtime.topics.logs``);
+each secondary is fed by a :class:`_Link` with the messages of :mod:`.stream`:
+batches read back from the primary's log from the replica's end (as a Kafka
+follower fetches), and the namespace's metadata (hubs, checkpoints, settings).
+
+- Synchronous (``max_lag_seconds == 0``): every append is shipped before it is
+  acknowledged (the append hook ships inline, on the event loop), and a send is
+  refused while fewer than a quorum of replicas can take it (a paused one).
+- Asynchronous (300..86400 s): appends are acknowledged at once and shipped
+  right after; a paused replica falls behind, and once the quorum's lag passes
+  ``max_lag_seconds`` sends to the primary are refused. Lag is measured on the
+  broker's clock (a test's virtual clock moves it without sleeping).
+
+The refusal is :attr:`Refusal.REPLICATION <kafka_wire.eventhubs.refusals.Refusal>`:
+Kafka NOT_ENOUGH_REPLICAS (retriable), AMQP ``com.microsoft:server-busy``, HTTP 503.
+
+Promotion (:meth:`GeoReplication.promote`) makes a secondary the primary: planned
+waits until it has everything (sends are refused meanwhile), forced switches at
+once and what had not replicated is gone. A new *segment* (replication epoch)
+begins; per partition it begins at the new primary's log end offset. The old
+primary becomes a secondary: its divergent tail is truncated and it re-syncs.
+The namespace's connections are closed (clients reconnect to the new primary).
+See docs/georeplication.md.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from kafka_wire.eventhubs.geo import (
+    MAX_REPLICAS, GeoSettings, location_error, max_lag_error, normalize_location,
+)
+from kafka_wire.eventhubs.refusals import Denial, Refusal, Refused
+from kafka_wire.log.manager import LogManager
+from kafka_wire.log.recovery import write_atomic
+from kafka_wire.replication.store import GEO_DIR, STATE_FILE, ReplicaStore
+from kafka_wire.replication.stream import Batches, HubMeta, Metadata
+
+if TYPE_CHECKING:
+    from kafka_wire.context import NamespaceRuntime
+    from kafka_wire.coordinator.clock import Clock
+    from kafka_wire.log.config import LogConfig
+
+__all__ = ["GeoReplication", "GeoError", "ReplicaView", "GeoChange", "Promotion", "PRIMARY", "SECONDARY"]
+
+log = logging.getLogger(__name__)
+
+PRIMARY, SECONDARY = "Primary", "Secondary"
+SHIP_BYTES = 1024 * 1024      # one read of the primary's log per step of a partition's shipping
+METADATA_EVERY_MS = 1000      # checkpoints and settings are shipped at least this often
+
+
+class GeoError(Refused):
+    """A geo-replication request refused (unknown replica, a promotion in progress,
+    a bad value): ``reason`` is a :class:`Refusal` each surface maps to its words."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaView:
+    """One replica as surfaces show it. ``lag_seconds``: how old the oldest event
+    the replica lacks is (0 when it has everything; always 0 for the primary);
+    ``lag_events``: how many events it lacks over all partitions."""
+    location: str
+    role: str                 # "Primary" | "Secondary"
+    lag_seconds: float
+    lag_events: int
+    paused: bool
+    state: str                # "Ready" | "CatchingUp" | "Paused"
+
+    def to_json(self) -> dict:
+        return {"location": self.location, "role": self.role, "lag_seconds": round(self.lag_seconds, 3),
+                "lag_events": self.lag_events, "paused": self.paused, "state": self.state}
+
+
+@dataclass(frozen=True, slots=True)
+class GeoChange:
+    """What a change listener hears: ``kind`` one of promoted, paused, resumed,
+    added, removed, max-lag; ``location`` the replica concerned (None for max-lag)."""
+    kind: str
+    location: str | None
+    segment: int
+    detail: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Promotion:
+    """A finished promotion: ``lost`` maps (hub, partition) to the offsets
+    [first, end) the old primary had and the new one does not (forced only)."""
+    location: str
+    previous: str
+    forced: bool
+    segment: int
+    lost: dict[tuple[str, int], tuple[int, int]]
+    waited_ms: int            # from the request until the new primary serves (wall clock)
+
+    @property
+    def lost_events(self) -> int:
+        return sum(end - first for first, end in self.lost.values())
+
+    def to_json(self) -> dict:
+        return {"location": self.location, "previous": self.previous, "forced": self.forced,
+                "segment": self.segment, "lost_events": self.lost_events, "waited_ms": self.waited_ms,
+                "lost": [{"hub": h, "partition": p, "from": a, "to": b} for (h, p), (a, b) in self.lost.items()]}
+
+
+class _Link:
+    """The primary's side of one secondary: paused or not, and since when it lacks events."""
+    __slots__ = ("store", "paused", "behind_since_ms", "shipped_meta")
+
+    def __init__(self, store: ReplicaStore, paused: bool = False) -> None:
+        self.store = store
+        self.paused = paused
+        self.behind_since_ms: int | None = None  # append time of the oldest event not shipped
+        self.shipped_meta: Metadata | None = None
+
+
+class GeoReplication:
+    """``runtime.geo`` of a geo-replicated namespace (None for any other)."""
+
+    def __init__(self, runtime: NamespaceRuntime, settings: GeoSettings, data_dir: Path, clock: Clock,
+                 default_log: LogConfig) -> None:
+        self.runtime = runtime
+        self.namespace = runtime.name
+        self.clock = clock
+        self._default_log = default_log
+        self._root = Path(data_dir) / GEO_DIR / runtime.name
+        self._root.mkdir(parents=True, exist_ok=True)
+        self._data_dir = Path(data_dir)
+        self._listeners: list[Callable[[GeoChange], None]] = []
+        self._promoting: str | None = None
+        self._pass_pending = False
+        self._timer = None
+        self._closed = False
+        # Set by the broker: closes the namespace's Kafka and AMQP connections.
+        self.close_connections: Callable[[], None] = lambda: None
+        state = self._load_state()
+        if state is None:  # first start: the configured replicas
+            self.home = settings.primary           # whose logs are DATA_DIR/<namespace>
+            self.primary_location = settings.primary
+            self.max_lag_seconds = settings.max_lag_seconds
+            self.segment = 0
+            self._starts: dict[tuple[str, int], list[tuple[int, int]]] = {}
+            locations, paused = list(settings.locations), set()
+        else:
+            self.home = state["home"]
+            self.primary_location = state["primary"]
+            self.max_lag_seconds = int(state["max_lag_seconds"])
+            self.segment = int(state["segment"])
+            self._starts = {(h, int(p)): [(int(s), int(o)) for s, o in rows]
+                            for h, parts in state["starts"].items() for p, rows in parts.items()}
+            locations, paused = list(state["locations"]), set(state.get("paused", []))
+        home_logs = runtime.topics.logs
+        self._stores: dict[str, ReplicaStore] = {}
+        for loc in locations:
+            logs = home_logs if loc == self.home else LogManager(self._root / loc, default_log)
+            self._stores[loc] = ReplicaStore(loc, logs, self._root / f"{loc}.json")
+        self._links = {loc: _Link(self._stores[loc], loc in paused)
+                       for loc in locations if loc != self.primary_location}
+        if self.primary_location != self.home:  # promoted before a restart: serve from it
+            self._serve_from(self._stores[self.primary_location].logs)
+            if self.home is None:  # the first primary was removed: its (empty) logs are not used
+                home_logs.close()
+        runtime.topics.replication = self
+        self._save_state()
+
+    # -- what surfaces read ------------------------------------------------------------
+    @property
+    def synchronous(self) -> bool:
+        return self.max_lag_seconds == 0
+
+    @property
+    def locations(self) -> list[str]:
+        """Every region, the primary first."""
+        return [self.primary_location, *self._links]
+
+    @property
+    def replicas(self) -> list[ReplicaView]:
+        """Every replica, the primary first, with role, lag and state."""
+        out = [ReplicaView(self.primary_location, PRIMARY, 0.0, 0, False, "Ready")]
+        now = self.clock.now_ms()
+        for loc, link in self._links.items():
+            events = self._lag_events(link)
+            state = "Paused" if link.paused else ("CatchingUp" if events else "Ready")
+            out.append(ReplicaView(loc, SECONDARY, self._lag_s(link, now), events, link.paused, state))
+        return out
+
+    def replica(self, location: str) -> ReplicaView:
+        """One replica's view; GeoError NOT_FOUND for an unknown location."""
+        loc = self._known(location)
+        return next(r for r in self.replicas if r.location == loc)
+
+    def segment_starts(self, hub: str, partition: int) -> list[tuple[int, int]]:
+        """[(segment, the sequence number it began at)] for one partition, oldest first:
+        segment 0 begins at 0; each promotion adds the new primary's log end offset."""
+        return [(0, 0), *self._starts.get((hub, partition), ())]
+
+    def segment_of(self, hub: str, partition: int, sequence_number: int) -> int:
+        """The segment in which ``sequence_number`` was (or will be) written."""
+        found = 0
+        for seg, start in self.segment_starts(hub, partition):
+            if sequence_number >= start:
+                found = seg
+        return found
+
+    def position_valid(self, hub: str, partition: int, segment: int, sequence_number: int) -> bool:
+        """Whether a position taken in ``segment`` (a checkpoint or an offset string)
+        still names the same event now: true in the current segment, and in an older
+        one only below the start of the segment after it (what every later primary
+        received); a newer segment than the current one is unknown: false."""
+        if segment == self.segment:
+            return True
+        if segment > self.segment or segment < 0:
+            return False
+        starts = self.segment_starts(hub, partition)
+        later = [start for seg, start in starts if seg > segment]
+        return not later or sequence_number <= min(later)
+
+    def add_listener(self, listener: Callable[[GeoChange], None]) -> Callable[[], None]:
+        """Call ``listener(change)`` after each change (on the event loop); returns
+        a function that removes it. A listener's exception is logged, not raised."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def to_json(self) -> dict:
+        return {"namespace": self.namespace, "primary": self.primary_location,
+                "max_lag_seconds": self.max_lag_seconds, "synchronous": self.synchronous,
+                "segment": self.segment, "promoting": self._promoting,
+                "replicas": [r.to_json() for r in self.replicas]}
+
+    # -- the door asks before every send -------------------------------------------------
+    def admission(self) -> Denial | None:
+        """None when the primary may take a send now; else why not (Refusal.REPLICATION)."""
+        if self._promoting is not None:
+            return Denial(Refusal.REPLICATION, f"namespace {self.namespace!r} is failing over to "
+                                               f"{self._promoting}: retry in a moment")
+        if not self._links:
+            return None
+        needed = self._quorum()
+        if self.synchronous:
+            ready = sum(1 for link in self._links.values() if not link.paused)
+            if ready < needed:
+                return Denial(Refusal.REPLICATION, (
+                    f"namespace {self.namespace!r} replicates synchronously and {needed} secondary "
+                    f"replica(s) must take each send, but only {ready} can (paused: "
+                    f"{', '.join(l for l, k in self._links.items() if k.paused)}): retry once they resume"))
+            return None
+        lag = self.quorum_lag_seconds()
+        if lag > self.max_lag_seconds:
+            return Denial(Refusal.REPLICATION, (
+                f"namespace {self.namespace!r}: replication lag {lag:.0f} s exceeds "
+                f"maxReplicationLagDurationInSeconds {self.max_lag_seconds}: sends to the primary "
+                "fail until the secondaries catch up"))
+        return None
+
+    def quorum_lag_seconds(self) -> float:
+        """The lag of the quorum: the smallest lag that ``quorum`` secondaries are within."""
+        if not self._links:
+            return 0.0
+        now = self.clock.now_ms()
+        lags = sorted(self._lag_s(link, now) for link in self._links.values())
+        return lags[self._quorum() - 1]
+
+    def _quorum(self) -> int:
+        """Secondaries that, with the primary, are a majority of the replicas."""
+        return (len(self._links) + 1) // 2
+
+    # -- the topic manager's hooks (on the event loop) -------------------------------------
+    def appended(self, topic: str, partition: int, info) -> None:
+        """After an append to the primary (data or a transaction marker)."""
+        behind = False
+        for link in self._links.values():
+            if not link.paused and self.synchronous:
+                try:
+                    self._ship_partition(link, topic, partition)
+                    continue
+                except Exception:  # the primary has it: the next pass retries the secondary
+                    log.exception("namespace %s: synchronous replication to %s failed",
+                                  self.namespace, link.store.location)
+            behind = True
+            if link.behind_since_ms is None:
+                link.behind_since_ms = info.append_time_ms
+        if behind:
+            self._schedule_pass()
+
+    def changed(self) -> None:
+        """After hubs changed on the primary (created, deleted, grown, reconfigured)."""
+        if self.synchronous:
+            for link in self._links.values():
+                if not link.paused:
+                    self._ship_metadata(link, hubs_only=True)
+        else:
+            self._schedule_pass()
+
+    # -- operations -------------------------------------------------------------------
+    def pause(self, location: str) -> None:
+        """Stall a secondary (as an unreachable region): it takes nothing until resumed."""
+        link = self._link(location)
+        if not link.paused:
+            link.paused = True
+            self._save_state()
+            log.warning("namespace %s: replica %s paused", self.namespace, link.store.location)
+            self._notify("paused", link.store.location)
+
+    def resume(self, location: str) -> None:
+        """Let a paused secondary catch up (at once, on the event loop)."""
+        link = self._link(location)
+        if link.paused:
+            link.paused = False
+            self._ship_all(link)
+            self._save_state()
+            log.info("namespace %s: replica %s resumed", self.namespace, link.store.location)
+            self._notify("resumed", link.store.location)
+
+    def set_max_lag(self, seconds: int) -> None:
+        """maxReplicationLagDurationInSeconds: 0 (synchronous) or 300..86400."""
+        problem = max_lag_error(seconds)
+        if problem:
+            raise GeoError(Refusal.INVALID, problem)
+        self.max_lag_seconds = seconds
+        if seconds == 0:  # synchronous from now on: nothing may stay behind
+            for link in self._links.values():
+                if not link.paused:
+                    self._ship_all(link)
+        self._save_state()
+        self._notify("max-lag", None, max_lag_seconds=seconds)
+
+    def add_replica(self, location: str) -> ReplicaView:
+        """A new secondary in ``location``, copied from the primary at once."""
+        loc = normalize_location(location)
+        problem = location_error(loc)
+        if problem:
+            raise GeoError(Refusal.INVALID, problem)
+        if loc in self._stores:
+            raise GeoError(Refusal.INVALID, f"namespace {self.namespace!r} already has a replica in {loc}")
+        if len(self._stores) >= MAX_REPLICAS:
+            raise GeoError(Refusal.LIMIT, f"namespace {self.namespace!r} has {len(self._stores)} replicas: "
+                                          f"at most {MAX_REPLICAS}")
+        directory = self._root / loc
+        if directory.exists():  # left by an earlier replica there: start clean
+            shutil.rmtree(directory)
+        (self._root / f"{loc}.json").unlink(missing_ok=True)
+        store = ReplicaStore(loc, LogManager(directory, self._default_log), self._root / f"{loc}.json")
+        self._stores[loc] = store
+        link = self._links[loc] = _Link(store)
+        self._ship_all(link)
+        self._save_state()
+        log.info("namespace %s: replica %s added", self.namespace, loc)
+        self._notify("added", loc)
+        return self.replica(loc)
+
+    def remove_replica(self, location: str) -> None:
+        """Drop a secondary and its data (the primary cannot be removed: promote another first)."""
+        loc = self._known(location)
+        if loc == self.primary_location:
+            raise GeoError(Refusal.INVALID, f"{loc} is the primary replica of {self.namespace!r}: "
+                                            "promote another replica before removing it")
+        del self._links[loc]
+        store = self._stores.pop(loc)
+        if loc == self.home:  # its logs are DATA_DIR/<namespace>: emptied, the place stays
+            for name in list(store.logs.topics()):
+                store.logs.delete_topic(name)
+            self.home = None
+        store.close()
+        if store.logs.root != self._data_dir / self.namespace:
+            shutil.rmtree(self._root / loc, ignore_errors=True)
+        (self._root / f"{loc}.json").unlink(missing_ok=True)
+        self._save_state()
+        log.info("namespace %s: replica %s removed", self.namespace, loc)
+        self._notify("removed", loc)
+
+    async def promote(self, location: str, *, forced: bool = False) -> Promotion:
+        """Make the secondary in ``location`` the primary. Planned (``forced`` False)
+        ships everything to it first, sends being refused meanwhile; forced switches
+        at once and the old primary's unreplicated events are lost. Then the
+        namespace serves from the new primary, its connections are closed, and the
+        old primary becomes a secondary (its divergent tail truncated)."""
+        started = time.monotonic()
+        loc = self._known(location)
+        if loc == self.primary_location:
+            raise GeoError(Refusal.INVALID, f"{loc} is already the primary replica of {self.namespace!r}")
+        if self._promoting is not None:
+            raise GeoError(Refusal.LIMIT, f"namespace {self.namespace!r} is already failing over to "
+                                          f"{self._promoting}")
+        link = self._links[loc]
+        if not forced and link.paused:
+            raise GeoError(Refusal.INVALID, (
+                f"replica {loc} is paused: a planned promotion waits until it has caught up, which "
+                "it cannot; resume it, or force the promotion (what it lacks is lost)"))
+        self._promoting = loc
+        try:
+            await asyncio.sleep(0)  # sends admitted before the fence finish their appends
+            lost: dict[tuple[str, int], tuple[int, int]] = {}
+            if not forced:
+                self._ship_all(link)
+            else:
+                ends = link.store.ends()
+                for key, plog in self._primary_logs().logs().items():
+                    mine = ends.get(key, 0)
+                    if plog.log_end_offset > mine:
+                        lost[key] = (mine, plog.log_end_offset)
+            previous = self.primary_location
+            self._switch(loc)
+        finally:
+            self._promoting = None
+        result = Promotion(loc, previous, forced, self.segment, lost,
+                           int((time.monotonic() - started) * 1000))
+        log.warning("namespace %s: %s promotion of %s (was %s), segment %d, %d events lost",
+                    self.namespace, "forced" if forced else "planned", loc, previous, self.segment,
+                    result.lost_events)
+        self._notify("promoted", loc, previous=previous, forced=forced, lost_events=result.lost_events)
+        return result
+
+    def close(self) -> None:
+        """Stop shipping; close every region's logs but the one the namespace serves
+        from (the broker closes that one)."""
+        self._closed = True
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        serving = self.runtime.topics.logs
+        for store in self._stores.values():
+            if store.logs is not serving:
+                store.close()
+
+    def start(self) -> None:
+        """Ship what the secondaries lack (after a restart) and start the metadata timer."""
+        for link in self._links.values():
+            if not link.paused:
+                self._ship_all(link)
+        self._arm_timer()
+
+    def delete_data(self) -> None:
+        """The namespace is deleted: its replicas' directories go too."""
+        self.close()
+        shutil.rmtree(self._root, ignore_errors=True)
+
+    # -- shipping -------------------------------------------------------------------
+    def _primary_logs(self) -> LogManager:
+        return self._stores[self.primary_location].logs
+
+    def _metadata(self) -> Metadata:
+        logs = self._primary_logs()
+        hubs = {name: HubMeta(info.partitions, dict(info.configs), info.topic_id)
+                for name, info in logs.topics().items()}
+        offsets: dict[str, dict[tuple[str, int], tuple[int, str]]] = {}
+        groups = getattr(self.runtime, "groups", None)
+        if groups is not None:
+            for group_id, offs in groups.offsets.offsets.items():
+                if offs:
+                    offsets[group_id] = {key: (om.offset, om.metadata) for key, om in offs.items()}
+        return Metadata(hubs, offsets, self._settings())
+
+    def _settings(self) -> dict | None:
+        ns = self.runtime.model
+        if ns is None:
+            return None
+        from kafka_wire.eventhubs.managed import hub_json
+        return {"tier": ns.tier.value, "mode": ns.mode, "units": ns.units,
+                "hubs": {name: hub_json(h) for name, h in sorted(ns.hubs.items())}}
+
+    def _ship_metadata(self, link: _Link, *, hubs_only: bool = False) -> None:
+        meta = self._metadata()
+        link.store.apply_hubs(meta)
+        if not hubs_only:
+            link.store.apply_rest(meta)
+            link.shipped_meta = meta
+
+    def _ship_all(self, link: _Link) -> None:
+        """Everything the secondary lacks: hubs, then events, then checkpoints and settings."""
+        meta = self._metadata()
+        link.store.apply_hubs(meta)
+        for topic, partition in list(self._primary_logs().logs()):
+            self._ship_partition(link, topic, partition)
+        link.store.apply_rest(meta)
+        link.shipped_meta = meta
+        link.behind_since_ms = None
+
+    def _ship_partition(self, link: _Link, topic: str, partition: int) -> None:
+        src = self._primary_logs().get_log(topic, partition)
+        if src is None:
+            return
+        store = link.store
+        dst = store.logs.get_log(topic, partition)
+        if dst is None:  # a hub (or partition) the secondary has not heard of yet
+            store.apply_hubs(self._metadata())
+            dst = store.logs.get_log(topic, partition)
+            if dst is None:
+                return
+        end = src.log_end_offset
+        at = dst.log_end_offset
+        while at < end:
+            if at < src.log_start_offset:  # retention removed what it lacks: start where the primary does
+                dst.truncate_fully_and_start_at(src.log_start_offset)
+                at = src.log_start_offset
+            stored = src.stored_batches(at, SHIP_BYTES)
+            if not stored:
+                break
+            data = b"".join(bytes(view) for _pos, _ms, view in stored)
+            at = store.apply_batches(Batches(topic, partition, at, data,
+                                             tuple(ms for _pos, ms, _view in stored)))
+
+    def _schedule_pass(self) -> None:
+        if self._pass_pending or self._closed:
+            return
+        self._pass_pending = True
+        try:
+            asyncio.get_running_loop().call_soon(self._run_pass)
+        except RuntimeError:  # no loop (a unit test calling in directly): ship now
+            self._run_pass()
+
+    def _run_pass(self) -> None:
+        self._pass_pending = False
+        if self._closed:
+            return
+        for link in self._links.values():
+            if not link.paused:
+                try:
+                    self._ship_all(link)
+                except Exception:
+                    log.exception("namespace %s: replication to %s failed; retried on the next pass",
+                                  self.namespace, link.store.location)
+
+    def _arm_timer(self) -> None:
+        if self._closed:
+            return
+        try:
+            self._timer = self.clock.call_later(METADATA_EVERY_MS, self._tick)
+        except RuntimeError:
+            self._timer = None
+
+    def _tick(self) -> None:
+        """Checkpoints change without appends: ship them at least every second."""
+        self._timer = None
+        if self._closed:
+            return
+        for link in self._links.values():
+            if not link.paused:
+                try:
+                    meta = self._metadata()
+                    if meta != link.shipped_meta:
+                        self._ship_all(link)
+                except Exception:
+                    log.exception("namespace %s: replication to %s failed", self.namespace,
+                                  link.store.location)
+        self._arm_timer()
+
+    # -- promotion --------------------------------------------------------------------
+    def _switch(self, loc: str) -> None:
+        old = self.primary_location
+        new_store = self._stores[loc]
+        self.segment += 1
+        ends = new_store.ends()
+        for key, end in ends.items():
+            self._starts.setdefault(key, []).append((self.segment, end))
+        # The old primary becomes a secondary: what it has past the new segment's start
+        # never reached the new primary and is dropped (it re-syncs from there). Producers
+        # acknowledged for dropped batches are forgotten by the new primary, so they reset
+        # their sequence (UNKNOWN_PRODUCER_ID) rather than meet a gap they cannot pass.
+        old_store = self._stores[old]
+        now = self.clock.now_ms()
+        for (topic, partition), plog in old_store.logs.logs().items():
+            start = ends.get((topic, partition))
+            if start is None or plog.log_end_offset <= start:
+                continue
+            new_log = new_store.logs.get_log(topic, partition)
+            if new_log is not None:
+                had = {p.producer_id: (p.producer_epoch, p.last_sequence) for p in new_log.describe_producers()}
+                behind = [p.producer_id for p in plog.describe_producers()
+                          if had.get(p.producer_id) != (p.producer_epoch, p.last_sequence)]
+                new_log.forget_producers(behind, now)
+            old_store.truncate(topic, partition, start)
+        del self._links[loc]
+        self._links[old] = _Link(old_store)
+        self.primary_location = loc
+        self._serve_from(new_store.logs)
+        for topic, partition in ends:
+            self.runtime.topics.bump_leader_epoch(topic, partition)
+        self._restore_checkpoints(new_store)
+        self._save_state()
+        self._ship_all(self._links[old])
+        self.close_connections()
+
+    def _serve_from(self, logs: LogManager) -> None:
+        """The namespace's topics read and write ``logs`` from now on."""
+        topics = self.runtime.topics
+        topics.switch_logs(logs)
+        cleaner = self.runtime.cleaner
+        if cleaner is not None:
+            cleaner.manager = logs
+
+    def _restore_checkpoints(self, store: ReplicaStore) -> None:
+        """The namespace's committed offsets become those the new primary received."""
+        groups = getattr(self.runtime, "groups", None)
+        if groups is None:
+            return
+        manager = groups.offsets
+        for group_id in list(manager.offsets):
+            kept = store.offsets.get(group_id, {})
+            gone = [key for key in manager.offsets[group_id] if key not in kept]
+            if gone:
+                manager.delete(group_id, gone)
+        for group_id, offs in store.offsets.items():
+            now = manager.offsets.get(group_id, {})
+            changed = [(t, p, o, -1, m) for (t, p), (o, m) in offs.items()
+                       if (t, p) not in now or now[(t, p)].offset != o]
+            if changed:
+                manager.commit(group_id, changed)
+
+    # -- helpers ------------------------------------------------------------------------
+    def _known(self, location) -> str:
+        loc = normalize_location(location)
+        problem = location_error(loc)
+        if problem:
+            raise GeoError(Refusal.INVALID, problem)
+        if loc not in self._stores:
+            raise GeoError(Refusal.NOT_FOUND, f"namespace {self.namespace!r} has no replica in {loc}: "
+                                              f"its replicas are {', '.join(self.locations)}")
+        return loc
+
+    def _link(self, location) -> _Link:
+        loc = self._known(location)
+        if loc == self.primary_location:
+            raise GeoError(Refusal.INVALID, f"{loc} is the primary replica of {self.namespace!r}: only "
+                                            "secondaries can be paused or resumed")
+        return self._links[loc]
+
+    def _lag_s(self, link: _Link, now_ms: int) -> float:
+        since = link.behind_since_ms
+        return 0.0 if since is None else max(0.0, (now_ms - since) / 1000.0)
+
+    def _lag_events(self, link: _Link) -> int:
+        ends = link.store.ends()
+        return sum(max(0, plog.log_end_offset - ends.get(key, 0))
+                   for key, plog in self._primary_logs().logs().items() if plog.loaded)
+
+    def _notify(self, kind: str, location: str | None, **detail) -> None:
+        change = GeoChange(kind, location, self.segment, detail)
+        for listener in list(self._listeners):
+            try:
+                listener(change)
+            except Exception:
+                log.exception("geo-replication listener failed on %s", kind)
+
+    def _state_path(self) -> Path:
+        return self._root / STATE_FILE
+
+    def _load_state(self) -> dict | None:
+        try:
+            state = json.loads(self._state_path().read_text())
+            for key in ("home", "primary", "max_lag_seconds", "segment", "starts", "locations"):
+                state[key]
+            return state
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError) as exc:
+            log.error("namespace %s: unreadable geo-replication state %s (%s): starting from the "
+                      "config file's replicas", self.namespace, self._state_path(), exc)
+            return None
+
+    def _save_state(self) -> None:
+        starts: dict[str, dict[str, list]] = {}
+        for (hub, partition), rows in self._starts.items():
+            starts.setdefault(hub, {})[str(partition)] = [list(r) for r in rows]
+        doc = {"home": self.home, "primary": self.primary_location, "max_lag_seconds": self.max_lag_seconds,
+               "segment": self.segment, "starts": starts, "locations": self.locations,
+               "paused": sorted(loc for loc, link in self._links.items() if link.paused)}
+        write_atomic(self._state_path(), json.dumps(doc, sort_keys=True, indent=1).encode())
