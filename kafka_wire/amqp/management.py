@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from proton import UNDESCRIBED, Array, Data, Message, timestamp
+from proton import UNDESCRIBED, Array, Data, Message, int32, timestamp
 
+from kafka_wire.amqp import georeplication
 from kafka_wire.amqp.cbs import reply
 from kafka_wire.eventhubs.rights import LISTEN, MANAGE, SEND
 from kafka_wire.eventhubs.door import Jwt, Refused, SasToken
@@ -68,6 +69,8 @@ def _answer(conn: AmqpConnection, request: Message) -> Message:
         body = {"name": view.name, "type": EVENTHUB,
                 "created_at": timestamp(created.created_ms if created and created.created_ms else 0),
                 "partition_count": view.partitions,
+                # replicas; the SDKs read > 1 as geo-replication on (Go fails without it)
+                "georeplication_factor": int32(georeplication.replication_factor(runtime)),
                 "partition_ids": Array(UNDESCRIBED, Data.STRING, *[str(p) for p in range(view.partitions)])}
         return _ok(body)
     partition = str(props.get("partition", ""))
@@ -81,10 +84,20 @@ def _answer(conn: AmqpConnection, request: Message) -> Message:
     body = {"name": view.name, "type": PARTITION, "partition": partition,
             "begin_sequence_number": start if end > start else -1,
             "last_enqueued_sequence_number": last,
-            "last_enqueued_offset": str(where[0]) if where else "-1",
+            "last_enqueued_offset": _offset(runtime, view.name, int(partition), last, where),
             "last_enqueued_time_utc": timestamp(where[1] if where else 0),
             "is_partition_empty": end <= start}
     return _ok(body)
+
+
+def _offset(runtime, hub: str, partition: int, last: int, where) -> str:
+    """The last event's offset: its byte position, or on a geo-replicated
+    namespace its SEGMENT:SEQUENCE offset (kafka_wire.amqp.georeplication)."""
+    if where is None:
+        return "-1"
+    if getattr(runtime, "geo", None) is None:
+        return str(where[0])
+    return georeplication.offset_of(georeplication.history(runtime, hub, partition), last)
 
 
 def _ok(body: dict) -> Message:
