@@ -561,9 +561,6 @@ class AmqpConnection(asyncio.Protocol):
             if getattr(self.namespace, "geo", None) is not None:  # geo-replicated
                 from kafka_wire.amqp import georeplication
                 georeplication.offer(self, link)
-            if getattr(self.namespace, "geo", None) is not None:  # geo-replicated
-                from kafka_wire.amqp import georeplication
-                georeplication.offer(self, link)
 
     def desired_capabilities(self, link_name: str) -> set[str]:
         """The capabilities the peer's attach of ``link_name`` desired (proton's
