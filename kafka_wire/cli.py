@@ -273,6 +273,13 @@ def _add_fault_command(sub) -> None:
     add_parser(sub)
 
 
+def _add_replica_command(sub) -> None:
+    """``kafka-wire replica``: geo-replicas of a running broker (kafka_wire/replica_cli.py)."""
+    from kafka_wire.replica_cli import add_parser
+
+    add_parser(sub)
+
+
 def _add_capture_command(sub) -> None:
     """``kafka-wire capture``: Event Hubs Capture with Spark (kafka_wire/capture_cli.py)."""
     from kafka_wire.capture_cli import add_parser
@@ -384,6 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_txns_command(sub)
     _add_capture_command(sub)
     _add_fault_command(sub)
+    _add_replica_command(sub)
     return parser
 
 

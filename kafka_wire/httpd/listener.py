@@ -7,7 +7,8 @@ and answers ``/health`` itself.
 - the console (:mod:`kafka_wire.console`: pages, ``/metrics``, its JSON API) the
   rest;
 - an upgrade to ``/$servicebus/websocket`` goes to the AMQP endpoint;
-- ``/$faults``, the fault control API (:mod:`kafka_wire.httpd.fault_control`).
+- ``/$faults``, the fault control API (:mod:`kafka_wire.httpd.fault_control`);
+- ``/$replicas``, the replica control API (:mod:`kafka_wire.httpd.replica_control`).
 
 Neither sibling reaches into the other. Bodies need a ``Content-Length`` (at
 most :data:`MAX_BODY`); keep-alive; heads larger than 16 KiB or requests slower
@@ -24,7 +25,7 @@ import logging
 from typing import Callable
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from kafka_wire.httpd import fault_control
+from kafka_wire.httpd import fault_control, replica_control
 from kafka_wire.rest import arm
 from kafka_wire.rest.http import Later, Request, Response, error
 
@@ -126,7 +127,8 @@ class HttpListener:
                 url = urlsplit(target)
                 path = unquote(url.path)
                 rest = self.rest is not None and self.rest.handles(method, path)
-                control = self.rest is not None and fault_control.handles(path)
+                control = self.rest is not None and (fault_control.handles(path)
+                                                     or replica_control.handles(path))
                 posted = rest or control or (method == "POST" and self.console.handles_post(path))
                 if "transfer-encoding" in headers:
                     self._send(writer, 411, b"send a Content-Length (chunked bodies are not taken)\n",
@@ -178,7 +180,11 @@ class HttpListener:
         try:
             services = self.rest.services if self.rest is not None else None
             faults = services.faults if services is not None else None
-            if control:
+            if control and replica_control.handles(request.path):
+                answer = replica_control.handle(services, request)
+                if asyncio.iscoroutine(answer):  # a promotion: answered once it is done
+                    answer = await answer
+            elif control:
                 answer = fault_control.handle(services, request)
             elif rest and faults is not None and faults.plan.active and \
                     (throttled := fault_control.throttled(services, request)) is not None:
@@ -197,7 +203,8 @@ class HttpListener:
                 await done
                 answer = answer.response
         except Exception:
-            side = "fault control" if control else "REST" if rest else "console"
+            side = ("replica control" if control and replica_control.handles(request.path)
+                    else "fault control" if control else "REST" if rest else "console")
             log.exception("%s request %s %s failed", side, request.method, request.path)
             if control:
                 answer = arm.fail(500, "InternalServerError", "internal error: see the broker log")
