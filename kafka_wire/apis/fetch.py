@@ -25,6 +25,7 @@ import kafka.errors as Errors
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
 from kafka_wire.apis.authorization import LISTEN, topic_error
+from kafka_wire.apis import fetch_decoding  # noqa: F401  (registers the fast decoder)
 from kafka_wire.apis.fetch_encoding import encode_fetch
 from kafka_wire.fetch_sessions import FetchSessionCache, SessionError
 from kafka_wire.log import errors as log_errors

@@ -87,9 +87,9 @@ def test_requests_round_trip_through_header_parser_and_codec(case, data, client_
     assert (parsed.api_key, parsed.api_version, parsed.correlation_id, parsed.client_id) == \
            (api_key, version, 42, client_id)
     decoded = codec.decode_request(parsed, frame)
-    if api_key == codec.ApiKey.Produce:
-        # A hand-written fast path (test_produce_decoding.py checks it against the
-        # codec); here the schema codec's own round trip is what is checked.
+    if api_key in (codec.ApiKey.Produce, codec.ApiKey.Fetch):
+        # Hand-written fast paths (test_produce_decoding.py, test_fetch_decoding.py check
+        # them against the codec); here the schema codec's own round trip is what is checked.
         decoded = codec.request_class(api_key).decode(frame[parsed.size:], version=version)
     decoded._header = None  # the fast decoder skips __init__
     assert bytes(decoded.encode(version=version)) == body
