@@ -22,8 +22,10 @@ from proton import Link, symbol
 
 from kafka_wire.amqp.connection import (INTERNAL, INVALID_FIELD, NOT_ALLOWED, NOT_FOUND, UNAUTHORIZED,
                                        LinkHandler, refuse)
+from kafka_wire.amqp import georeplication
 from kafka_wire.amqp.messages import encode_event, runtime_metric_annotations
 from kafka_wire.amqp.nodes import entity_not_found, hub_for, open_link
+from kafka_wire.eventhubs import geo_offsets
 from kafka_wire.eventhubs.rights import LISTEN
 from kafka_wire.eventhubs.model import DEFAULT_CONSUMER_GROUP
 from kafka_wire.log import batch as rb
@@ -73,9 +75,14 @@ def attach(conn: AmqpConnection, link, address: Address) -> LinkHandler | None:
         return None
     plog = runtime.topics.log(view.name, address.partition)
     try:
-        start = start_offset(plog, _selector(link))
+        selector = _selector(link)
+        start = (start_offset(plog, selector) if runtime.geo is None else
+                 georeplication.start_offset(runtime, view.name, address.partition, plog, selector))
     except FilterError as exc:
         refuse(link, INVALID_FIELD, str(exc))
+        return None
+    except georeplication.InvalidOffset as exc:  # legacy or stale offset: the SDKs' recovery path
+        refuse(link, georeplication.INVALID_OFFSET, str(exc))
         return None
     props = link.remote_properties or {}
     epoch = props.get(symbol(EPOCH), props.get(EPOCH))
@@ -161,6 +168,11 @@ def start_offset(plog, selector: str | None) -> int:
         wanted = int(value)
         found = plog.offset_at_event_offset(wanted if inclusive else wanted + 1)
         return min(max(found, start), end)
+    if what == "sequence-number" and ":" in value:  # Java writes SEGMENT:N ('-1:N' without one)
+        try:
+            value = str(geo_offsets.parse_sequence(value).position)
+        except geo_offsets.OffsetSyntaxError as exc:
+            raise FilterError(str(exc)) from None
     if not value.lstrip("-").isdigit():
         raise FilterError(f"{what} {value!r} is not a number")
     number = int(value)
@@ -290,6 +302,9 @@ class ConsumeLink(LinkHandler):
             return True
         upper = plog.last_stable_offset
         metric = self._metric(plog)
+        # geo-replicated: offsets are SEGMENT:SEQUENCE (kafka_wire.amqp.georeplication)
+        starts = None if runtime.geo is None else georeplication.history(runtime, self.hub,
+                                                                         self.partition)
         events = []
         nbytes = 0
         for position, append_ms, data in batches:
@@ -313,8 +328,10 @@ class ConsumeLink(LinkHandler):
             for delta, key, value, headers in records:
                 if delta < skip:
                     continue
-                events.append(encode_event(base + delta, rb.event_offset(position, delta), append_ms,
-                                           key, value, headers, amqp_headers, metric))
+                events.append(encode_event(
+                    base + delta, rb.event_offset(position, delta) if starts is None else
+                    georeplication.offset_of(starts, base + delta), append_ms, key, value, headers,
+                    amqp_headers, metric))
             self.next_offset = header.last_offset + 1
         if not events:
             if self.next_offset >= min(plog.log_end_offset, upper) or not batches:
@@ -337,7 +354,12 @@ class ConsumeLink(LinkHandler):
             return b""
         last = plog.log_end_offset - 1
         where = plog.event_position(last) if last >= plog.log_start_offset else None
-        return runtime_metric_annotations(last, where[0] if where else -1, where[1] if where else 0,
+        offset = where[0] if where else -1
+        runtime = self.conn.namespace
+        if where and runtime.geo is not None:
+            offset = georeplication.offset_of(georeplication.history(runtime, self.hub,
+                                                                     self.partition), last)
+        return runtime_metric_annotations(last, offset, where[1] if where else 0,
                                           self.conn.services.clock.now_ms())
 
     def _wait(self, plog) -> None:

@@ -180,4 +180,4 @@ def replication_factor(runtime) -> int:
     geo = getattr(runtime, "geo", None)
     if geo is None:
         return 1
-    return max(2, int(getattr(geo, "replica_count", 2)))
+    return len(geo.replicas)
