@@ -131,6 +131,8 @@ soak: $(TEST_STAMP)
 bench: $(BENCH_STAMP)
 	$(PY) -m bench.run $(BENCH_ARGS)
 	$(PY) -m bench.amqp $(filter --quick,$(BENCH_ARGS))
+	$(PY) -m bench.small_requests $(if $(filter --quick,$(BENCH_ARGS)),--requests 5000 --java 20000)
+	$(PY) -m bench.rest_send $(if $(filter --quick,$(BENCH_ARGS)),--requests 1000)
 	$(PY) -m bench.explorer $(if $(filter --quick,$(BENCH_ARGS)),--events 50000)
 	$(PY) -m bench.boundary
 	$(PY) -m bench.amqp_limits
