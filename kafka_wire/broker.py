@@ -24,6 +24,7 @@ from kafka_wire.faults import Faults
 from kafka_wire.context import ClusterInfo, NamespaceRuntime, Services
 from kafka_wire.eventhubs import tls
 from kafka_wire.eventhubs.attach import configure as configure_eventhubs
+from kafka_wire.eventhubs.geo_kept import kept_geo_settings
 from kafka_wire.eventhubs.managed import ManagedState
 from kafka_wire.eventhubs.auth import Authenticator
 from kafka_wire.eventhubs.model import EventHubsModel
@@ -255,6 +256,7 @@ class Broker:
             self.services, self.managed, None if cfg.in_memory else Path(cfg.data_dir))
         rest.add_namespace, rest.remove_namespace = self.add_namespace, self.remove_namespace
         rest.hubs_changed = self.hubs_changed
+        rest.enable_geo = self.enable_geo  # geoDataReplication on a namespace that had none
         self.console.views.registry = rest.registry  # Avro bodies in the Data Explorer
         self.http.clock = self.services.clock
         try:
@@ -373,6 +375,8 @@ class Broker:
         ns.door.bind(ns, self._report, self.clock, self._model, cfg.bounds)
         if configured is not None and configured.geo_replication is not None:
             self.enable_geo(ns, configured.geo_replication, default_log)
+        elif configured is not None and (kept := kept_geo_settings(data_dir, name)) is not None:
+            self.enable_geo(ns, kept, default_log)  # made geo-replicated by the management API
         if cfg.log_cleaner_interval_ms > 0:
             # Compaction runs on its own thread; it takes a partition's lock only to swap.
             ns.cleaner = LogCleaner(logs, interval_ms=cfg.log_cleaner_interval_ms, clock=self.clock.now_ms)

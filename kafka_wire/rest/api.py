@@ -49,6 +49,7 @@ class RestApi:
         self.add_namespace = None  # the broker's: serve a namespace made at runtime
         self.remove_namespace = None  # the broker's: stop serving one and delete its data
         self.hubs_changed = None  # the broker's: hubs changed (capture jobs follow them)
+        self.enable_geo = None  # the broker's: geo-replicate a running namespace
 
     def registry(self, namespace: str) -> SchemaRegistry:
         """The namespace's Schema Registry (kept under the data directory)."""

@@ -19,6 +19,7 @@ input gets ARM's JSON 400, never a 500.
 """
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 from kafka_wire.eventhubs.door import AuthorizationHeader, Refused
@@ -26,8 +27,9 @@ from kafka_wire.eventhubs.rights import MANAGE
 from kafka_wire.rest import arm, refusals
 from kafka_wire.rest.http import Request, Response
 from kafka_wire.rest.management import (application_groups, authorization_rules, consumer_groups,
-                                        disaster_recovery, event_hubs, namespaces, network_rules,
-                                        schema_groups)
+                                        disaster_recovery, event_hubs, geo_replication, namespaces,
+                                        network_rules, schema_groups)
+from kafka_wire.rest.management import common
 from kafka_wire.rest.management.common import BadRequest, Scope, no_route, not_allowed
 
 if TYPE_CHECKING:
@@ -87,7 +89,7 @@ def _route(api: RestApi, request: Request, sub: str, group: str, tail: list[str]
     if runtime is None or runtime.model is None:
         if not tail and method == "PUT":
             _subscription(api, request, "creating a namespace")
-            return namespaces.create(api, request, base, name)
+            return _create(api, request, base, name)
         return arm.fail(404, "ResourceNotFound", f"namespace {name[:64]!r} is not served here")
     if not tail and method == "DELETE":
         _subscription(api, request, "deleting a namespace")
@@ -113,7 +115,11 @@ def _route(api: RestApi, request: Request, sub: str, group: str, tail: list[str]
 def _inside(api: RestApi, request: Request, scope: Scope, tail: list[str], low: list[str]) -> Response:
     """A request inside an existing namespace, by the resource it names."""
     if not tail:
-        return namespaces.namespace(scope)
+        return _namespace(scope)
+    if low[0] == "failover" and len(tail) == 1:
+        return geo_replication.failover(scope)
+    if low[0] in ("operationstatuses", "operationresults"):
+        return geo_replication.operation(scope, low[0], tail[1:])
     if low[0] == "authorizationrules":
         return authorization_rules.rules(scope, tail[1:], None)
     if low[0] == "eventhubs":
@@ -135,6 +141,43 @@ def _inside(api: RestApi, request: Request, scope: Scope, tail: list[str], low: 
         return disaster_recovery.configs(scope, tail[1:],
                                          lambda partner: _manager(api, request, partner, None))
     return no_route(request)
+
+
+def _create(api: RestApi, request: Request, base: str, name: str) -> Response:
+    """A new namespace, geo-replicated at once where the body lists replicas."""
+    doc = common.body(request)
+    want = geo_replication.wanted(doc)
+    if want is not None:
+        sku = common.obj(doc, "sku", "sku")
+        tier = common.text(sku, "tier", "sku.tier", 32) or common.text(sku, "name", "sku.name", 32) or "Standard"
+        refused = geo_replication.tier_refusal(tier.capitalize(), name)
+        if refused is not None:
+            return refused
+    made = namespaces.create(api, request, base, name)
+    if made.status >= 300 or want is None:
+        return made
+    runtime = next(rt for n, rt in api.services.namespaces.items() if n.lower() == name.lower())
+    scope = Scope(api, request, runtime, base, None)
+    refused = geo_replication.apply(scope, want)
+    return refused or _rendered(scope, made)
+
+
+def _namespace(scope: Scope) -> Response:
+    """GET, PUT or PATCH of a namespace, its geoDataReplication included."""
+    want = geo_replication.wanted(common.body(scope.request)) if scope.method in ("PUT", "PATCH") else None
+    answer = namespaces.namespace(scope)
+    if answer.status >= 300:
+        return answer
+    if want is not None:
+        refused = geo_replication.apply(scope, want)
+        if refused is not None:
+            return refused
+    return _rendered(scope, answer)
+
+
+def _rendered(scope: Scope, answer: Response) -> Response:
+    doc = geo_replication.decorate(json.loads(answer.body), scope.runtime)
+    return arm.ok(doc, answer.status)
 
 
 def _manager(api: RestApi, request: Request, runtime, hub: str | None):

@@ -28,9 +28,11 @@ def new_key() -> str:
 
 
 def listing(api: RestApi, sub: str, group: str) -> Response:
+    from kafka_wire.rest.management.geo_replication import decorate
+
     model = api.services.eventhubs
-    return arm.listing([arm.namespace(arm.namespace_id(sub, group, rt.name), rt.model,
-                                      model.endpoint_host(rt.name))
+    return arm.listing([decorate(arm.namespace(arm.namespace_id(sub, group, rt.name), rt.model,
+                                               model.endpoint_host(rt.name)), rt)
                         for rt in api.services.namespaces.values() if rt.model is not None])
 
 
