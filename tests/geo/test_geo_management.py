@@ -255,11 +255,16 @@ def test_refusals_answer_arm_json(tmp_path):
             (requests.get(f"{base}/{NS}/operationStatuses/..%2F..?api-version={VERSION}", headers=auth, **kw),
              404, None),
             (requests.get(f"{base}/{NS}/operationStatuses/x?api-version={VERSION}", **kw), 401, None),
+            # api-versions before 2024-05-01-preview have no failover action
+            (requests.post(f"{base}/{NS}/failover?api-version=2024-01-01", json={"properties": {
+                "primaryLocation": "eastus"}}, headers=auth, **kw), 400, "has no namespace failover"),
         ]
         for answer, status, words in cases:
             assert answer.status_code == status, answer.text
             error = answer.json()["error"]
             assert error["code"] and (words is None or words in error["message"]), answer.text
+        old = requests.get(f"{base}/{NS}?api-version=2024-01-01", headers=auth, **kw).json()
+        assert "geoDataReplication" not in old["properties"]  # nor do they show it
         # nothing changed; then a failover the poller follows to its end
         assert roles(mgmt.namespaces.get(RG, NS)) == {"westus": "Primary", "eastus": "Secondary"}
         started = failover({"properties": {"primaryLocation": "eastus"}})

@@ -82,7 +82,7 @@ def _route(api: RestApi, request: Request, sub: str, group: str, tail: list[str]
         if method != "GET":
             return not_allowed(request)
         _subscription(api, request, "listing namespaces")
-        return namespaces.listing(api, sub, group)
+        return namespaces.listing(api, sub, group, request.query.get("api-version"))
     name, tail = tail[0], tail[1:]
     runtime = next((rt for n, rt in api.services.namespaces.items() if n.lower() == name.lower()), None)
     base = arm.namespace_id(sub, group, runtime.name if runtime else name)
@@ -146,7 +146,7 @@ def _inside(api: RestApi, request: Request, scope: Scope, tail: list[str], low: 
 def _create(api: RestApi, request: Request, base: str, name: str) -> Response:
     """A new namespace, geo-replicated at once where the body lists replicas."""
     doc = common.body(request)
-    want = geo_replication.wanted(doc)
+    want = geo_replication.wanted(doc, request.query.get("api-version"))
     if want is not None:
         sku = common.obj(doc, "sku", "sku")
         tier = common.text(sku, "tier", "sku.tier", 32) or common.text(sku, "name", "sku.name", 32) or "Standard"
@@ -164,7 +164,8 @@ def _create(api: RestApi, request: Request, base: str, name: str) -> Response:
 
 def _namespace(scope: Scope) -> Response:
     """GET, PUT or PATCH of a namespace, its geoDataReplication included."""
-    want = geo_replication.wanted(common.body(scope.request)) if scope.method in ("PUT", "PATCH") else None
+    version = scope.request.query.get("api-version")
+    want = geo_replication.wanted(common.body(scope.request), version) if scope.method in ("PUT", "PATCH") else None
     answer = namespaces.namespace(scope)
     if answer.status >= 300:
         return answer
@@ -176,7 +177,7 @@ def _namespace(scope: Scope) -> Response:
 
 
 def _rendered(scope: Scope, answer: Response) -> Response:
-    doc = geo_replication.decorate(json.loads(answer.body), scope.runtime)
+    doc = geo_replication.decorate(json.loads(answer.body), scope.runtime, scope.request.query.get("api-version"))
     return arm.ok(doc, answer.status)
 
 

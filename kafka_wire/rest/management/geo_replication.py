@@ -33,6 +33,10 @@ from kafka_wire.rest.management.common import BadRequest, Scope, flag, no_route,
 
 log = logging.getLogger(__name__)
 
+# The api-versions whose namespace carries geoDataReplication and whose namespaces have the
+# failover action (Azure/bicep-types-az's generated types: first in 2024-05-01-preview; not in
+# 2024-01-01). Older ones neither show nor take it, as ARM drops properties a version lacks.
+GEO_VERSIONS = frozenset({"2024-05-01-preview", "2025-05-01-preview", "2026-01-01"})
 MOST_OPERATIONS = 256  # finished failovers remembered for their pollers
 RETRY_AFTER_S = 1
 
@@ -62,10 +66,14 @@ def view(runtime) -> dict | None:
                            "clusterArmId": ""} for r in geo.replicas]}
 
 
-def decorate(doc: dict, runtime) -> dict:
+def served(version: str | None) -> bool:
+    return version in GEO_VERSIONS
+
+
+def decorate(doc: dict, runtime, version: str | None) -> dict:
     """A namespace's ARM JSON with its replicas, and the primary's region as its location."""
     geo = view(runtime)
-    if geo is not None:
+    if geo is not None and served(version):
         doc["properties"]["geoDataReplication"] = geo
         doc["location"] = runtime.geo.primary_location
     return doc
@@ -78,8 +86,11 @@ class Wanted:
     max_lag: int | None
 
 
-def wanted(doc: dict) -> Wanted | None:
-    """The body's ``properties.geoDataReplication`` checked (None: not given)."""
+def wanted(doc: dict, version: str | None) -> Wanted | None:
+    """The body's ``properties.geoDataReplication`` checked (None: not given, or an
+    api-version without it)."""
+    if not served(version):
+        return None
     g = obj(props(doc), "geoDataReplication", "properties.geoDataReplication")
     if not g:
         return None
@@ -159,6 +170,10 @@ def _enable(scope: Scope, settings: GeoSettings) -> None:
 
 # -- the failover action ----------------------------------------------------------------------
 def failover(scope: Scope) -> Response:
+    version = scope.request.query.get("api-version")
+    if not served(version):
+        return arm.fail(400, "NoRegisteredProviderFound", f"api-version {version!r} has no namespace failover "
+                                                          f"action: use {', '.join(sorted(GEO_VERSIONS))}")
     if scope.method != "POST":
         return not_allowed(scope.request)
     runtime = scope.runtime

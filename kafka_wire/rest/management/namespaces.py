@@ -27,12 +27,12 @@ def new_key() -> str:
     return base64.b64encode(secrets.token_bytes(32)).decode()
 
 
-def listing(api: RestApi, sub: str, group: str) -> Response:
+def listing(api: RestApi, sub: str, group: str, version: str | None = None) -> Response:
     from kafka_wire.rest.management.geo_replication import decorate
 
     model = api.services.eventhubs
     return arm.listing([decorate(arm.namespace(arm.namespace_id(sub, group, rt.name), rt.model,
-                                               model.endpoint_host(rt.name)), rt)
+                                               model.endpoint_host(rt.name)), rt, version)
                         for rt in api.services.namespaces.values() if rt.model is not None])
 
 
