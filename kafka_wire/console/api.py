@@ -15,7 +15,7 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from kafka_wire.console import explorer
+from kafka_wire.console import explorer, geo
 from kafka_wire.eventhubs.rights import LISTEN, MANAGE, SEND
 from kafka_wire.eventhubs import connection_string, sas
 from kafka_wire.eventhubs.door import AuthorizationHeader, ConnectionString, Refused
@@ -137,6 +137,10 @@ class ConsoleApi:
             if segs == ["capture-files"]:
                 return answer(self._filtered(views.capture_files(), visible))
             return answer(self._snapshot(query, headers, peer, visible))
+        if len(segs) == 3 and segs[0] == "namespaces" and segs[2] == "geo":
+            runtime, _principal, refused = self._principal(segs[1], headers, peer,
+                                                           f"console /api/namespaces/{segs[1]}/geo")
+            return refused or answer(geo.namespace_json(self.services, runtime.name))
         if len(segs) >= 4 and segs[0] == "namespaces" and segs[2] == "hubs":
             return self._hub_get(segs[1], segs[3], segs[4:], query, headers, peer)
         return refuse(404, f"no API at /api/{'/'.join(segs)}: see docs/console-api.md")

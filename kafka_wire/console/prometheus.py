@@ -26,12 +26,16 @@ Metric names (all prefixed ``kafkawire_``; labels in braces):
   {namespace, hub}: from the capture job's CaptureFileCreated events
 - ``faults_fired_total`` {kind, namespace}: injected faults that fired (docs/faults.md;
   the namespace is empty for a Kafka fault not tied to one, e.g. a dropped connection)
+- ``geo_replication_lag_seconds`` / ``geo_replication_lag_events`` / ``geo_replica_paused``
+  {namespace, location} and ``geo_replica_role`` {namespace, location, role}: each replica
+  of a geo-replicated namespace (docs/georeplication.md)
 - ``uptime_seconds``; ``info`` {version, cluster_id}
 """
 from __future__ import annotations
 
 import time
 
+from kafka_wire.console import geo
 from kafka_wire.console.metrics import LATENCY_BUCKETS, api_name
 from kafka_wire.console.views import ConsoleViews
 
@@ -175,6 +179,7 @@ def render(views: ConsoleViews) -> str:
     if faults is not None:
         for (kind, ns), n in sorted(faults.plan.totals.items()):
             out.sample("faults_fired_total", n, kind=kind, namespace=ns)
+    geo.metrics(out, services)
     return out.text()
 
 

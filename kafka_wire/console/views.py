@@ -15,6 +15,7 @@ from collections import deque
 from typing import Any
 
 from kafka_wire.eventhubs.groups_view import checkpoint_blobs, consumer_groups
+from kafka_wire.console import geo
 from kafka_wire.console.capture_files import CaptureFiles
 from kafka_wire.console.lag_history import LagHistory
 from kafka_wire.console.metrics import BrokerMetrics
@@ -123,6 +124,8 @@ class ConsoleViews:
                 "throttled_requests": getattr(quota, "throttled_requests", 0),
                 "throttled_ms": getattr(quota, "throttled_ms", 0),
                 "hubs": hubs,
+                "geo": geo.replicas(rt),  # replicas, roles and lag (None: not geo-replicated)
+                "geo_dr": geo.pairings(self.services, name),
             })
         return out
 

@@ -159,13 +159,15 @@ function render(d, health) {
 
 function renderTree(namespaces) {
   const sel = selection();
-  const key = JSON.stringify(namespaces.map((ns) => [ns.name, ns.locked, ns.hubs.map((x) => x.name)]));
+  const key = JSON.stringify(namespaces.map((ns) => [ns.name, ns.locked, ns.hubs.map((x) => x.name),
+    !!ns.geo, (ns.geo_dr || []).length]));
   if (key !== state.treeKey) {
     state.treeKey = key;
     rebuild($("tree"), ...namespaces.map((ns) => h("section", { class: "ns", "aria-label": "namespace " + ns.name },
       h("h3", null, ns.name, ns.tier ? h("span", { class: "badge" }, ns.tier) : null,
         ns.throughput_units ? h("span", { class: "badge", title: "throughput units" }, ns.throughput_units + " TU") : null,
         h("span", { class: "badge warn", "data-throttle": ns.name, hidden: true })),
+      ns.geo || (ns.geo_dr || []).length ? h("div", { class: "geo", "data-geo": ns.name }) : null,
       ns.hubs.length ? h("ul", { class: "hubs" }, ns.hubs.map((hub) => h("li", null,
         h("a", { href: hubHref(ns.name, hub.name), "data-key": ns.name + "/" + hub.name },
           hub.name, h("small", { "data-stats": ns.name + "/" + hub.name })))))
@@ -174,6 +176,8 @@ function renderTree(namespaces) {
         : h("p", { class: "muted" }, "No event hubs yet"))));
   }
   for (const ns of namespaces) {
+    const g = $("tree").querySelector(`[data-geo="${CSS.escape(ns.name)}"]`);
+    if (g) renderGeo(g, ns);
     const t = $("tree").querySelector(`[data-throttle="${CSS.escape(ns.name)}"]`);
     if (t) { t.hidden = !ns.throttled_requests; t.textContent = fmtInt(ns.throttled_requests) + " throttled"; }
     for (const hub of ns.hubs) {
@@ -187,6 +191,29 @@ function renderTree(namespaces) {
       }
     }
   }
+}
+
+// A namespace's replicas (geo-replication: role, location, lag, paused) and Geo-DR aliases.
+function renderGeo(el, ns) {
+  const rows = [];
+  if (ns.geo) {
+    rows.push(h("div", { class: "geo-head" }, "Replicas",
+      h("span", { class: "muted" }, ns.geo.synchronous ? " synchronous" : ` async, max lag ${fmtDuration(ns.geo.max_lag_seconds)}`)));
+    for (const r of ns.geo.replicas) {
+      rows.push(h("div", { class: "replica", "data-location": r.location },
+        h("span", { class: r.role === "Primary" ? "badge ok" : "badge" }, r.role),
+        h("span", { class: "loc" }, r.location),
+        r.role === "Primary" ? null : h("span", { class: r.lag_seconds > 0 ? "lag warn" : "lag" },
+          `lag ${r.lag_seconds.toFixed(1)} s · ${fmtInt(r.lag_events)} events`),
+        r.paused ? h("span", { class: "badge warn" }, "paused") : null));
+    }
+  }
+  for (const p of ns.geo_dr || []) {
+    rows.push(h("div", { class: "replica", "data-alias": p.alias }, h("span", { class: "badge" }, "Geo-DR " + p.role),
+      h("span", { class: "loc", title: p.host }, "alias " + p.alias),
+      p.partner ? h("span", { class: "muted" }, (p.role === "Secondary" ? "from " : "to ") + p.partner) : null));
+  }
+  rebuild(el, ...rows);
 }
 
 function renderHub(hub, sel, problem) {
