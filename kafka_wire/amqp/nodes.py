@@ -56,7 +56,8 @@ def _unavailable(conn: AmqpConnection, plan, link, address: addresses.Address) -
     refused (kafka_wire.fault_plan); True when it was."""
     fault = plan.fire(("partition-unavailable",), {
         "namespace": conn.namespace.name, "hub": address.node, "partition": address.partition,
-        "consumer_group": None if link.is_receiver else address.consumer_group,
+        "consumer_group": None if link.is_receiver or address.consumer_group is None
+        else address.consumer_group.lower(),
         "client": conn.container, "link": link.name, "protocol": "amqp"})
     if fault is None:
         return False
