@@ -125,7 +125,7 @@ test: $(TEST_STAMP) $(JS_STAMP) chromium docker
 # fuzzed frames, 10 min of load, ...): about 25 minutes. Figures go to
 # test-artifacts/reliability-soak.json; PYTEST_ARGS=FILE runs one file, KAFKA_WIRE_SEED=N replays a seed.
 soak: $(TEST_STAMP)
-	KAFKA_WIRE_SOAK=1 $(PY) -m pytest -q -p no:cacheprovider --timeout=28800 $(or $(PYTEST_ARGS),tests/faults tests/hostile tests/durability)
+	KAFKA_WIRE_SOAK=1 $(PY) -m pytest -q -p no:cacheprovider --timeout=28800 $(or $(PYTEST_ARGS),tests/faults tests/hostile tests/durability tests/soak)
 
 # Kafka beside Tansu, then AMQP (the Azure SDK) beside Kafka on one broker.
 bench: $(BENCH_STAMP)
