@@ -17,7 +17,7 @@ from azure.mgmt.eventhub import EventHubManagementClient
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from kafka_wire.eventhubs import connection_string
+from kafka_wire.eventhubs import connection_string, sas
 from kafka_wire.testing import EmulatedBroker
 from tests.eventhubs.conftest import confluent_conf
 from tests.rest.test_management import RG, SUB, OwnerCredential, SasCredential
@@ -89,6 +89,15 @@ def kafka_send(broker, password: str, value: bytes) -> None:
     assert errors == [None], errors
 
 
+def rest_send(broker, body: bytes) -> None:
+    """One event over HTTPS to partition 0, the Host header and the token's audience the alias's."""
+    host = f"{ALIAS}.servicebus.windows.net"
+    token = sas.generate(sas.resource_uri(host), EAST_KEY[0], EAST_KEY[1], int(time.time()) + 600)
+    r = requests.post(f"{broker.https_url}/orders/partitions/0/messages", data=body, timeout=10,
+                      headers={"Host": host, "Authorization": token}, verify=str(broker.ca_file))
+    assert r.status_code == 201, r.text
+
+
 def values(broker, password: str) -> list[bytes]:
     """What partition 0 of ``orders`` holds, read by a Kafka consumer."""
     c = Consumer(confluent_conf(broker.bootstrap_servers, password, **{
@@ -148,8 +157,11 @@ def test_alias_pairs_copies_metadata_and_follows_the_failover(tmp_path):
             p.send_batch([EventData("before-sdk")], partition_id="0")
         west_cs = connection_string.build("contoso-west.servicebus.windows.net", key_name=EAST_KEY[0],
                                           key=EAST_KEY[1])  # the secondary has the primary's keys now
-        assert values(broker, east_cs) == [b"before-kafka", b"before-sdk"]
+        rest_send(broker, b"before-rest")
+        assert values(broker, east_cs) == [b"before-kafka", b"before-sdk", b"before-rest"]
         assert values(broker, west_cs) == []  # Geo-DR copies metadata, never events
+        mgmt.event_hubs.delete(RG, EAST, "payments")  # a deletion is copied too
+        assert "payments" not in [h.name for h in mgmt.event_hubs.list_by_namespace(RG, WEST)]
         with pytest.raises(HttpResponseError) as wrong_side:
             dr.fail_over(RG, EAST, ALIAS)
         assert wrong_side.value.status_code == 400
@@ -165,8 +177,9 @@ def test_alias_pairs_copies_metadata_and_follows_the_failover(tmp_path):
         kafka_send(broker, alias_cs, b"after-kafka")
         with EventHubProducerClient.from_connection_string(alias_cs, eventhub_name="orders", **amqp) as p:
             p.send_batch([EventData("after-sdk")], partition_id="0")
-        assert values(broker, west_cs) == [b"after-kafka", b"after-sdk"]
-        assert values(broker, east_cs) == [b"before-kafka", b"before-sdk"]  # the old primary as it was
+        rest_send(broker, b"after-rest")
+        assert values(broker, west_cs) == [b"after-kafka", b"after-sdk", b"after-rest"]
+        assert values(broker, east_cs) == [b"before-kafka", b"before-sdk", b"before-rest"]  # left as it was
         mgmt.event_hubs.create_or_update(RG, WEST, "own", {"properties": {"partitionCount": 1}})  # no longer a secondary
         with pytest.raises(HttpResponseError):  # an unpaired alias's primary still breaks nothing
             dr.break_pairing(RG, WEST, ALIAS)
