@@ -98,6 +98,25 @@ def test_an_open_broker_serves_it_without_a_credential(tmp_path):
     b'{"kind": "kafka-error", "params": {"error": "NO_SUCH_ERROR"}}',
     b'{"kind": "kafka-error", "scope": {"partition": "zero"}}',
     b'{"kind": "server-busy", "extra": 1}',
+    b'{"kind": "append-fail", "params": {"error": "disk-on-fire"}}',
+    b'{"kind": "append-fail", "params": {"error": ""}}',
+    b'{"kind": "append-fail", "params": {"error": 28}}',
+    b'{"kind": "append-fail", "params": {"error": "../../dev/sda"}}',
+    b'{"kind": "append-fail", "params": {"ms": 5}}',
+    b'{"kind": "append-slow", "params": {"ms": -1}}',
+    b'{"kind": "append-slow", "params": {"ms": 600001}}',
+    b'{"kind": "append-slow", "params": {"ms": 1e308}}',
+    b'{"kind": "append-slow", "params": {"ms": "2000"}}',
+    b'{"kind": "append-slow", "params": {"ms": true}}',
+    b'{"kind": "append-slow", "params": {"ms": 99999999999999999999999}}',
+    b'{"kind": "delay-disposition", "params": {"ms": 1.5}}',
+    b'{"kind": "withhold-flow", "params": {"ms": null}}',
+    b'{"kind": "http-slow", "params": {"ms": -1000}}',
+    b'{"kind": "http-slow", "params": {"status": 503}}',
+    b'{"kind": "partition-unavailable", "params": {"condition": "not a symbol"}}',
+    b'{"kind": "partition-unavailable", "scope": {"partition": "0/../1"}}',
+    b'{"kind": "token-refused", "params": {"status": 200}}',
+    b'{"kind": "token-refused", "params": {"description": ""}}',
     b"[" * 20_000 + b"]" * 20_000, b'{"kind": ' * 5000 + b"}" * 5000,
     json.dumps({"kind": "server-busy", "scope": {"hub": "x" * 300}}).encode(),
 ], ids=lambda r: repr(r[:40]))
@@ -298,3 +317,13 @@ def test_clearing_one_kafka_fault_takes_it_out_of_the_kafka_hooks(broker):
     producer.produce("kafka-cleared", b"x", partition=0, on_delivery=lambda err, msg: reports.append(err))
     assert producer.flush(30) == 0 and reports == [None]
     assert control(broker, "GET").json()["fired"] == []
+
+
+@pytest.mark.parametrize("body,words", [
+    ({"kind": "append-fail", "params": {"error": "disk-on-fire"}}, "disk-full, io-error"),
+    ({"kind": "append-slow", "params": {"ms": 10**9}}, "params.ms must be from 0 to 600000"),
+    ({"kind": "http-slow", "params": {"ms": "soon"}}, "params.ms must be a whole number"),
+    ({"kind": "delay-disposition", "params": {"seconds": 5}}, "it takes ms"),
+])
+def test_bad_params_of_the_new_kinds_say_what_to_change(broker, body, words):
+    assert words in arm_error(control(broker, "POST", body=body), 400)
