@@ -202,6 +202,9 @@ class Broker:
         self.server = KafkaServer(self.services, cluster)
         self.services.faults = Faults(asyncio.get_running_loop(), self.services,
                                       servers=self._servers)
+        # Every fault that fires is kept in the report too (kafka-wire report).
+        self.services.faults.plan.listeners.append(
+            lambda fired: report.record_fault(fired, cfg.default_namespace))
         if cfg.faults or cfg.chaos is not None:  # [[faults]], serve --chaos
             from kafka_wire.startup_faults import install
             install(self.services.faults, cfg)

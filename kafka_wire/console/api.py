@@ -128,12 +128,14 @@ class ConsoleApi:
         views = self.views
         if segs == ["overview"]:
             return answer(views.overview())
-        if segs in (["namespaces"], ["throttling"], ["capture-files"], ["snapshot"]):
+        if segs in (["namespaces"], ["throttling"], ["capture-files"], ["snapshot"], ["faults"]):
             visible = self.visible(query, headers, peer)
             if segs == ["namespaces"]:
                 return answer(self._namespaces(visible))
             if segs == ["throttling"]:
                 return answer(self._filtered(views.throttling(), visible))
+            if segs == ["faults"]:  # injected faults that fired, of the namespaces it may see
+                return answer(self._filtered(views.faults_fired(), visible))
             if segs == ["capture-files"]:
                 return answer(self._filtered(views.capture_files(), visible))
             return answer(self._snapshot(query, headers, peer, visible))
@@ -160,6 +162,7 @@ class ConsoleApi:
             "hub": detail,
             "hub_error": hub_error,
             "throttling": self._filtered(self.views.throttling(), visible)[:50],
+            "faults_fired": self._filtered(self.views.faults_fired(), visible)[:50],
             "capture_files": self._filtered(self.views.capture_files(), visible)[:50],
             "capture_directories": [str(d) for d in self.views.capture.directories],
         }

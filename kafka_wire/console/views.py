@@ -236,6 +236,22 @@ class ConsoleViews:
     def throttling(self) -> list[dict]:
         return [e.as_json() for e in reversed(self.metrics.throttle_events)]
 
+    def faults_fired(self) -> list[dict]:
+        """Injected faults that fired (docs/faults.md), newest first: when, which kind,
+        at what (namespace, hub, partition, consumer group, link, protocol) and client."""
+        faults = getattr(self.services, "faults", None)
+        if faults is None:
+            return []
+        out = []
+        for f in reversed(faults.plan.fired):
+            target = f["target"]
+            out.append({"at_ms": f["at_ms"], "fault": f["fault"], "kind": f["kind"],
+                        "namespace": target.get("namespace"), "hub": target.get("hub"),
+                        "partition": target.get("partition"),
+                        "consumer_group": target.get("consumer_group"), "link": target.get("link"),
+                        "protocol": target.get("protocol"), "client": f.get("client")})
+        return out
+
     def capture_files(self) -> list[dict]:
         self.capture.refresh()
         return list(self.capture.recent)
@@ -247,6 +263,7 @@ class ConsoleViews:
             "namespaces": self.namespaces(),
             "hub": self.hub(namespace, hub) if namespace and hub else None,
             "throttling": self.throttling()[:50],
+            "faults_fired": self.faults_fired()[:50],
             "capture_files": self.capture_files()[:50],
             "capture_directories": [str(d) for d in self.capture.directories],
         }

@@ -85,6 +85,17 @@ class CompatibilityReport:
         elif self._timer is None:
             self._timer = self.clock.call_later(_FLUSH_MS, self._on_timer)
 
+    def record_fault(self, fired: dict, default_namespace: str) -> None:
+        """An injected fault that fired (a FaultPlan listener; docs/faults.md): one entry per
+        namespace, kind and hub, counted, with the latest target and client."""
+        target = fired["target"]
+        where = ", ".join(f"{k} {target[k]}" for k in ("partition", "consumer_group", "link",
+                                                        "protocol") if k in target)
+        self.record(target.get("namespace") or default_namespace, f"fault {fired['kind']}",
+                    target.get("hub"), f"injected fault {fired['fault']} ({fired['kind']}) fired"
+                    + (f" at {where}" if where else ""), enforced=True,
+                    client_id=fired.get("client"), kind="fault")
+
     def _log(self, key: tuple, entry: dict, now: int) -> None:
         last = self._logged.get(key)
         if last is not None and now - last[0] < _LOG_EVERY_MS:
@@ -149,7 +160,9 @@ def format_report(entries: list[dict]) -> str:
         for e in sorted((e for e in entries if e["namespace"] == ns),
                         key=lambda e: (e.get("kind") != "violation", e["rule"],
                                        e.get("event_hub") or "")):
-            if e.get("kind", "violation") != "violation":
+            if e.get("kind") == "fault":
+                status = "injected fault fired"
+            elif e.get("kind", "violation") != "violation":
                 status = "note"
             else:
                 status = "REFUSED" if e.get("enforced") else "would be refused on Event Hubs"

@@ -154,6 +154,7 @@ function render(d, health) {
   renderHub(d.hub, sel, d.hub_error);
   renderTabs(d.hub, r, d.namespaces);
   renderThrottling(d.throttling);
+  renderFaults(d.faults_fired || []);
   renderCapture(d.capture_files, d.capture_directories);
 }
 
@@ -383,6 +384,12 @@ function renderThrottling(events) {
   rebuild($("throttling"), ...table([{ label: "Time" }, { label: "Namespace" }, { label: "Hub" }, { label: "API" }, { label: "Client" }, { label: "Delay", num: true }],
     events.map((e) => ({ cells: [fmtTime(e.time_ms), e.namespace, e.hub || "–", e.api || "–", e.client_id || "–", fmtInt(e.throttle_ms) + " ms"] })),
     "No request has been throttled"));
+}
+
+function renderFaults(fired) {
+  rebuild($("faults"), ...table([{ label: "Time" }, { label: "Fault" }, { label: "Namespace" }, { label: "Hub" }, { label: "Partition", num: true }, { label: "Client" }],
+    fired.map((f) => ({ cells: [fmtTime(f.at_ms), f.kind, f.namespace || "–", f.hub || "–", f.partition == null ? "–" : String(f.partition), f.client || "–"] })),
+    "No injected fault has fired (docs/faults.md)"));
 }
 
 function renderCapture(files, dirs) {
