@@ -42,6 +42,7 @@ _SHOW = 20  # examples kept per finding
 class Verdict:
     acknowledged: int = 0
     sent: int = 0
+    acknowledged_by: dict[str, int] = field(default_factory=dict)  # producer -> events acknowledged
     read: dict[str, int] = field(default_factory=dict)          # group -> events read (all copies)
     lost: dict[str, list[str]] = field(default_factory=dict)    # group -> payload ids
     stored_twice: list[str] = field(default_factory=list)       # payloads sent once, stored twice
@@ -58,7 +59,8 @@ class Verdict:
 
     def counts(self) -> dict:
         """The figures (no examples), for artifacts and printing."""
-        return {"acknowledged": self.acknowledged, "sent": self.sent, "read": dict(self.read),
+        return {"acknowledged": self.acknowledged, "sent": self.sent,
+                "acknowledged_by": dict(self.acknowledged_by), "read": dict(self.read),
                 "lost": {g: len(v) for g, v in self.lost.items()},
                 "stored_twice": len(self.stored_twice), "resent_copies": self.resent,
                 "redelivered": dict(self.redelivered),
@@ -123,6 +125,9 @@ class History:
             acked = dict(self._acked)
             reads = {g: list(rs) for g, rs in self._reads.items()}
         v = Verdict(acknowledged=len(acked), sent=sum(attempts.values()))
+        for payload in acked:
+            producer = seq.get(payload, ("?", 0))[0]
+            v.acknowledged_by[producer] = v.acknowledged_by.get(producer, 0) + 1
         stored_twice: set[str] = set()
         resent: dict[str, int] = {}  # payload -> extra copies (the most any group read)
         unacked: set[str] = set()
