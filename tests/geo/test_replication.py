@@ -1,0 +1,167 @@
+"""Replication inside one broker (docs/georeplication.md), driven by confluent-kafka:
+events are copied byte for byte at the same offsets; hubs, partition counts,
+checkpoints and settings follow; asynchronous replication lags while a replica is
+paused and refuses sends past maxReplicationLagDurationInSeconds (NOT_ENOUGH_REPLICAS);
+synchronous replication has every acknowledged event on the replica already and
+refuses sends while the quorum cannot take them."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+from tests.eventhubs.conftest import confluent_conf
+from tests.geo.conftest import geo, geo_broker, stored
+
+
+def conf(b, **extra):
+    return confluent_conf(b.bootstrap_servers, b.connection_string(), **extra)
+
+
+def send(b, n: int, *, start: int = 0, **extra) -> list:
+    """Produce ``n`` events over both partitions; the delivery reports' errors (None: acked)."""
+    errors = []
+    p = Producer(conf(b, **extra))
+    for i in range(start, start + n):
+        p.produce("orders", f"event-{i}".encode(), partition=i % 2,
+                  on_delivery=lambda err, _msg: errors.append(err))
+    assert p.flush(30) == 0
+    return errors
+
+
+def wait_until(predicate, what: str, timeout: float = 15.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def ends(b, location: str) -> dict:
+    return b.call(lambda: geo(b)._stores[location].ends())
+
+
+def test_events_are_copied_byte_for_byte_at_the_same_offsets(tmp_path):
+    with geo_broker(tmp_path, max_lag=300) as b:
+        assert send(b, 300, **{"enable.idempotence": True, "compression.type": "lz4",
+                               "linger.ms": 5}) == [None] * 300
+        wait_until(lambda: ends(b, "eastus") == ends(b, "westus"), "eastus to catch up")
+        assert ends(b, "eastus") == {("orders", 0): 150, ("orders", 1): 150}
+        for partition in (0, 1):
+            primary = stored(b, "westus", partition=partition)
+            assert primary and stored(b, "eastus", partition=partition) == primary
+        assert [r.lag_events for r in b.call(lambda: geo(b).replicas)] == [0, 0]
+
+
+def test_hubs_partition_counts_checkpoints_and_settings_follow(tmp_path):
+    with geo_broker(tmp_path, max_lag=300) as b:
+        admin = AdminClient(conf(b))
+        for fut in admin.create_topics([NewTopic("audit", 1)]).values():
+            fut.result(30)
+        for fut in admin.create_partitions([NewPartitions("audit", 3)]).values():
+            fut.result(30)
+        send(b, 10)
+        consumer = Consumer(conf(b, **{"group.id": "billing", "enable.auto.commit": False}))
+        consumer.assign([TopicPartition("orders", 0, 0)])
+        got = []
+        deadline = time.monotonic() + 20
+        while len(got) < 5 and time.monotonic() < deadline:
+            m = consumer.poll(0.5)
+            if m is not None and not m.error():
+                got.append(m)
+        assert len(got) == 5
+        consumer.commit(offsets=[TopicPartition("orders", 0, 4)], asynchronous=False)
+        consumer.close()
+
+        def replica_state():
+            store = geo(b)._stores["eastus"]
+            return ({n: t.partitions for n, t in store.logs.topics().items()},
+                    store.offsets.get("billing"), (store.settings or {}).get("tier"))
+        wait_until(lambda: replica_state() == ({"orders": 2, "audit": 3},
+                                               {("orders", 0): (4, "")}, "Premium"),
+                   "hubs, the checkpoint and the settings on eastus")
+        for fut in admin.delete_topics(["audit"]).values():
+            fut.result(30)
+        wait_until(lambda: "audit" not in replica_state()[0], "audit deleted on eastus")
+
+
+def test_a_paused_replica_lags_and_past_the_limit_sends_fail(tmp_path):
+    with geo_broker(tmp_path, max_lag=300, virtual_clock=True) as b:
+        quick = {"retries": 0, "message.timeout.ms": 10000}
+        b.call(lambda: geo(b).pause("eastus"))
+        assert send(b, 6, **quick) == [None] * 6
+        b.clock.advance(seconds=200)
+        east = b.call(lambda: geo(b).replica("eastus"))
+        assert (east.paused, east.state, east.lag_events) == (True, "Paused", 6)
+        assert east.lag_seconds == pytest.approx(200, abs=1)
+        assert send(b, 2, start=6, **quick) == [None] * 2  # 200 s < 300 s: still taken
+        b.clock.advance(seconds=101)
+        errors = send(b, 2, start=8, **quick)
+        assert [e.code() for e in errors] == [KafkaError.NOT_ENOUGH_REPLICAS] * 2
+        why = b.call(lambda: geo(b).admission()).message  # librdkafka shows only the code
+        assert "replication lag 301 s" in why and "300" in why
+        b.call(lambda: geo(b).resume("eastus"))
+        east = b.call(lambda: geo(b).replica("eastus"))
+        assert (east.lag_seconds, east.lag_events, east.state) == (0, 0, "Ready")
+        assert send(b, 2, start=10, **quick) == [None] * 2
+        assert ends(b, "eastus") == ends(b, "westus") == {("orders", 0): 5, ("orders", 1): 5}
+
+
+def test_synchronous_replication_acknowledges_only_what_the_replica_has(tmp_path):
+    with geo_broker(tmp_path, max_lag=0, virtual_clock=True) as b:
+        quick = {"retries": 0, "message.timeout.ms": 10000}
+        for round_ in range(3):  # no waiting: acknowledged means on eastus already
+            assert send(b, 20, start=20 * round_, **quick) == [None] * 20
+            assert ends(b, "eastus") == ends(b, "westus")
+        b.call(lambda: geo(b).pause("eastus"))
+        errors = send(b, 2, start=100, **quick)
+        assert [e.code() for e in errors] == [KafkaError.NOT_ENOUGH_REPLICAS] * 2
+        why = b.call(lambda: geo(b).admission()).message
+        assert "synchronously" in why and "eastus" in why
+        assert ends(b, "westus") == {("orders", 0): 30, ("orders", 1): 30}  # nothing appended
+        b.call(lambda: geo(b).resume("eastus"))
+        assert send(b, 2, start=102, **quick) == [None] * 2
+        assert ends(b, "eastus") == ends(b, "westus") == {("orders", 0): 31, ("orders", 1): 31}
+        for partition in (0, 1):
+            assert stored(b, "eastus", partition=partition) == stored(b, "westus", partition=partition)
+
+
+def test_synchronous_with_three_replicas_needs_a_quorum_of_secondaries(tmp_path):
+    with geo_broker(tmp_path, max_lag=0, locations=("westus", "eastus", "northeurope"),
+                    virtual_clock=True) as b:
+        quick = {"retries": 0, "message.timeout.ms": 10000}
+        b.call(lambda: geo(b).pause("northeurope"))  # 1 of 2 secondaries is a quorum of 3 replicas
+        assert send(b, 4, **quick) == [None] * 4
+        assert ends(b, "eastus") == ends(b, "westus") != ends(b, "northeurope")
+        b.call(lambda: geo(b).pause("eastus"))
+        assert [e.code() for e in send(b, 1, **quick)] == [KafkaError.NOT_ENOUGH_REPLICAS]
+        b.call(lambda: geo(b).resume("northeurope"))
+        assert send(b, 1, start=4, **quick) == [None]
+        assert ends(b, "northeurope") == ends(b, "westus")
+
+
+def test_replicas_and_roles_survive_a_restart(tmp_path):
+    with geo_broker(tmp_path, max_lag=300) as b:
+        send(b, 10)
+        b.call(lambda: geo(b).pause("eastus"))
+        send(b, 4, start=10)
+        b.call(lambda: geo(b).promote("eastus", forced=True))
+    with geo_broker(tmp_path, max_lag=300) as b:
+        g = b.call(lambda: geo(b).to_json())
+        assert (g["primary"], g["segment"]) == ("eastus", 1)
+        assert [(r["location"], r["role"]) for r in g["replicas"]] == [("eastus", "Primary"),
+                                                                        ("westus", "Secondary")]
+        assert b.call(lambda: geo(b).segment_starts("orders", 0)) == [(0, 0), (1, 5)]
+        consumer = Consumer(conf(b, **{"group.id": "g", "auto.offset.reset": "earliest"}))
+        consumer.assign([TopicPartition("orders", 0, 0), TopicPartition("orders", 1, 0)])
+        got = []
+        deadline = time.monotonic() + 20
+        while len(got) < 10 and time.monotonic() < deadline:
+            m = consumer.poll(0.5)
+            if m is not None and not m.error():
+                got.append(m.value())
+        consumer.close()
+        assert sorted(got) == sorted(f"event-{i}".encode() for i in range(10))
