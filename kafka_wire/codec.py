@@ -88,6 +88,8 @@ def is_flexible(api_key: int, version: int) -> bool:
 
 def read_uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
     """An unsigned varint (compact lengths, tag numbers) at ``pos``."""
+    if pos < len(buf) and buf[pos] < 0x80:  # one byte: nearly every length and tag
+        return buf[pos], pos + 1
     value = shift = 0
     while True:
         if pos >= len(buf):
@@ -104,6 +106,8 @@ def read_uvarint(buf: memoryview, pos: int) -> tuple[int, int]:
 
 def skip_tagged_fields(buf: memoryview, pos: int) -> int:
     """Position after a tagged-fields section (flexible versions)."""
+    if pos < len(buf) and buf[pos] == 0:  # none: nearly always
+        return pos + 1
     count, pos = read_uvarint(buf, pos)
     for _ in range(count):
         _tag, pos = read_uvarint(buf, pos)
@@ -112,6 +116,11 @@ def skip_tagged_fields(buf: memoryview, pos: int) -> int:
         if pos > len(buf):
             raise CodecError("a tagged field runs past the end of the frame")
     return pos
+
+
+# (api key, version) -> flexible (header v2); only pairs the codec knows are kept,
+# so hostile keys cannot grow it.
+_FLEXIBLE: dict[tuple[int, int], bool] = {}
 
 
 def parse_request_header(frame: memoryview) -> RequestHeader:
@@ -129,7 +138,12 @@ def parse_request_header(frame: memoryview) -> RequestHeader:
         pos = end
     elif cid_len != -1:
         raise CodecError(f"invalid client_id length {cid_len}")
-    if api_version >= 0 and is_flexible(api_key, api_version):
+    flexible = _FLEXIBLE.get((api_key, api_version))
+    if flexible is None:
+        flexible = api_version >= 0 and is_flexible(api_key, api_version)
+        if api_key in _REQUESTS and 0 <= api_version <= _REQUESTS[api_key].max_version:
+            _FLEXIBLE[(api_key, api_version)] = flexible
+    if flexible:
         # Header v2: tagged fields follow the (never compact) client_id.
         pos = skip_tagged_fields(frame, pos)
     return RequestHeader(api_key, api_version, correlation_id, client_id, pos)

@@ -81,6 +81,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._big: bytearray | None = None   # a frame too large for scratch
         self._big_fill = 0
         self._pending: deque[bytes | bytearray] = deque()
+        # Answers written while _drain handles a run of pipelined requests, sent in one
+        # writelines at its end (one send for many small answers); None: write at once.
+        self._out: list | None = None
+        self._out_bytes = 0
         self._pending_bytes = 0
         self._busy = False         # a handler's awaitable is in flight
         self._write_paused = False
@@ -247,11 +251,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
     # -- dispatch --------------------------------------------------------
     def _drain(self) -> None:
         """Handle queued requests in order until one must wait."""
-        while (self._pending and not self._busy and not self._write_paused and not self._closed
-               and not self._throttled):
-            frame = self._pending.popleft()
-            self._pending_bytes -= len(frame)
-            self._handle(frame)
+        self._out, self._out_bytes = [], 0
+        try:
+            while (self._pending and not self._busy and not self._write_paused and not self._closed
+                   and not self._throttled):
+                frame = self._pending.popleft()
+                self._pending_bytes -= len(frame)
+                self._handle(frame)
+        finally:
+            self._uncork()
         if self._read_paused and self._pending_bytes <= self.queue_limit // 2 and not self._closed:
             self._read_paused = False
             self._update_reading()
@@ -374,15 +382,43 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _write(self, data) -> None:
         if not self._closed:
-            self.transport.write(data)
+            if self._out is None:
+                self.transport.write(data)
+                return
+            self._out.append(data)
+            self._out_bytes += len(data)
+            if self._out_bytes >= _SCRATCH:
+                self._flush_out()
 
     def _write_many(self, chunks) -> None:
         if not self._closed:
-            self.transport.writelines(chunks)
+            if self._out is None:
+                self.transport.writelines(chunks)
+                return
+            self._out += chunks
+            self._out_bytes += sum(map(len, chunks))
+            if self._out_bytes >= _SCRATCH:
+                self._flush_out()
+
+    def _flush_out(self) -> None:
+        """Send the answers held so far (large ones at once: the transport's
+        pause_writing must see them before more requests are handled)."""
+        out, self._out, self._out_bytes = self._out, [], 0
+        if out and not self._closed:
+            if len(out) == 1:
+                self.transport.write(out[0])
+            else:
+                self.transport.writelines(out)
+
+    def _uncork(self) -> None:
+        if self._out is not None:
+            self._flush_out()
+            self._out = None
 
     def _abort(self, reason: str | None, repeat_kind: str | None = None) -> None:
         """Close now. ``repeat_kind``: count repeats of this kind from one client
         address instead of logging each (a misconfigured client retries fast)."""
+        self._uncork()  # answers to earlier requests go out first, as they would have
         if reason:
             peer = self.state.peer if self.state else "?"
             message = f"closing connection {peer}: {reason}"
@@ -398,6 +434,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def _close_after_write(self) -> None:
         """After a failed authentication: read and handle nothing more, and close
         (once the answer is sent) ``failed_authentication_delay_ms`` later."""
+        self._uncork()
         self._closed = True
         self._pending.clear()
         if self.transport is None:
