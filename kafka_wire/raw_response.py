@@ -15,8 +15,15 @@ class Raw:
         self.close_after = close_after
 
     def chunks(self, header) -> list:
-        size = sum(len(c) for c in self.body) + 4 + (1 if self.flexible_header else 0)
-        head = struct.pack(">ii", size, header.correlation_id)
-        if self.flexible_header:
+        body = self.body
+        flexible = self.flexible_header
+        size = (len(body[0]) if len(body) == 1 else sum(map(len, body))) + (5 if flexible else 4)
+        head = _HEAD(size, header.correlation_id)
+        if flexible:
             head += b"\x00"
-        return [head, *self.body]
+        if len(body) == 1 and size < 4096:  # a small answer (Produce's): one piece to write
+            return [head + body[0]]
+        return [head, *body]
+
+
+_HEAD = struct.Struct(">ii").pack  # frame size, correlation id

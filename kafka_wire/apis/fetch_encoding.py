@@ -22,6 +22,8 @@ _ZERO_UUID = bytes(16)
 
 
 def _uvarint(n: int) -> bytes:
+    if n < 128:
+        return _SMALL[n]
     out = bytearray()
     while True:
         b = n & 0x7F
@@ -33,11 +35,25 @@ def _uvarint(n: int) -> bytes:
             return bytes(out)
 
 
+_SMALL = [bytes((n,)) for n in range(128)]
+_NAMES: dict[tuple[str, bool], bytes] = {}  # a topic name as a response writes it
+
+
 def _string(text: str | None, flexible: bool) -> bytes:
     if text is None:
         return b"\x00" if flexible else _I16(-1)
     raw = text.encode()
     return (_uvarint(len(raw) + 1) if flexible else _I16(len(raw))) + raw
+
+
+def _name(topic: str | None, flexible: bool) -> bytes:
+    """:func:`_string` of a topic name, kept for the next response (a bounded few)."""
+    found = _NAMES.get((topic, flexible))
+    if found is None:
+        found = _string(topic, flexible)
+        if topic is not None and len(_NAMES) < 4096:
+            _NAMES[(topic, flexible)] = found
+    return found
 
 
 def _array_len(n: int | None, flexible: bool) -> bytes:
@@ -62,7 +78,7 @@ def encode_fetch(version: int, topics: list, session_id: int, error: int = 0, th
         if version >= 13:
             head += topic_id.bytes if topic_id is not None else _ZERO_UUID
         else:
-            head += _string(name, flexible)
+            head += _name(name, flexible)
         head += _array_len(len(reads), flexible)
         for r in reads:
             head += _PART_HEAD(r.partition, r.error, r.high_watermark)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import struct
 
-from kafka_wire.apis.fetch_encoding import _array_len, _string
+from kafka_wire.apis.fetch_encoding import _array_len, _name, _string
 from kafka_wire.raw_response import Raw
 
 _I32 = struct.Struct(">i").pack
@@ -26,7 +26,7 @@ def encode_produce(version: int, topics: list, throttle_ms: int = 0) -> Raw:
         if version >= 13:
             out += topic_id.bytes if topic_id is not None else bytes(16)
         else:
-            out += _string(name, flexible)
+            out += _name(name, flexible)
         out += _array_len(len(parts), flexible)
         for index, error, base, append, start, message in parts:
             if version >= 5:
