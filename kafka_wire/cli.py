@@ -335,7 +335,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "it is aborted (Kafka's transaction.max.timeout.ms; default 900000)")
     serve.add_argument("--log-max-open-files", metavar="N", type=_int_at_least(1),
                        help="descriptors the partition logs may keep open; the least recently written "
-                       "partitions close theirs past it (default: a quarter of ulimit -n, 16 to 1024)")
+                       "partitions close theirs past it, and idle ones after 10 s (default: a quarter of "
+                       "ulimit -n, 16 to 4096)")
     http = serve.add_mutually_exclusive_group()
     http.add_argument("--http-listen", type=_address(5300), metavar="HOST:PORT",
                       help="health API, Prometheus /metrics and web console (default "

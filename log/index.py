@@ -15,6 +15,9 @@ full disk surfaces as OSError(ENOSPC) at the write instead of SIGBUS at some
 later page fault. On roll or close the file is trimmed to its entries.
 The maps hold no descriptor (``mapping``); an active file's write descriptor
 may be closed while idle (``close_fd``) and is reopened by the next append.
+A file is mapped when an entry is first read, not when it is opened or
+extended: a partition that is only appended to keeps no map of its indexes
+(``unmap`` lets go of one after recovery has read it).
 """
 
 from __future__ import annotations
@@ -47,8 +50,8 @@ class _EntryFile:
         self.path = path
         self.max_entries = max(0, max_bytes // self.ENTRY.size)
         self._fd: int | None = None
-        self._map: Map | None = None
-        self._map_len = 0
+        self._mapped: Map | None = None  # made by the first read of ``_map``
+        self._map_len = 0  # the length ``_map`` maps
         self._capacity = 0  # entries the file can hold right now (active only)
         self.entries = 0
         if path.exists():
@@ -65,6 +68,18 @@ class _EntryFile:
     def writable(self) -> bool:
         """Open for append (sized for new entries), whether or not its descriptor is open now."""
         return self._capacity > 0
+
+    @property
+    def _map(self) -> Map | None:
+        m = self._mapped
+        if m is None and self._map_len:
+            m = self._mapped = map_read_only(self.path, None, self._map_len)
+        return m
+
+    def unmap(self) -> None:
+        """Let go of the map (the next read maps the file again)."""
+        m, self._mapped = self._mapped, None
+        release_map(m)
 
     @property
     def fd_open(self) -> bool:
@@ -202,13 +217,11 @@ class _EntryFile:
 
     def _remap(self, length: int) -> None:
         self._unmap()
-        self._map = map_read_only(self.path, self._fd, length)
-        self._map_len = length if self._map is not None else 0
+        self._map_len = max(length, 0)  # mapped when next read
 
     def _unmap(self) -> None:
-        release_map(self._map)
-        self._map = None
         self._map_len = 0
+        self.unmap()
 
 
 class OffsetIndex(_EntryFile):

@@ -281,6 +281,8 @@ class LogManager:
                 continue
             smallest = ms if smallest is None else min(smallest, ms)
             log.maybe_flush(now_ms)
+        # Here because the flusher calls this about once a second, off the event loop.
+        self.handles.close_idle()
         return smallest
 
     def close(self) -> None:

@@ -606,15 +606,30 @@ class PartitionLog:
         with self._lock:
             return self._producers.describe()
 
-    def forget_producers(self, producer_ids, now_ms: int) -> None:
-        """Drop these producers' state as if it had expired: their next batch gets
-        UNKNOWN_PRODUCER_ID and they reset their sequence (a geo-replica promoted
-        without the last batches they were acknowledged for)."""
-        with self._lock:
-            producers = self._producers
-            for pid in producer_ids:
-                if producers.producers.pop(pid, None) is not None:
-                    producers.forgotten[pid] = now_ms
+    def adopt_producers(self, other: "PartitionLog") -> list[int]:
+        """Take the idempotence state of ``other``'s producers where it is ahead of
+        ours (a geo-replica promoted without the last batches the old primary took):
+        their next batch follows on in sequence, and a retry of a batch only
+        ``other`` holds is answered as the duplicate it is, with ``other``'s
+        offsets. Transactional producers are dropped instead: their open
+        transactions are not here (their next batch gets UNKNOWN_PRODUCER_ID).
+        Returns the producer ids taken or dropped."""
+        with self._lock, other._lock:
+            mine, theirs = self._producers, other._producers
+            changed = []
+            for pid, entry in theirs.producers.items():
+                have = mine.producers.get(pid)
+                if have is not None and (have.producer_epoch, have.last_seq) == (entry.producer_epoch,
+                                                                                 entry.last_seq):
+                    continue
+                changed.append(pid)
+                if entry.current_txn_first_offset >= 0 or (have is not None and have.current_txn_first_offset >= 0):
+                    if mine.producers.pop(pid, None) is not None:
+                        mine.forgotten[pid] = entry.last_update_ms
+                    continue
+                mine.producers[pid] = entry.copy()
+                mine.forgotten.pop(pid, None)
+            return changed
 
     def expire_producers(self, now_ms: int) -> int:
         """Forget producers idle for producer_id_expiration_ms (and with no
@@ -931,5 +946,7 @@ class PartitionLog:
         segments[-1].close_handles()  # reopened by the first write
         self.log_start_offset = log_start_offset
         self._last_append_ms = max((s.last_append_ms or 0 for s in segments), default=0)
+        for seg in segments:  # recovery read them; the next read maps what it needs again
+            seg.unmap()
         self._producers = producers
         self._segments = segments  # last: the log counts as loaded from here

@@ -98,8 +98,8 @@ class LogSegment:
         # Event Hubs positions of the batches, by .batches index, when the cleaner kept them.
         self.positions: array | None = None
         self._fd: int | None = None
-        self._map: Map | None = None
-        self._map_len = 0
+        self._mapped: Map | None = None  # made by the first read of ``_map``
+        self._map_len = 0  # the length ``_map`` maps
         self._file_len = self.log_path.stat().st_size if self.log_path.exists() else 0
         self._bytes_since_index = 0
 
@@ -666,20 +666,33 @@ class LogSegment:
         self.log_path.unlink(missing_ok=True)
         self.active = False
 
+    @property
+    def _map(self) -> Map | None:
+        # Mapped on first read, by path, not self._fd: lock-free readers map while an
+        # idle segment's descriptors may be closed by another thread.
+        m = self._mapped
+        if m is None and self._map_len:
+            m = self._mapped = map_read_only(self.log_path, None, self._map_len)
+        return m
+
     def _remap(self) -> None:
         length = self._file_len
-        if length == self._map_len and self._map is not None:
+        if length == self._map_len:
             return
         self._drop_map()
-        # By path, not self._fd: lock-free readers remap while an idle segment's
-        # descriptors may be closed by another thread.
-        self._map = map_read_only(self.log_path, None, length)
-        self._map_len = length if self._map is not None else 0
+        self._map_len = max(length, 0)  # mapped when next read
 
     def _drop_map(self) -> None:
-        release_map(self._map)
-        self._map = None
         self._map_len = 0
+        self.unmap()
+
+    def unmap(self) -> None:
+        """Let go of the maps of the log and its indexes (mapped again when next
+        read). Only where no lock-free reader can hold the segment yet: after loading."""
+        m, self._mapped = self._mapped, None
+        release_map(m)
+        for index in (self.offset_index, self.time_index, self.batch_index):
+            index.unmap()
 
 
 def _rewrite_positions(path: Path, positions: array) -> None:

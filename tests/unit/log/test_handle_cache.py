@@ -7,6 +7,8 @@ import gc
 import os
 import shutil
 import tempfile
+import time
+import types
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from kafka_wire.log.config import LogConfig
+from kafka_wire.log import handles
 from kafka_wire.log.handles import FileHandleCache
 from kafka_wire.log.manager import LogManager
 from kafka_wire.log.mapping import map_read_only, release_map
@@ -121,7 +124,46 @@ def test_lowering_the_cap_closes_at_once_and_zero_is_refused():
         cache.max_open_files = 0
 
 
+def test_owners_idle_past_the_timeout_close_and_recent_or_busy_ones_keep_their_files(monkeypatch):
+    clock = [100.0]
+    monkeypatch.setattr(handles, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    cache = FileHandleCache(max_open_files=100)
+    old, busy, recent = Owner(cache, "old"), Owner(cache, "busy", busy=True), Owner(cache, "recent")
+    cache.touch(old, 4)
+    cache.touch(busy, 4)
+    clock[0] = 105.0
+    cache.touch(recent, 4)
+    clock[0] = 111.0
+    assert cache.close_idle(10) == 1  # old and busy were idle 11 s, recent 6 s; busy is skipped
+    assert (old.closed, busy.closed, recent.closed) == (1, 0, 0)
+    assert cache.open_files == 8 and len(cache) == 2
+    busy.busy = False
+    clock[0] = 116.0
+    assert cache.close_idle(10) == 2
+    assert cache.open_files == 0 and len(cache) == 0
+
+
 # -- partition logs under a cap ---------------------------------------------------
+
+
+def test_idle_partitions_close_their_files_and_hold_no_index_maps(tmp_path):
+    cache = FileHandleCache(max_open_files=1000)
+    before = open_fds()
+    manager = LogManager(tmp_path, LogConfig(), handles=cache)
+    manager.create_topic("t", 20)
+    for p in range(20):
+        manager.get_log("t", p).append(make_batch(2, tag=p), now_ms=1_000)
+    assert before + 20 <= open_fds() <= before + 20 * ACTIVE_SEGMENT_FDS  # .log, .batches at least
+    # Appends write with pwrite: no partition has mapped its log or its indexes.
+    assert not any(mapped(path) for path in tmp_path.glob("t-*/*") if path.is_file())
+    assert cache.close_idle(0, now=time.monotonic() + 1) == 20
+    assert open_fds() == before and cache.open_files == 0
+    for p in range(20):  # written again: reopened, and the data are whole
+        log = manager.get_log("t", p)
+        log.append(make_batch(1, tag=100 + p), now_ms=1_001)
+        assert log.log_end_offset == 3 and len(log.read(0, 1 << 20)) > 0
+    manager.close()
+    assert open_fds() == before and cache.open_files == 0
 
 
 def test_many_partitions_stay_under_the_cap_and_round_trip(tmp_path):
