@@ -14,9 +14,9 @@ written and read over AMQP, one over Kafka. Prints events/s, broker and
 client CPU seconds per 100,000 events and their ratio, median (min-max) of
 ``--repeat`` rounds after a warm-up round, and the issue's targets:
 
-- the broker is never the bottleneck: broker CPU <= 25% of the client's at the
+- the broker is never the bottleneck: broker CPU <= 10% of the client's at the
   client's maximum rate (AMQP send and receive);
-- an AMQP event costs the broker no more than 2x a Kafka record (send against
+- an AMQP event costs the broker no more than 3x a Kafka record (send against
   produce, receive against consume).
 
 Every phase checks that what was acknowledged is what is read back: per
@@ -52,8 +52,8 @@ from kafka_wire.eventhubs import connection_string
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 PER = 100_000                    # figures are CPU seconds per this many events
-BROKER_SHARE_TARGET = 0.25       # broker CPU / client CPU, AMQP
-AMQP_KAFKA_TARGET = 2.0          # AMQP broker CPU per event / Kafka broker CPU per record
+BROKER_SHARE_TARGET = 0.10       # broker CPU / client CPU, AMQP (issue 30)
+AMQP_KAFKA_TARGET = 3.0          # AMQP broker CPU per event / Kafka broker CPU per record (issue 30)
 TIMEOUT_S = 300.0
 
 
