@@ -103,6 +103,9 @@ def test_geo_api_goes_through_the_door_and_metrics_show_lag_and_roles(tmp_path):
         assert dr[PRIMARY] == [{"alias": ALIAS, "role": "Primary", "partner": SECONDARY, "points_at": PRIMARY,
                                 "host": f"{ALIAS}.servicebus.windows.net"}]
         assert dr[SECONDARY][0]["role"] == "Secondary" and dr[SECONDARY][0]["partner"] == PRIMARY
+        wait_for(lambda: [h["name"] for h in next(n for n in requests.get(
+            f"{broker.http_url}/api/namespaces", timeout=10).json() if n["name"] == SECONDARY)["hubs"]]
+            == ["telemetry"])  # the TOML pair's primary hub, copied by the broker
 
         stall_and_send(broker, 30)
         samples = wait_for(lambda: (s := scrape(broker)) and value(

@@ -271,5 +271,11 @@ def test_break_pairing_leaves_both_and_refusals_answer_arm_json(tmp_path):
         assert "later" not in [h.name for h in mgmt.event_hubs.list_by_namespace(RG, WEST)]
         dr.delete(RG, EAST, ALIAS)
         assert model.geo_dr == {}
+        # a partner deleted while paired leaves the primary not replicating
+        mgmt.namespaces.begin_create_or_update(RG, "contoso-spare", {"sku": {"name": "Standard"}}).result()
+        dr.create_or_update(RG, EAST, ALIAS, {"properties": {"partnerNamespace": ns_id("contoso-spare")}})
+        wait_for(lambda: "orders" in [h.name for h in mgmt.event_hubs.list_by_namespace(RG, "contoso-spare")])
+        mgmt.namespaces.begin_delete(RG, "contoso-spare").result()
+        assert (dr.get(RG, EAST, ALIAS).role, dr.get(RG, EAST, ALIAS).partner_namespace) == ("PrimaryNotReplicating", "")
     finally:
         broker.stop()
