@@ -180,7 +180,8 @@ def test_alias_pairs_copies_metadata_and_follows_the_failover(tmp_path):
         rest_send(broker, b"after-rest")
         assert values(broker, west_cs) == [b"after-kafka", b"after-sdk", b"after-rest"]
         assert values(broker, east_cs) == [b"before-kafka", b"before-sdk", b"before-rest"]  # left as it was
-        mgmt.event_hubs.create_or_update(RG, WEST, "own", {"properties": {"partitionCount": 1}})  # no longer a secondary
+        # no longer a secondary: its metadata is its own again
+        mgmt.event_hubs.create_or_update(RG, WEST, "own", {"properties": {"partitionCount": 1}})
         with pytest.raises(HttpResponseError):  # an unpaired alias's primary still breaks nothing
             dr.break_pairing(RG, WEST, ALIAS)
     finally:
@@ -276,6 +277,7 @@ def test_break_pairing_leaves_both_and_refusals_answer_arm_json(tmp_path):
         dr.create_or_update(RG, EAST, ALIAS, {"properties": {"partnerNamespace": ns_id("contoso-spare")}})
         wait_for(lambda: "orders" in [h.name for h in mgmt.event_hubs.list_by_namespace(RG, "contoso-spare")])
         mgmt.namespaces.begin_delete(RG, "contoso-spare").result()
-        assert (dr.get(RG, EAST, ALIAS).role, dr.get(RG, EAST, ALIAS).partner_namespace) == ("PrimaryNotReplicating", "")
+        left = dr.get(RG, EAST, ALIAS)
+        assert (left.role, left.partner_namespace) == ("PrimaryNotReplicating", "")
     finally:
         broker.stop()
