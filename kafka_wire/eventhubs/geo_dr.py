@@ -91,8 +91,9 @@ def pairing_refusal(model: EventHubsModel, alias: str, primary: str, secondary: 
     secondary = names[secondary.lower()]
     if secondary.lower() == primary.lower():
         return "a namespace cannot be its own partner"
-    if alias.lower() in names and alias.lower() != primary.lower():
-        return f"alias {alias!r} is the name of another namespace"
+    if alias.lower() in names:  # Azure then renames the primary (alternateName): not emulated
+        return (f"alias {alias!r} is the name of namespace {names[alias.lower()]!r}: choose an alias "
+                "no namespace has (kafka-wire does not rename namespaces for alternateName)")
     for name in (primary, secondary):
         tier = model.namespaces[name].tier
         if tier not in PAIRED_TIERS:

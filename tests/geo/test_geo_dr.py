@@ -232,6 +232,7 @@ def test_break_pairing_leaves_both_and_refusals_answer_arm_json(tmp_path):
             (put("a" * 300, partner), 400, "BadRequest"),
             (put("..%2F..%2Fetc", partner), 404, "NotFound"),  # decoded into path segments
             (put(WEST, partner), 400, "BadRequest"),  # the partner's own name
+            (put(EAST, partner), 400, "BadRequest"),  # the primary's: alternateName is not emulated
             (put(ALIAS, partner, ns=BASIC), 400, "BadRequest"),
         ]
         for answer, status, code in cases:
