@@ -53,6 +53,10 @@ class _EntryFile:
         self._mapped: Map | None = None  # made by the first read of ``_map``
         self._map_len = 0  # the length ``_map`` maps
         self._capacity = 0  # entries the file can hold right now (active only)
+        # First and last entries, as read or appended: every append reads them, and
+        # from here it needs no map of the file.
+        self._first: tuple | None = None
+        self._last: tuple | None = None
         self.entries = 0
         if path.exists():
             size = path.stat().st_size
@@ -99,7 +103,20 @@ class _EntryFile:
         return self.ENTRY.unpack_from(self._map, self.HEADER_SIZE + i * self.ENTRY.size)  # type: ignore[arg-type]
 
     def last_entry(self) -> tuple | None:
-        return self.entry(self.entries - 1) if self.entries else None
+        if not self.entries:
+            return None
+        last = self._last
+        if last is None:
+            last = self._last = self.entry(self.entries - 1)
+        return last
+
+    def first_entry(self) -> tuple | None:
+        if not self.entries:
+            return None
+        first = self._first
+        if first is None:
+            first = self._first = self.entry(0)
+        return first
 
     def all_entries(self) -> list[tuple]:
         if not self.entries:
@@ -173,6 +190,10 @@ class _EntryFile:
                 raise RuntimeError(f"{self.path.name} is full")
             self._resize(max(self._capacity * 2, self.entries + count))
         _pwrite_all(self._fd, data, self.HEADER_SIZE + self.entries * self.ENTRY.size)
+        size = self.ENTRY.size
+        if not self.entries:
+            self._first = self.ENTRY.unpack_from(data, 0)
+        self._last = self.ENTRY.unpack_from(data, (count - 1) * size)
         self.entries += count
 
     def write_header(self, data: bytes) -> None:
@@ -182,6 +203,7 @@ class _EntryFile:
         """Forget entries >= count. Stale bytes past the end are overwritten by
         later appends or cut by trim(); a reopen after a crash rebuilds."""
         self.entries = min(self.entries, count)
+        self._first = self._last = None  # read again from the file when asked
 
     def trim(self) -> None:
         """Cut the file to its entries, map it at that size and release the fd."""

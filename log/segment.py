@@ -411,7 +411,8 @@ class LogSegment:
 
     @property
     def first_append_ms(self) -> int | None:
-        return self.batch_index.entry(0)[2] if self.batch_index.entries else None
+        first = self.batch_index.first_entry()
+        return first[2] if first else None
 
     @property
     def last_append_ms(self) -> int | None:
@@ -684,14 +685,17 @@ class LogSegment:
 
     def _drop_map(self) -> None:
         self._map_len = 0
-        self.unmap()
+        m, self._mapped = self._mapped, None
+        release_map(m)
 
     def unmap(self) -> None:
         """Let go of the maps of the log and its indexes (mapped again when next
         read). Only where no lock-free reader can hold the segment yet: after loading."""
         m, self._mapped = self._mapped, None
         release_map(m)
+        self.batch_index.first_entry()  # kept: the append path reads these, and then maps nothing
         for index in (self.offset_index, self.time_index, self.batch_index):
+            index.last_entry()
             index.unmap()
 
 

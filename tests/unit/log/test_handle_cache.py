@@ -152,16 +152,18 @@ def test_idle_partitions_close_their_files_and_hold_no_index_maps(tmp_path):
     manager = LogManager(tmp_path, LogConfig(), handles=cache)
     manager.create_topic("t", 20)
     for p in range(20):
-        manager.get_log("t", p).append(make_batch(2, tag=p), now_ms=1_000)
-    assert before + 20 <= open_fds() <= before + 20 * ACTIVE_SEGMENT_FDS  # .log, .batches at least
-    # Appends write with pwrite: no partition has mapped its log or its indexes.
+        for i in range(3):  # batches over index.interval.bytes: every index gets entries
+            manager.get_log("t", p).append(make_batch(2, value_size=3000, tag=p, ts=1_000 + i), now_ms=1_000)
+    assert open_fds() == before + 20 * ACTIVE_SEGMENT_FDS
+    # Appends write with pwrite and keep the index entries they read: no partition has
+    # mapped its log or its indexes.
     assert not any(mapped(path) for path in tmp_path.glob("t-*/*") if path.is_file())
     assert cache.close_idle(0, now=time.monotonic() + 1) == 20
     assert open_fds() == before and cache.open_files == 0
     for p in range(20):  # written again: reopened, and the data are whole
         log = manager.get_log("t", p)
         log.append(make_batch(1, tag=100 + p), now_ms=1_001)
-        assert log.log_end_offset == 3 and len(log.read(0, 1 << 20)) > 0
+        assert log.log_end_offset == 7 and len(log.read(0, 1 << 20)) > 0
     manager.close()
     assert open_fds() == before and cache.open_files == 0
 
