@@ -42,26 +42,30 @@ class FramePadder:
             pos = 8
             self._header_done = True
         view = memoryview(buf)
-        start = pos  # a run of frames that need nothing, passed on whole
+        start = pos  # a run of bytes passed on whole (frames that need nothing, payloads)
+        unpack = _SIZE.unpack_from
+        startswith = buf.startswith
         while end - pos >= 8:
-            size = _SIZE.unpack_from(buf, pos)[0]
+            size = unpack(buf, pos)[0]
             if end - pos < size:
                 break
             # size > 13 first: an empty frame (a heartbeat, 8 bytes) may end the chunk
-            if (size > 13 and buf[pos + 4] == 2 and buf[pos + 8] == 0 and buf[pos + 9] == 0x53
-                    and buf[pos + 10] == 0x14 and buf[pos + 11] == 0xC0 and buf[pos + 5] == 0):
+            if size > 13 and startswith(_TRANSFER8, pos + 8) and buf[pos + 4] == 2 and buf[pos + 5] == 0:
                 # A transfer as proton writes it (list8 after a smallulong descriptor),
-                # one per event sent: padded here without the general path's parsing.
-                lsize, count = buf[pos + 12], buf[pos + 13]
-                pad = 11 - count
-                padded = None
+                # one per event sent: its performative rewritten in one piece, its
+                # payload left in the run that follows (not copied here).
+                lsize = buf[pos + 12]
+                pad = 11 - buf[pos + 13]
                 if 0 < pad and lsize + pad < 256:
                     items_end = pos + 13 + lsize
-                    padded = (_SIZE.pack(size + pad), view[pos + 4:pos + 11],
-                              bytes((0xC0, lsize + pad, 11)), view[pos + 14:items_end], _NULLS[pad],
-                              view[items_end:pos + size])
-                elif pad > 0:
-                    padded = _pad(buf, view, pos, size)
+                    if start < pos:
+                        out.append(view[start:pos])
+                    out.append(_SIZE.pack(size + pad) + buf[pos + 4:pos + 11]
+                               + _LIST8_HEAD[lsize + pad] + buf[pos + 14:items_end] + _NULLS[pad])
+                    start = items_end
+                    pos += size
+                    continue
+                padded = _pad(buf, view, pos, size) if pad > 0 else None
             else:
                 padded = _pad(buf, view, pos, size)
             if padded is not None:
@@ -73,6 +77,10 @@ class FramePadder:
         if pos < end:
             self._carry = buf[pos:]
         return b"".join(out)
+
+
+_TRANSFER8 = b"\x00\x53\x14\xc0"  # described transfer, its fields a list8
+_LIST8_HEAD = [bytes((0xC0, n, 11)) for n in range(256)]  # list8 of the 11 transfer fields, by size
 
 
 def _pad(buf: bytes, view: memoryview, pos: int, size: int) -> tuple | None:
