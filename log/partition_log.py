@@ -538,6 +538,9 @@ class PartitionLog:
         for seg in list(self._segments):
             bi = seg.batch_index
             n = bi.entries
+            first = bi.first_entry()  # kept by the index: the usual answer (retention) without a map
+            if first is not None and (first[2] >= ts_ms if inclusive else first[2] > ts_ms):
+                return max(seg.base_offset + first[0], self.log_start_offset)
             if not n or (bi.entry(n - 1)[2] < ts_ms if inclusive else bi.entry(n - 1)[2] <= ts_ms):
                 continue
             lo, hi = 0, n - 1  # append times never decrease within a partition
