@@ -562,21 +562,18 @@ class GeoReplication:
         for key, end in ends.items():
             self._starts.setdefault(key, []).append((self.segment, end))
         # The old primary becomes a secondary: what it has past the new segment's start
-        # never reached the new primary and is dropped (it re-syncs from there). Producers
-        # acknowledged for dropped batches are forgotten by the new primary, so they reset
-        # their sequence (UNKNOWN_PRODUCER_ID) rather than meet a gap they cannot pass.
+        # never reached the new primary and is dropped (it re-syncs from there). The new
+        # primary takes the idempotence state of producers acknowledged for dropped
+        # batches, so they go on in sequence instead of meeting a gap (a fatal error in
+        # librdkafka); what they had sent there stays lost.
         old_store = self._stores[old]
-        now = self.clock.now_ms()
         for (topic, partition), plog in old_store.logs.logs().items():
             start = ends.get((topic, partition))
             if start is None or plog.log_end_offset <= start:
                 continue
             new_log = new_store.logs.get_log(topic, partition)
             if new_log is not None:
-                had = {p.producer_id: (p.producer_epoch, p.last_sequence) for p in new_log.describe_producers()}
-                behind = [p.producer_id for p in plog.describe_producers()
-                          if had.get(p.producer_id) != (p.producer_epoch, p.last_sequence)]
-                new_log.forget_producers(behind, now)
+                new_log.adopt_producers(plog)
             old_store.truncate(topic, partition, start)
         del self._links[loc]
         self._links[old] = _Link(old_store)
