@@ -98,13 +98,13 @@ def rest_send(broker, body: bytes) -> None:
     assert r.status_code == 201, r.text
 
 
-def values(broker, password: str) -> list[bytes]:
-    """What partition 0 of ``orders`` holds, read by a Kafka consumer."""
+def values(broker, password: str, partition: int = 0) -> list[bytes]:
+    """What a partition of ``orders`` holds, read by a Kafka consumer."""
     c = Consumer(confluent_conf(broker.bootstrap_servers, password, **{
         "group.id": "dr-reader", "enable.auto.commit": False}))
     try:
-        c.assign([TopicPartition("orders", 0, 0)])
-        _, high = c.get_watermark_offsets(TopicPartition("orders", 0), timeout=10)
+        c.assign([TopicPartition("orders", partition, 0)])
+        _, high = c.get_watermark_offsets(TopicPartition("orders", partition), timeout=10)
         got: list[bytes] = []
         deadline = time.monotonic() + 15
         while len(got) < high and time.monotonic() < deadline:
@@ -168,8 +168,14 @@ def test_alias_pairs_copies_metadata_and_follows_the_failover(tmp_path):
         with pytest.raises(HttpResponseError) as wrong_side:
             dr.break_pairing(RG, WEST, ALIAS)
         assert wrong_side.value.status_code == 400
+        # a producer connected through the alias before the failover
+        early = Producer(confluent_conf(broker.bootstrap_servers, alias_cs, **{"message.timeout.ms": 10000}))
+        early.produce("orders", b"early-connection", partition=1)
+        assert early.flush(20) == 0
         # failover on the secondary: the alias points at it, the pairing is gone
         dr.fail_over(RG, WEST, ALIAS)
+        early.produce("orders", b"early-after", partition=1)  # its connection stays with the old primary
+        assert early.flush(20) == 0
         after = dr.get(RG, WEST, ALIAS)
         assert (after.role, after.partner_namespace) == ("PrimaryNotReplicating", "")
         with pytest.raises(ResourceNotFoundError):
@@ -180,6 +186,8 @@ def test_alias_pairs_copies_metadata_and_follows_the_failover(tmp_path):
         rest_send(broker, b"after-rest")
         assert values(broker, west_cs) == [b"after-kafka", b"after-sdk", b"after-rest"]
         assert values(broker, east_cs) == [b"before-kafka", b"before-sdk", b"before-rest"]  # left as it was
+        assert values(broker, east_cs, 1) == [b"early-connection", b"early-after"]
+        assert values(broker, west_cs, 1) == []
         # no longer a secondary: its metadata is its own again
         mgmt.event_hubs.create_or_update(RG, WEST, "own", {"properties": {"partitionCount": 1}})
         with pytest.raises(HttpResponseError):  # an unpaired alias's primary still breaks nothing
