@@ -1,0 +1,201 @@
+"""AMQP on a geo-replicated namespace, through the Azure SDK's own AMQP stack and
+its clients: the com.microsoft:georeplication capability is answered only when the
+namespace is geo-replicated and the link desires it; offsets are SEGMENT:SEQUENCE
+on deliveries and in the partition properties; the SDK's starting positions in that
+form are taken; a legacy offset, or one a forced promotion lost, is refused with
+com.microsoft:georeplication:invalid-offset."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
+from azure.eventhub._pyamqp import ReceiveClient, SendClient
+from azure.eventhub._pyamqp.authentication import SASTokenAuth
+from azure.eventhub._pyamqp.error import RetryPolicy
+
+from kafka_wire.testing import EmulatedBroker
+from tests.geo.conftest import NAMESPACE, geo, geo_broker
+
+CAP = b"com.microsoft:georeplication"
+INVALID = "com.microsoft:georeplication:invalid-offset"
+
+
+def _auth(b: EmulatedBroker, address: str):
+    host = f"127.0.0.1:{b.amqp_port}"
+    uri = f"sb://{host}/{address}"
+    cs = dict(p.split("=", 1) for p in b.connection_string().split(";") if "=" in p)
+    return host, SASTokenAuth(uri, uri, cs["SharedAccessKeyName"], cs["SharedAccessKey"])
+
+
+def offered(b: EmulatedBroker, address: str, *, sender: bool, desire: bool):
+    """The offered capabilities of the broker's answer to one attach (pyamqp keeps them)."""
+    host, auth = _auth(b, address)
+    kwargs = dict(auth=auth, use_tls=False, retry_policy=RetryPolicy(retry_total=0))
+    if desire:
+        kwargs["desired_capabilities"] = [CAP]
+    cls = SendClient if sender else ReceiveClient
+    client = cls(host, f"amqp://{host}/{address}", **kwargs)
+    with client:
+        deadline = time.monotonic() + 15
+        if sender:
+            # azure-eventhub 5.15.1's SendClient drops desired_capabilities (its
+            # _client_ready does not pass them to create_sender_link, though the producer
+            # asks): attach the sender link as its ReceiveClient does a receiver's.
+            while not client._cbs_authenticator or not client.auth_complete():
+                assert time.monotonic() < deadline, "no token was put"
+                client.do_work()
+            client._link = client._session.create_sender_link(
+                target_address=client.target, desired_capabilities=kwargs.get("desired_capabilities"))
+            client._link.attach()
+        while not client.client_ready():
+            assert time.monotonic() < deadline, "the link did not attach"
+            client.do_work()
+        caps = client._link.offered_capabilities
+    if caps is None:
+        return set()
+    return {bytes(c) for c in (caps if isinstance(caps, (list, tuple)) else [caps])}
+
+
+def sdk_cs(b: EmulatedBroker) -> str:
+    return b.amqp_connection_string()
+
+
+def send(b: EmulatedBroker, bodies: list[str], partition: str = "0") -> None:
+    with EventHubProducerClient.from_connection_string(sdk_cs(b), eventhub_name="orders") as p:
+        p.send_batch([EventData(x) for x in bodies], partition_id=partition)
+
+
+def read(b: EmulatedBroker, count: int, timeout: float = 20.0, retry_total: int = 3, **kwargs):
+    """(events, errors) from EventHubConsumerClient.receive on partition 0 until
+    ``count`` events arrive, an error is reported, or time runs out.
+
+    A refused attach reaches ``on_error`` only with ``retry_total=0``: with retries the
+    sync consumer attaches again about once a second for ever, on_error never called
+    (azure-eventhub 5.15, its issue #27137; tests/amqp/test_refusal_reach.py)."""
+    client = EventHubConsumerClient.from_connection_string(sdk_cs(b), consumer_group="$Default",
+                                                           eventhub_name="orders",
+                                                           retry_total=retry_total)
+    got, errors, done = [], [], threading.Event()
+
+    def on_event(_ctx, event):
+        if event is not None:
+            got.append(event)
+            if len(got) >= count:
+                done.set()
+
+    def on_error(_ctx, err):
+        errors.append(err)
+        done.set()
+
+    thread = threading.Thread(target=client.receive, kwargs=dict(
+        on_event=on_event, on_error=on_error, partition_id="0", max_wait_time=1, **kwargs),
+        daemon=True)
+    thread.start()
+    done.wait(timeout)
+    client.close()
+    thread.join(20)
+    assert not thread.is_alive()
+    return got, errors
+
+
+@pytest.fixture
+def geob(tmp_path):
+    with geo_broker(tmp_path, amqp=True, max_lag=300) as b:
+        yield b
+
+
+def test_the_capability_is_answered_only_when_geo_replicated_and_desired(tmp_path, geob):
+    recv = "orders/ConsumerGroups/$Default/Partitions/0"
+    assert offered(geob, recv, sender=False, desire=True) == {CAP}
+    assert offered(geob, "orders", sender=True, desire=True) == {CAP}
+    assert offered(geob, "orders/Partitions/1", sender=True, desire=True) == {CAP}
+    assert offered(geob, recv, sender=False, desire=False) == set()
+    with EmulatedBroker(tmp_path / "plain", amqp=True) as plain:
+        plain.create_hub("orders", 2)
+        assert offered(plain, recv, sender=False, desire=True) == set()
+        assert offered(plain, "orders", sender=True, desire=True) == set()
+
+
+def test_offsets_are_segment_and_sequence_and_are_taken_back(geob):
+    send(geob, [f"e{i}" for i in range(6)])
+    got, errors = read(geob, 6, starting_position="-1")
+    assert errors == [] and [e.body_as_str() for e in got] == [f"e{i}" for i in range(6)]
+    assert [e.offset for e in got] == [f"0:{i}" for i in range(6)]
+    with EventHubConsumerClient.from_connection_string(sdk_cs(geob), consumer_group="$Default",
+                                                       eventhub_name="orders") as c:
+        props = c.get_partition_properties("0")
+    assert props["last_enqueued_offset"] == "0:5" and props["last_enqueued_sequence_number"] == 5
+    # the SDK's starting positions: an offset it was handed (exclusive, inclusive) and a
+    # sequence number
+    got, errors = read(geob, 3, starting_position=got[2].offset)
+    assert errors == [] and [e.body_as_str() for e in got] == ["e3", "e4", "e5"]
+    got, errors = read(geob, 4, starting_position="0:2", starting_position_inclusive=True)
+    assert errors == [] and [e.body_as_str() for e in got] == ["e2", "e3", "e4", "e5"]
+    got, errors = read(geob, 2, starting_position=3)
+    assert errors == [] and [e.body_as_str() for e in got] == ["e4", "e5"]
+
+
+def test_the_runtime_metric_carries_the_geo_offset(geob):
+    send(geob, ["a", "b", "c"])
+    got, errors = read(geob, 3, starting_position="-1", track_last_enqueued_event_properties=True)
+    assert errors == [] and len(got) == 3
+    assert got[-1].offset == "0:2"
+    # EventData keeps what the delivery annotations said
+    from azure.eventhub._utils import get_last_enqueued_event_properties
+    assert get_last_enqueued_event_properties(got[-1])["offset"] == "0:2"
+
+
+@pytest.mark.parametrize("position", ["0", "5", "-7"])
+def test_a_legacy_offset_is_refused_with_the_geo_condition(geob, position):
+    send(geob, ["a", "b", "c"])
+    got, errors = read(geob, 1, retry_total=0, starting_position=position)
+    assert got == [] and errors, "a legacy offset was taken"
+    assert INVALID in str(errors[0]) and "The supplied offset" in str(errors[0]), errors
+
+
+@pytest.mark.parametrize("position", ["0:x", "1:2:3", "99999999999999999999:1", "0: 1"])
+def test_a_malformed_offset_is_an_invalid_field(geob, position):
+    got, errors = read(geob, 1, retry_total=0, starting_position=position)
+    assert got == [] and errors
+    assert "amqp:invalid-field" in str(errors[0]) or "invalid-field" in repr(errors[0]), errors
+
+
+def test_after_a_forced_promotion_a_lost_offset_is_refused_and_a_kept_one_taken(geob):
+    send(geob, ["k0", "k1", "k2"])
+    g = geo(geob)
+    deadline = time.monotonic() + 15
+    while geob.call(lambda: g.replica("eastus").lag_events) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    geob.call(lambda: g.pause("eastus"))
+    send(geob, ["lost3", "lost4"])
+    promotion = geob.call(lambda: g.promote("eastus", forced=True))
+    assert promotion.lost_events == 2 and geob.call(lambda: g.segment) == 1
+    assert geob.call(lambda: g.segment_starts("orders", 0)) == [(0, 0), (1, 3)]
+    send(geob, ["n3", "n4"])
+    got, errors = read(geob, 5, starting_position="-1")
+    assert errors == [] and [(e.body_as_str(), e.offset) for e in got] == [
+        ("k0", "0:0"), ("k1", "0:1"), ("k2", "0:2"), ("n3", "1:3"), ("n4", "1:4")]
+    # a checkpoint taken on the old primary at k2 is still good; at lost3 it is not
+    got, errors = read(geob, 2, starting_position="0:2")
+    assert errors == [] and [e.body_as_str() for e in got] == ["n3", "n4"]
+    got, errors = read(geob, 1, retry_total=0, starting_position="0:3")
+    assert got == [] and errors and INVALID in str(errors[0]), errors
+    assert "replication segment 0 ended at sequence number 2" in str(errors[0])
+    got, errors = read(geob, 1, retry_total=0, starting_position="7:1")
+    assert got == [] and errors and INVALID in str(errors[0]), errors
+    # a sequence number positions without an offset (what the SDKs fall back to)
+    got, errors = read(geob, 2, starting_position=3, starting_position_inclusive=True)
+    assert errors == [] and [e.body_as_str() for e in got] == ["n3", "n4"]
+
+
+def test_after_a_planned_promotion_every_offset_stays_good(geob):
+    send(geob, ["a", "b", "c"])
+    g = geo(geob)
+    geob.call(lambda: g.promote("eastus"))
+    send(geob, ["d"])
+    got, errors = read(geob, 4, starting_position="-1")
+    assert errors == [] and [e.offset for e in got] == ["0:0", "0:1", "0:2", "1:3"]
+    got, errors = read(geob, 1, starting_position="0:2")
+    assert errors == [] and [e.body_as_str() for e in got] == ["d"]

@@ -1,0 +1,285 @@
+"""The Azure SDKs through a planned and a forced promotion of a geo-replicated
+namespace (issue 29 items 3 and 5).
+
+Python: an EventHubProducerClient sends continuously (one event per call, both
+partitions) while a processor (EventHubConsumerClient with the blob checkpoint store
+on Azurite, checkpointing every event) reads. The namespace is promoted (planned) with
+both running; then the new primary's secondary is paused, events are sent and read
+there, and that secondary is promoted by force. The test counts what was acknowledged,
+read, lost (only in the forced promotion, only what had not replicated) and duplicated,
+and records what the application sees: the processor's checkpoints of lost events are
+refused with com.microsoft:georeplication:invalid-offset; a new processor resumes on
+the new primary from the checkpoints that are still good.
+
+JavaScript: EventHubConsumerClient.subscribe reads through a planned promotion and
+resumes. Figures go to test-artifacts/geo-sdk-failover.json (and stdout with -s)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
+from azure.eventhub.extensions.checkpointstoreblob import BlobCheckpointStore
+from azure.storage.blob import BlobServiceClient
+
+from tests.conftest import JS, node_with
+from tests.geo.conftest import geo, geo_broker
+
+INVALID = "com.microsoft:georeplication:invalid-offset"
+PARTITIONS = ("0", "1")
+ARTIFACT = Path(__file__).resolve().parents[2] / "test-artifacts" / "geo-sdk-failover.json"
+
+
+def record(name: str, figures: dict) -> None:
+    print(f"\n{name}: {json.dumps(figures, sort_keys=True)}")
+    ARTIFACT.parent.mkdir(exist_ok=True)
+    data = json.loads(ARTIFACT.read_text()) if ARTIFACT.exists() else {}
+    data[name] = figures
+    ARTIFACT.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def wait_for(predicate, what: str, timeout: float = 30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class Producer:
+    """Sends ev-0, ev-1, ... one per send_batch, alternating partitions, until stopped
+    (at most ``limit``); ``gate`` cleared holds it between sends."""
+
+    def __init__(self, cs: str, limit: int = 20_000) -> None:
+        self.client = EventHubProducerClient.from_connection_string(cs, eventhub_name="orders")
+        self.acked: list[str] = []
+        self.failed: list[tuple[str, str]] = []
+        self.gate = threading.Event()
+        self.gate.set()
+        self.idle = threading.Event()
+        self.stop = threading.Event()
+        self.limit = limit
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        for i in range(self.limit):
+            if self.stop.is_set():
+                break
+            if not self.gate.is_set():
+                self.idle.set()
+                self.gate.wait()
+                self.idle.clear()
+            body = f"ev-{i}"
+            try:
+                self.client.send_batch([EventData(body)], partition_id=PARTITIONS[i % 2])
+                self.acked.append(body)
+            except Exception as exc:  # the SDK gave up after its retries
+                self.failed.append((body, type(exc).__name__))
+            time.sleep(0.005)
+
+    def hold(self) -> None:
+        self.gate.clear()
+        assert self.idle.wait(60), "the producer did not pause"
+
+    def close(self) -> None:
+        self.stop.set()
+        self.gate.set()
+        self.thread.join(120)
+        assert not self.thread.is_alive()
+        self.client.close()
+
+
+class Processor:
+    """An EventHubConsumerClient with the blob checkpoint store, checkpointing every
+    event; records (partition, body, offset) and the errors on_error gets."""
+
+    def __init__(self, cs: str, store, checkpoint: bool = True, **kwargs) -> None:
+        self.checkpoint = checkpoint
+        self.client = EventHubConsumerClient.from_connection_string(
+            cs, consumer_group="$Default", eventhub_name="orders", checkpoint_store=store,
+            load_balancing_interval=1, **kwargs)
+        self.events: list[tuple[str, str, str]] = []
+        self.errors: list = []
+        self._lock = threading.Lock()
+        self.thread = threading.Thread(target=self.client.receive, daemon=True, kwargs=dict(
+            on_event=self._on_event, on_error=lambda _c, e: self.errors.append(e),
+            starting_position="-1", max_wait_time=1))
+        self.thread.start()
+
+    def _on_event(self, context, event) -> None:
+        if event is None:
+            return
+        if self.checkpoint:
+            context.update_checkpoint(event)
+        with self._lock:
+            self.events.append((context.partition_id, event.body_as_str(), event.offset))
+
+    def bodies(self) -> list[str]:
+        with self._lock:
+            return [b for _, b, _ in self.events]
+
+    def close(self) -> None:
+        self.client.close()
+        self.thread.join(30)
+        assert not self.thread.is_alive()
+
+
+def content(cs: str) -> list[tuple[str, str, str]]:
+    """Every event the namespace holds now: (partition, body, offset), read from -1."""
+    with EventHubConsumerClient.from_connection_string(cs, consumer_group="$Default",
+                                                       eventhub_name="orders") as c:
+        want = {p: c.get_partition_properties(p) for p in PARTITIONS}
+    total = sum(0 if w["is_empty"] else w["last_enqueued_sequence_number"] -
+                w["beginning_sequence_number"] + 1 for w in want.values())
+    got: list = []
+    done = threading.Event()
+    client = EventHubConsumerClient.from_connection_string(cs, consumer_group="$Default",
+                                                           eventhub_name="orders")
+
+    def on_event(ctx, event):
+        if event is not None:
+            got.append((ctx.partition_id, event.body_as_str(), event.offset))
+            if len(got) >= total:
+                done.set()
+    thread = threading.Thread(target=client.receive, daemon=True, kwargs=dict(
+        on_event=on_event, starting_position="-1", max_wait_time=1))
+    thread.start()
+    done.wait(60)
+    client.close()
+    thread.join(30)
+    assert len(got) == total, (len(got), total)
+    return got
+
+
+def checkpoints(container) -> dict[str, dict]:
+    return {b.name.rsplit("/", 1)[1]: dict(b.metadata)
+            for b in container.list_blobs(include=["metadata"]) if "/checkpoint/" in b.name}
+
+
+def caught_up(b, location: str) -> bool:
+    return b.call(lambda: geo(b).replica(location).lag_events) == 0
+
+
+def test_python_sdk_through_planned_and_forced_promotion(tmp_path, azurite, monkeypatch):
+    from kafka_wire.amqp import georeplication
+
+    refusals: list[str] = []   # the broker's invalid-offset refusals (the SDK retries quietly)
+    checked = georeplication.start_offset
+
+    def counting(*args):
+        try:
+            return checked(*args)
+        except georeplication.InvalidOffset as exc:
+            refusals.append(str(exc))
+            raise
+    monkeypatch.setattr(georeplication, "start_offset", counting)
+    container = BlobServiceClient.from_connection_string(azurite).create_container("geo-ckpt")
+    store = BlobCheckpointStore.from_connection_string(azurite, "geo-ckpt")
+    figures: dict = {}
+    with geo_broker(tmp_path, amqp=True, max_lag=300) as b:
+        cs = b.amqp_connection_string()
+        g = geo(b)
+        producer = Producer(cs)
+        p1 = p1b = None
+        try:
+            # -- planned promotion westus -> eastus, the producer and a processor running
+            p1 = Processor(cs, store)
+            wait_for(lambda: len(producer.acked) >= 40 and len(p1.events) >= 40, "40 events read")
+            t0 = time.monotonic()
+            promotion = b.call(lambda: g.promote("eastus"))
+            acked_at = len(producer.acked)
+            wait_for(lambda: len(producer.acked) > acked_at, "a send acknowledged after promotion")
+            figures["planned_resume_s"] = round(time.monotonic() - t0, 3)
+            assert promotion.lost_events == 0 and b.call(lambda: g.segment) == 1
+            wait_for(lambda: len(producer.acked) >= acked_at + 40, "40 more sends")
+            wanted = set(producer.acked)
+            wait_for(lambda: wanted <= set(p1.bodies()), "the processor to read through it", 60)
+            p1.close()
+            # -- a new processor on the new primary resumes from p1's checkpoints
+            p1b = Processor(cs, store)
+            wanted = set(producer.acked)
+            wait_for(lambda: wanted <= set(p1.bodies()) | set(p1b.bodies()), "p1b to catch up", 60)
+            figures["planned_reread_by_successor"] = len(set(p1.bodies()) & set(p1b.bodies()))
+            assert figures["planned_reread_by_successor"] == 0
+            # -- forced promotion eastus -> westus of events westus lacks
+            producer.hold()
+            wait_for(lambda: caught_up(b, "westus"), "westus to catch up")
+            b.call(lambda: g.pause("westus"))
+            paused_at = len(producer.acked)
+            producer.gate.set()
+            wait_for(lambda: len(producer.acked) >= paused_at + 30, "30 sends while westus is paused")
+            producer.hold()
+            unreplicated = set(producer.acked[paused_at:])
+            wait_for(lambda: unreplicated <= set(p1b.bodies()), "p1b to read and checkpoint them")
+            p1b.close()   # the application stops with the failed region
+            stale = checkpoints(container)
+            t0 = time.monotonic()
+            forced = b.call(lambda: g.promote("westus", forced=True))
+            producer.gate.set()
+            acked_at = len(producer.acked)
+            wait_for(lambda: len(producer.acked) > acked_at, "a send acknowledged after forcing")
+            figures["forced_resume_s"] = round(time.monotonic() - t0, 3)
+            wait_for(lambda: len(producer.acked) >= acked_at + 30, "30 sends after forcing")
+        finally:
+            producer.close()
+            for proc in (p1, p1b):
+                if proc is not None and proc.thread.is_alive():
+                    proc.close()
+        final = content(cs)
+        bodies = Counter(body for _, body, _ in final)
+        lost = set(producer.acked) - set(bodies)
+        duplicated = {body: n for body, n in bodies.items() if n > 1}
+        figures.update(
+            acknowledged=len(producer.acked), failed=len(producer.failed),
+            failed_kinds=sorted(Counter(kind for _, kind in producer.failed).items()),
+            failed_but_stored=sum(body in bodies for body, _ in producer.failed),
+            stored=len(final), lost=len(lost), lost_in_forced_promotion=forced.lost_events,
+            acked_while_secondary_paused=len(unreplicated), duplicated=len(duplicated))
+        # What is lost is exactly what westus had not received, all of it acknowledged
+        # by eastus; nothing else acknowledged is missing (the planned promotion lost none).
+        assert lost == unreplicated and forced.lost_events == len(unreplicated), figures
+        segments = {seg for _, _, offset in final for seg in [offset.split(":")[0]]}
+        assert segments == {"0", "1", "2"}, segments
+        # -- the checkpoints of events westus lacked are refused after the failover
+        assert set(stale) == set(PARTITIONS) and all(m["offset"].startswith("1:")
+                                                     for m in stale.values()), stale
+        refusals.clear()
+        p2 = Processor(cs, store)   # default retries: what an application gets
+        time.sleep(8)
+        p2.close()
+        figures["stale_default_retries_8s"] = {"events": len(p2.events), "on_error": len(p2.errors),
+                                               "refused_attaches": len(refusals)}
+        assert p2.events == [] and refusals
+        p3 = Processor(cs, store, retry_total=0)
+        try:
+            wait_for(lambda: any(INVALID in str(e) for e in p3.errors), "on_error with the condition")
+        finally:
+            p3.close()
+        refused = [str(e) for e in p3.errors if INVALID in str(e)]
+        assert all("The supplied offset '1:" in r for r in refused), p3.errors
+        figures["stale_retry_total_0_on_error"] = f"{type(p3.errors[0]).__name__}: " + \
+            refused[0].splitlines()[0][:160]
+        # -- the application's recovery: drop the refused checkpoints, start from its
+        # default position (what .NET's processor does by itself)
+        for blob in list(container.list_blobs()):
+            if "/checkpoint/" in blob.name:
+                container.delete_blob(blob.name)
+        p4 = Processor(cs, store, checkpoint=False)   # (a blob write per event is slow)
+        try:
+            wait_for(lambda: len(p4.events) >= len(final), "the recovered processor to read it all", 60)
+        except AssertionError:
+            raise AssertionError((len(p4.events), len(final), p4.errors, checkpoints(container)))
+        finally:
+            p4.close()
+        assert p4.errors == [] and sorted(p4.bodies()) == sorted(body for _, body, _ in final)
+        figures["recovery_redelivered"] = len(set(p4.bodies()) & (set(p1.bodies()) | set(p1b.bodies())))
+        record("python", figures)
