@@ -575,6 +575,15 @@ class GeoReplication:
             if new_log is not None:
                 new_log.adopt_producers(plog)
             old_store.truncate(topic, partition, start)
+        # Every other secondary follows the new primary too: what it received from the
+        # old one past the new segment's start is dropped (and shipped again from the new).
+        for other, link in self._links.items():
+            if other == loc:
+                continue
+            for (topic, partition), end in link.store.ends().items():
+                start = ends.get((topic, partition))
+                if start is not None and end > start:
+                    link.store.truncate(topic, partition, start)
         del self._links[loc]
         self._links[old] = _Link(old_store)
         self.primary_location = loc
@@ -583,7 +592,12 @@ class GeoReplication:
             self.runtime.topics.bump_leader_epoch(topic, partition)
         self._restore_checkpoints(new_store)
         self._save_state()
-        self._ship_all(self._links[old])
+        now = self.clock.now_ms()
+        for link in self._links.values():  # the old primary first re-syncs, then the others
+            if not link.paused:
+                self._ship_all(link)
+            elif link.behind_since_ms is None and self._lag_events(link):
+                link.behind_since_ms = now
         self.close_connections()
 
     def _serve_from(self, logs: LogManager) -> None:
