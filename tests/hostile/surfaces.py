@@ -140,6 +140,8 @@ HTTP = [
     Surface("fault control set", OWNER, _http("POST", "/$faults", json={
         "kind": "server-busy", "scope": {"hub": "no-such-hub"}})),
     Surface("fault control clear", OWNER, _http("DELETE", "/$faults")),
+    # the replica control API (docs/georeplication.md): the subscription's credential only
+    Surface("replica control list", OWNER, _http("GET", "/$replicas")),
 ]
 
 
