@@ -509,6 +509,8 @@ class Broker:
         self._flush_timer = None
         now = self.clock.now_ms()
         logs = [ns.topics.logs for ns in self.services.namespaces.values()]
+        logs += [m for ns in self.services.namespaces.values() if ns.geo is not None
+                 for m in ns.geo.secondary_logs()]  # a geo-replica's regions are flushed alike
 
         def flush_all() -> int | None:
             due = [m.flush_due(now) for m in logs]

@@ -538,7 +538,8 @@ class GeoReplication:
             self._timer = None
 
     def _tick(self) -> None:
-        """Checkpoints change without appends: ship them at least every second."""
+        """Checkpoints change without appends: ship them at least every second; and
+        secondaries drop what retention removed from the primary."""
         self._timer = None
         if self._closed:
             return
@@ -548,10 +549,25 @@ class GeoReplication:
                     meta = self._metadata()
                     if meta != link.shipped_meta:
                         self._ship_all(link)
+                    self._follow_retention(link)
                 except Exception:
                     log.exception("namespace %s: replication to %s failed", self.namespace,
                                   link.store.location)
         self._arm_timer()
+
+    def _follow_retention(self, link: _Link) -> None:
+        primary = self._primary_logs()
+        for key, dst in link.store.logs.logs().items():
+            src = primary.get_log(*key)
+            if src is None or not src.loaded or not dst.loaded:
+                continue
+            start = min(src.log_start_offset, dst.log_end_offset)
+            if start > dst.log_start_offset:
+                dst.delete_records_before(start)
+
+    def secondary_logs(self) -> list[LogManager]:
+        """The secondaries' log managers (the broker's flusher fsyncs them too)."""
+        return [link.store.logs for link in self._links.values()]
 
     # -- promotion --------------------------------------------------------------------
     def _switch(self, loc: str) -> None:

@@ -10,13 +10,14 @@ KEY = "Z2VvLXJvb3Qta2V5LTE="
 
 
 def geo_toml(directory: Path, *, max_lag: int = 0, locations=("westus", "eastus"), tier: str = "Premium",
-             partitions: int = 2, policy: bool = True) -> Path:
+             partitions: int = 2, policy: bool = True, retention_hours: int | None = None) -> Path:
     """A TOML config: one geo-replicated namespace with hub ``orders``."""
     lines = [f"[namespaces.{NAMESPACE}]", f'tier = "{tier}"', "default = true"]
     if policy:
         lines += [f"[namespaces.{NAMESPACE}.policies.RootManageSharedAccessKey]",
                   f'primary_key = "{KEY}"', 'rights = ["Manage", "Send", "Listen"]']
     lines += [f"[namespaces.{NAMESPACE}.eventhubs.orders]", f"partitions = {partitions}",
+              *([f"retention_hours = {retention_hours}"] if retention_hours is not None else []),
               f"[namespaces.{NAMESPACE}.geo_replication]",
               "replicas = [" + ", ".join(f'"{loc}"' for loc in locations) + "]",
               f"max_replication_lag_seconds = {max_lag}"]

@@ -165,3 +165,20 @@ def test_replicas_and_roles_survive_a_restart(tmp_path):
                 got.append(m.value())
         consumer.close()
         assert sorted(got) == sorted(f"event-{i}".encode() for i in range(10))
+
+
+def test_secondaries_drop_what_retention_removed_from_the_primary(tmp_path):
+    with geo_broker(tmp_path, max_lag=300, virtual_clock=True, retention_hours=1) as b:
+        assert send(b, 10, retries=0) == [None] * 10
+        wait_until(lambda: ends(b, "eastus") == ends(b, "westus"), "eastus to catch up")
+
+        def starts(location):
+            logs = geo(b)._stores[location].logs
+            return [logs.get_log("orders", p).log_start_offset for p in (0, 1)]
+        assert b.call(lambda: starts("eastus")) == [0, 0]
+        b.clock.advance(seconds=2 * 3600)  # the retention pass and the replication tick run
+        assert b.call(lambda: starts("westus")) == [5, 5]
+        assert b.call(lambda: starts("eastus")) == [5, 5]
+        assert send(b, 2, start=10, retries=0) == [None] * 2
+        wait_until(lambda: ends(b, "eastus") == ends(b, "westus") == {("orders", 0): 6, ("orders", 1): 6},
+                   "eastus to catch up after retention")
