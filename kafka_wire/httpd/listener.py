@@ -159,7 +159,8 @@ class HttpListener:
                     peer = writer.get_extra_info("peername")
                     request = Request(method, path, {k: v[0] for k, v in parse_qs(url.query).items()},
                                       headers, body, f"{peer[0]}:{peer[1]}" if peer else "",
-                                      [s for s in path.strip("/").split("/")])
+                                      [s for s in path.strip("/").split("/")],
+                                      "https" if writer.get_extra_info("sslcontext") else "http")
                     answer = await self._answer(request, rest, control)
                     self._send(writer, answer.status, answer.body, answer.content_type,
                                method == "HEAD", keep, extra=answer.headers)

@@ -15,6 +15,7 @@ class Request:
     body: bytes
     peer: str = ""
     segments: list[str] = field(default_factory=list)
+    scheme: str = "http"            # "https" on the TLS listener (URLs the answer names)
 
     @property
     def host(self) -> str:

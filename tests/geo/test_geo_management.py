@@ -283,3 +283,31 @@ def test_refusals_answer_arm_json(tmp_path):
         assert refused.value.status_code == 400 and "already the primary" in str(refused.value)
     finally:
         broker.stop()
+
+
+def test_failover_urls_name_the_listener_the_request_came_through(tmp_path):
+    """Over plain HTTP (no TLS: raw clients, not the SDK) the operation URLs are http:// ones."""
+    config = tmp_path / "geo.toml"
+    config.write_text(TOML + f"""
+[namespaces.{PLAIN}.geo_replication]
+replicas = ["westus", "eastus"]
+""")
+    broker = EmulatedBroker(tmp_path / "data", config_file=config, http=True).start()
+    try:
+        base = f"{broker.http_url}/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.EventHub/namespaces"
+        auth = {"Authorization": f"Bearer {broker.subscription_token}"}
+        started = requests.post(f"{base}/{PLAIN}/failover?api-version={VERSION}", headers=auth, timeout=10,
+                                json={"properties": {"primaryLocation": "eastus", "force": True}})
+        assert started.status_code == 202, started.text
+        status_url = started.headers["Azure-AsyncOperation"]
+        assert status_url.startswith(broker.http_url + "/"), status_url
+        deadline = time.monotonic() + 20
+        while (s := requests.get(status_url, headers=auth, timeout=10).json())["status"] == "InProgress":
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert s["status"] == "Succeeded" and s["properties"]["previousPrimaryLocation"] == "westus"
+        got = requests.get(f"{base}/{PLAIN}?api-version={VERSION}", headers=auth, timeout=10).json()
+        assert got["properties"]["geoDataReplication"]["locations"][0] == {
+            "locationName": "eastus", "roleType": "Primary", "replicaState": "Ready", "clusterArmId": ""}
+    finally:
+        broker.stop()

@@ -205,7 +205,7 @@ def failover(scope: Scope) -> Response:
     op = Operation(uuid.uuid4().hex, runtime.name, location, force)
     _remember(op)
     loop.create_task(_promote(geo, op))
-    base = f"https://{scope.request.headers.get('host', 'localhost')}{scope.base}"
+    base = f"{scope.request.scheme}://{scope.request.headers.get('host', 'localhost')}{scope.base}"
     version = scope.request.query.get("api-version")
     headers = {"Azure-AsyncOperation": f"{base}/operationStatuses/{op.id}?api-version={version}",
                "Location": f"{base}/operationResults/{op.id}?api-version={version}",
