@@ -16,7 +16,9 @@ const [cs, hub, partitionsText, countText, deadlineText] = process.argv.slice(2)
 const partitions = Number(partitionsText)
 const count = Number(countText)
 const deadline = Date.now() + Number(deadlineText) * 1000
-const retryOptions = { maxRetries: 5, retryDelayInMs: 200, maxRetryDelayInMs: 2000 }
+// timeoutInMs: a send in flight when its link or connection is closed is not settled, and
+// the SDK waits for it this long (60 s by default) before it sends again.
+const retryOptions = { maxRetries: 5, retryDelayInMs: 200, maxRetryDelayInMs: 2000, timeoutInMs: 10000 }
 const describe = (err) => String((err && (err.code || err.name)) || err) + ': ' + String(err && err.message).slice(0, 200)
 
 async function produce() {
