@@ -48,6 +48,8 @@ class Verdict:
     stored_twice: list[str] = field(default_factory=list)       # payloads sent once, stored twice
     resent: int = 0                                              # extra copies of re-sent payloads
     redelivered: dict[str, int] = field(default_factory=dict)   # group -> positions read again
+    # group -> the first re-reads: "hub/partition: from N" where a run of them began
+    redelivery_starts: dict[str, list[str]] = field(default_factory=dict)
     out_of_order: dict[str, list[str]] = field(default_factory=dict)
     misplaced: list[str] = field(default_factory=list)
     unacknowledged_read: int = 0  # read, never acknowledged (a send whose answer was lost)
@@ -64,6 +66,7 @@ class Verdict:
                 "lost": {g: len(v) for g, v in self.lost.items()},
                 "stored_twice": len(self.stored_twice), "resent_copies": self.resent,
                 "redelivered": dict(self.redelivered),
+                "redelivery_starts": {g: v[:_SHOW] for g, v in self.redelivery_starts.items() if v},
                 "out_of_order": {g: len(v) for g, v in self.out_of_order.items()},
                 "misplaced": len(self.misplaced), "unacknowledged_read": self.unacknowledged_read}
 
@@ -137,13 +140,18 @@ class History:
             seen: set[tuple[str, int, int]] = set()
             top: dict[tuple[str, int], int] = {}
             redelivered = 0
+            starts: list[str] = []
+            last_at: dict[tuple[str, int], int] = {}
             disorder: list[str] = []
             copies: dict[str, dict[tuple[str, int], int]] = defaultdict(dict)  # payload -> where -> pos
             positions: dict[str, set[tuple[str, int, int]]] = defaultdict(set)
             for hub, partition, position, payload in rs:
                 where = (hub, partition, position)
+                previous, last_at[(hub, partition)] = last_at.get((hub, partition)), position
                 if where in seen:
                     redelivered += 1
+                    if previous is None or position != previous + 1:
+                        starts.append(f"{hub}/{partition}: from {position} (after {previous})")
                     continue
                 seen.add(where)
                 last = top.get((hub, partition))
@@ -187,6 +195,7 @@ class History:
                           if p not in positions and hub in hubs)
             v.lost[group] = lost
             v.redelivered[group] = redelivered
+            v.redelivery_starts[group] = starts
             v.out_of_order[group] = disorder
         v.stored_twice = sorted(stored_twice)
         v.resent = sum(resent.values())

@@ -40,7 +40,6 @@ PARTITIONS = 3
 # (Kafka events, Python SDK events, JS SDK events, seconds the producers may take)
 SIZE = (20_000, 6_000, 3_000, 420) if SOAK else (2_000, 600, 400, 50)
 DRAIN_S = 90 if SOAK else 45   # after the producers: for the consumers to read everything
-RATE_PER_S = 60 if SOAK else 45  # Kafka events a second (paced, so the run lasts)
 
 
 def _start_broker(tmp_path: Path) -> tuple[BrokerProcess, int, int]:
@@ -98,6 +97,7 @@ class Soak:
             else:
                 h.acked(msg.value().decode(), HUB, msg.partition(), msg.offset())
         started = time.monotonic()
+        interval = 0.75 * (until - started) / count  # spread over three quarters of the time
         for i in range(count):
             if time.monotonic() > until:
                 break
@@ -105,7 +105,7 @@ class Soak:
             h.sent("kafka", payload)
             p.produce(HUB, payload.encode(), partition=i % PARTITIONS, on_delivery=delivered)
             p.poll(0)
-            due = started + (i + 1) / RATE_PER_S
+            due = started + (i + 1) * interval
             while time.monotonic() < due:  # pacing: serves delivery reports meanwhile
                 p.poll(max(due - time.monotonic(), 0))
         left = p.flush(120)
