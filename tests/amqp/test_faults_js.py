@@ -27,7 +27,7 @@ def test_the_js_sdk_meets_faults_it_set_from_outside(broker, node):
     broker.create_hub("js-faults", 1)
     res = subprocess.run([node, str(SCRIPT), sdk_cs(broker), "js-faults", broker.http_url,
                           broker.subscription_token], cwd=JS, capture_output=True, text=True,
-                         timeout=120, env=dict(os.environ))
+                         timeout=240, env=dict(os.environ))
     lines = [line for line in res.stdout.splitlines() if line.startswith("{")]
     assert res.returncode == 0 and lines, f"{res.stdout}\n{res.stderr[-4000:]}"
     result = json.loads(lines[-1])
@@ -51,5 +51,47 @@ def test_the_js_sdk_meets_faults_it_set_from_outside(broker, node):
     assert errors and errors[0]["code"] == "ReceiverDisconnectedError" and not errors[0]["retryable"]
     again = stolen["events"][5:]
     assert stolen["events"][:5] == list(range(5)) and again == list(range(len(again))), stolen
-    assert result["fired"] == ["server-busy", "server-busy", "detach-receiver",
-                               "connection-forced", "link-stolen"]
+    # a failed append (amqp:internal-error) is InternalServerError, retryable: retried
+    assert cases["append-fail-retried"]["ok"], cases["append-fail-retried"]
+    failed = cases["append-fail-no-retry"]["error"]
+    assert failed["code"] == "InternalServerError" and failed["retryable"] is True
+    assert "Input/output error" in failed["message"]
+    # an unavailable partition (com.microsoft:timeout) is ServiceUnavailableError, retryable
+    assert cases["unavailable-retried"]["ok"], cases["unavailable-retried"]
+    unavailable = cases["unavailable-no-retry"]["error"]
+    assert unavailable["code"] == "ServiceUnavailableError" and unavailable["retryable"] is True
+    # quota exceeded is QuotaExceededError, not retryable: it fails with retries too
+    quota = cases["quota-exceeded"]
+    assert not quota["ok"] and quota["error"]["code"] == "QuotaExceededError"
+    assert quota["error"]["retryable"] is False
+    # a sender cut off mid-send: the send in flight waits out its try (5 s here), then the
+    # retry succeeds
+    for name in ("detach-sender", "forced-sender"):
+        assert cases[name]["ok"] and cases[name]["ms"] >= 4500, (name, cases[name])
+    assert cases["cbs-fail"]["ok"] and cases["management-fail"]["ok"]
+    assert cases["management-fail"]["ids"] == ["0"]
+    # a delayed disposition holds the send; one withheld past the try is OperationTimeoutError
+    assert cases["delayed"]["ok"] and cases["delayed"]["ms"] >= 1400
+    withheld = cases["withheld"]
+    assert not withheld["ok"] and withheld["error"]["code"] == "OperationTimeoutError"
+    assert 2500 <= withheld["ms"] < 15000
+    # credit taken back: the next send finds none, waits 1 s, SenderBusyError, retried once
+    # the credit is back (2.5 s)
+    flow = cases["withhold-flow-sender"]
+    assert flow["ok"] and flow["third"]["ok"] and flow["third"]["ms"] >= 2000, flow
+    # a receiver whose attach is refused twice retries it without telling processError
+    fresh = cases["unavailable-receiver"]
+    assert fresh["complete"] and fresh["errors"] == [] and fresh["events"][:7] == list(range(7))
+    held = cases["withhold-flow-receiver"]
+    assert held["complete"] and held["after"] == [120, 121] and held["errors"] == []
+    assert held["ms"] >= 2300, held
+    # what the partition holds: once each, in order; refused sends (101, 103, 104) are not
+    # there, the send whose disposition was withheld (111) is (at-least-once)
+    stored = result["stored"]
+    assert stored == sorted(set(stored)) and 111 in stored
+    assert not {101, 103, 104} & set(stored)
+    assert {100, 102, 105, 106, 107, 108, 109, 110, 113, 114, 115, 120, 121} <= set(stored)
+    assert result["fired"][:5] == ["server-busy", "server-busy", "detach-receiver",
+                                   "connection-forced", "link-stolen"]
+    assert {"append-fail", "partition-unavailable", "delay-disposition", "withhold-flow",
+            "quota-exceeded", "detach-sender", "cbs-fail", "management-fail"} <= set(result["fired"])
