@@ -130,6 +130,7 @@ class AmqpConnection(asyncio.Protocol):
         self.tokens: dict[str, Principal] = {}   # audience -> principal, from $cbs
         self.container: str | None = None
         self._tick: asyncio.TimerHandle | None = None
+        self._idle_timer = None  # on the broker's clock (see _idle_check)
         self._deadline: asyncio.TimerHandle | None = None
         self._closed = False
         self._linger_timer = None
@@ -252,7 +253,7 @@ class AmqpConnection(asyncio.Protocol):
             data = self.sasl.leftover
             if not data:
                 return
-        self._last_input = asyncio.get_running_loop().time()
+        self._last_input = self.services.clock.now_ms()
         self._push(self.scanner.feed(data))
 
     def _linger(self) -> None:
@@ -276,6 +277,9 @@ class AmqpConnection(asyncio.Protocol):
         if self._linger_timer is not None:
             self._linger_timer.cancel()
         self.server.connections.discard(self)
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
         if self._tick is not None:
             self._tick.cancel()
         if self._deadline is not None:
@@ -316,7 +320,10 @@ class AmqpConnection(asyncio.Protocol):
         engine.max_frame_size = MAX_FRAME
         engine.idle_timeout = 2 * IDLE_TIMEOUT_S  # proton advertises half of it
         self._idle_limit = IDLE_TIMEOUT_S
-        self._last_input = asyncio.get_running_loop().time()
+        # On the broker's clock (ms): a virtual clock moved past it closes the connection
+        self._last_input = self.services.clock.now_ms()
+        self._idle_timer = self.services.clock.call_later(int(IDLE_TIMEOUT_S * 1000),
+                                                          self._idle_check)
         conn = Connection()
         conn.kw_peer = self.peer  # for refuse()'s log line
         collector = Collector()
@@ -391,7 +398,7 @@ class AmqpConnection(asyncio.Protocol):
         if self.engine is None or self._closed:
             return
         loop = asyncio.get_running_loop()
-        if self._idle_expired(loop.time()):
+        if self._idle_expired(self.services.clock.now_ms()):
             return
         deadline = self.engine.tick(loop.time())
         if self._tick is not None:
@@ -400,12 +407,12 @@ class AmqpConnection(asyncio.Protocol):
         if deadline:
             self._tick = loop.call_at(deadline, self._on_tick)
 
-    def _idle_expired(self, now: float) -> bool:
+    def _idle_expired(self, now: int) -> bool:
         """Close a connection idle for the idle timeout, long before proton's own
         expiry (twice that) would close it with amqp:resource-limit-exceeded, which
         the SDKs do not retry."""
         conn = self.connection
-        if (not self._idle_limit or now - self._last_input < self._idle_limit or conn is None
+        if (not self._idle_limit or now - self._last_input < self._idle_limit * 1000 or conn is None
                 or conn.state & conn.LOCAL_CLOSED):
             return False
         log.info("AMQP connection %s from %s idle for %g s: closing it (the client reconnects "
@@ -414,6 +421,18 @@ class AmqpConnection(asyncio.Protocol):
                                       f"{self._idle_limit * 1000:.0f} milliseconds")
         self._flush()  # (called from a flush: pump() would not write the close)
         return True
+
+    def _idle_check(self) -> None:
+        """The idle timer on the broker's clock: re-armed for what is left, or the
+        connection closed (by the flush :meth:`_idle_expired` runs in)."""
+        self._idle_timer = None
+        if self.engine is None or self._closed:
+            return
+        left = int(self._idle_limit * 1000) - (self.services.clock.now_ms() - self._last_input)
+        if left > 0:
+            self._idle_timer = self.services.clock.call_later(left, self._idle_check)
+        else:
+            self.pump()
 
     def _on_tick(self) -> None:
         self._tick = None
