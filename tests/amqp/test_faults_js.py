@@ -10,7 +10,9 @@ import subprocess
 
 import pytest
 
+from kafka_wire.eventhubs import connection_string
 from kafka_wire.testing import EmulatedBroker
+from tests.eventhubs.test_oauth import config, rsa_key  # noqa: F401  (fixtures)
 
 from .conftest import JS, MULTI_TOML, sdk_cs
 
@@ -95,3 +97,33 @@ def test_the_js_sdk_meets_faults_it_set_from_outside(broker, node):
                                    "connection-forced", "link-stolen"]
     assert {"append-fail", "partition-unavailable", "delay-disposition", "withhold-flow",
             "quota-exceeded", "detach-sender", "cbs-fail", "management-fail"} <= set(result["fired"])
+
+
+@pytest.fixture(scope="module")
+def oauth_broker(config, tmp_path_factory):  # noqa: F811
+    with EmulatedBroker(tmp_path_factory.mktemp("js-token") / "data", config_file=config,
+                        amqp=True, http=True) as b:
+        yield b
+
+
+def test_the_js_sdk_ignores_a_refused_token_renewal_while_its_token_lives(oauth_broker, node):
+    """token-refused: @azure/event-hubs renews a bearer token 2 minutes before it expires;
+    the renewal answered 401 is logged (verbose) and dropped, the connection keeps the
+    token it has, and every send succeeds."""
+    from tests.eventhubs.test_oauth import ISS, OWNER, claims, jwt
+
+    host = f"127.0.0.1:{oauth_broker.amqp_port}"
+    cs = connection_string.build(host, key_name="RootManageSharedAccessKey", key="cm9vdC1rZXk=",
+                                 emulator=True)
+    token = jwt(claims(roles=[OWNER], **ISS))
+    res = subprocess.run([node, str(JS / "eventhubs_token_refused.js"), cs, "telemetry",
+                          oauth_broker.http_url, oauth_broker.subscription_token, token],
+                         cwd=JS, capture_output=True, text=True, timeout=90, env=dict(os.environ))
+    lines = [line for line in res.stdout.splitlines() if line.startswith("{")]
+    assert res.returncode == 0 and lines, f"{res.stdout}\n{res.stderr[-4000:]}"
+    result = json.loads(lines[-1])
+    print(json.dumps(result))
+    assert result["sends"] and all(s["ok"] for s in result["sends"]), result["sends"]
+    assert result["issued"] >= 3  # the first put-token and at least two renewals
+    assert result["fired"] and set(result["fired"]) == {"token-refused"}
+    assert len(result["fired"]) == result["issued"] - 1  # every renewal refused, not the first
