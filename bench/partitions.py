@@ -39,6 +39,7 @@ BIG_HUBS, BIG_PARTITIONS = 9, 1024  # Event Hubs Dedicated's largest hub
 SMALL_HUBS, SMALL_PARTITIONS = 196, 4
 TOTAL = BIG_HUBS * BIG_PARTITIONS + SMALL_HUBS * SMALL_PARTITIONS  # 10,000
 SPREAD = 1000  # partitions the round-robin producer writes to
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 LIMITS = {"startup_s": 2.0, "fds": 1024, "rss_mb": 150.0}
 
 
@@ -85,6 +86,10 @@ class Broker:
 
     def usage(self) -> tuple[int, float]:
         return usage(self.proc.pid)
+
+    def cpu_s(self) -> float:
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
     def stop(self) -> None:
         stop_processes([self.proc], 120)
@@ -153,10 +158,13 @@ def one_run(b: Broker, run: int, messages: int, size: int) -> dict:
     one = [(f"wide{(run + 1) % BIG_HUBS}", 0)] * messages
     send(p, wide[:SPREAD * 2], value)  # connections, metadata and partitions warm for both
     send(p, one[:1000], value)
-    rates = {}
+    rates, cpu = {}, {}
     for name, items in (("spread", wide), ("one", one)) if run % 2 == 0 else (("one", one), ("spread", wide)):
+        cpu0 = b.cpu_s()
         rates[name] = messages * size / send(p, items, value) / 1e6
+        cpu[name] = (b.cpu_s() - cpu0) / (messages * size / 1e9)
     out["mb_s_spread"], out["mb_s_one"] = rates["spread"], rates["one"]
+    out["cpu_gb_spread"], out["cpu_gb_one"] = cpu["spread"], cpu["one"]
     out["ratio"] = rates["spread"] / rates["one"]
     out["fds_after_produce"], out["rss_after_produce"] = b.usage()
     del p
@@ -205,6 +213,8 @@ def main() -> None:
         ("RSS MB, idle after kill -9 + start", med["rss_after_kill"], LIMITS["rss_mb"], "max"),
         (f"produce MB/s, round robin over {SPREAD} partitions", med["mb_s_spread"], None, ""),
         ("produce MB/s, one partition", med["mb_s_one"], None, ""),
+        (f"broker CPU s per GB, {SPREAD} partitions", med["cpu_gb_spread"], None, ""),
+        ("broker CPU s per GB, one partition", med["cpu_gb_one"], None, ""),
         (f"{SPREAD}-partition / 1-partition byte rate", med["ratio"], 0.70, "min"),
     ]
     print(f"\nmedians of {len(runs)} runs, {args.messages} x {args.size} B per produce run")
