@@ -182,3 +182,28 @@ def test_secondaries_drop_what_retention_removed_from_the_primary(tmp_path):
         assert send(b, 2, start=10, retries=0) == [None] * 2
         wait_until(lambda: ends(b, "eastus") == ends(b, "westus") == {("orders", 0): 6, ("orders", 1): 6},
                    "eastus to catch up after retention")
+
+
+def test_rest_send_gets_503_past_the_limit_and_201_once_caught_up(tmp_path):
+    import requests
+
+    from kafka_wire.eventhubs import sas
+    from tests.geo.conftest import KEY, NAMESPACE
+
+    with geo_broker(tmp_path, max_lag=300, virtual_clock=True, http=True) as b:
+        host = f"{NAMESPACE}.servicebus.windows.net"
+
+        def post() -> requests.Response:
+            token = sas.generate(sas.resource_uri(host, None), "RootManageSharedAccessKey", KEY,
+                                 b.clock.now_ms() // 1000 + 600)
+            return requests.post(f"{b.http_url}/orders/partitions/0/messages", data=b"rest",
+                                 headers={"Host": host, "Authorization": token}, timeout=30)
+        assert post().status_code == 201
+        b.call(lambda: geo(b).pause("eastus"))
+        assert post().status_code == 201
+        b.clock.advance(seconds=301)
+        refused = post()
+        assert refused.status_code == 503 and "replication lag" in refused.text, refused.text
+        b.call(lambda: geo(b).resume("eastus"))
+        assert post().status_code == 201
+        assert ends(b, "eastus") == ends(b, "westus") == {("orders", 0): 3, ("orders", 1): 0}
