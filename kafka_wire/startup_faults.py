@@ -2,7 +2,7 @@
 ``[server] chaos`` / ``serve --chaos SEED`` (docs/faults.md).
 
 A ``[[faults]]`` table is one fault as the control API takes it, with its scope
-keys beside the others::
+keys beside the others (or in a ``scope`` table, as the JSON has them)::
 
     [[faults]]
     kind = "server-busy"
@@ -31,8 +31,11 @@ _FIELDS = ("kind", "params", "count", "probability", "seed", "after_ms", "for_ms
 
 def _spec(entry: dict) -> dict:
     spec: dict[str, Any] = {k: entry[k] for k in _FIELDS if k in entry}
-    spec["scope"] = {k: entry[k] for k in SCOPES if k in entry}
-    unknown = set(entry) - set(_FIELDS) - set(SCOPES)
+    scope = entry.get("scope", {})  # the control API's JSON pasted as is: scope = { hub = ... }
+    if not isinstance(scope, dict):
+        raise FaultError("scope must be a table such as { hub = \"orders\", partition = 0 }")
+    spec["scope"] = {**scope, **{k: entry[k] for k in SCOPES if k in entry}}
+    unknown = set(entry) - set(_FIELDS) - set(SCOPES) - {"scope"}
     if unknown:
         raise FaultError(f"unknown key(s) {', '.join(sorted(map(repr, map(str, unknown))))[:200]}; "
                          f"known: {', '.join(_FIELDS + SCOPES)}")

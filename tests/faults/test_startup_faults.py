@@ -27,7 +27,7 @@ toml_values = st.recursive(
     | st.text(max_size=40) | st.sampled_from(["server-busy", "kafka-error", "hub", "orders"]),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
         st.sampled_from(["kind", "hub", "partition", "count", "probability", "seed", "after_ms",
-                         "for_ms", "params", "client", "link", "api", "error", "status", "x", ""]),
+                         "for_ms", "params", "client", "link", "api", "error", "status", "scope", "x", ""]),
         inner, max_size=6),
     max_leaves=20)
 
@@ -55,6 +55,9 @@ def test_well_formed_fault_tables_are_kept(kind, count, probability, seed):
                     "probability": probability, "seed": seed}])
     assert specs == [{"kind": kind, "count": count, "probability": probability, "seed": seed,
                       "scope": {"hub": "orders", "partition": 1}}]
+    as_json = parse([{"kind": kind, "scope": {"hub": "orders", "partition": 1}, "count": count,
+                      "probability": probability, "seed": seed}])
+    assert as_json == specs
 
 
 def _config(tmp_path, extra: str, name: str = "faults.toml"):
