@@ -283,3 +283,139 @@ def test_python_sdk_through_planned_and_forced_promotion(tmp_path, azurite, monk
         assert p4.errors == [] and sorted(p4.bodies()) == sorted(body for _, body, _ in final)
         figures["recovery_redelivered"] = len(set(p4.bodies()) & (set(p1.bodies()) | set(p1b.bodies())))
         record("python", figures)
+
+
+class NodeSubscriber:
+    """tests/js/geo_subscribe.js subscribe ...: its JSON lines, read as they come."""
+
+    def __init__(self, node: str, *args, retries: int | None = None) -> None:
+        env = dict(os.environ) if retries is None else {**os.environ, "GEO_JS_RETRIES": str(retries)}
+        self.proc = subprocess.Popen([node, str(JS / "geo_subscribe.js"), "subscribe", *map(str, args)],
+                                     cwd=JS, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     env=env)
+        self.events: list[dict] = []
+        self.errors: list[dict] = []
+        self.other: list[dict] = []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        for text in self.proc.stdout:
+            item = json.loads(text)
+            if "event" in item:
+                self.events.append(item["event"])
+            elif "error" in item:
+                self.errors.append(item["error"])
+            else:
+                self.other.append(item)
+
+    def bodies(self) -> list[str]:
+        return [e["body"] for e in list(self.events)]
+
+    def stop(self) -> None:
+        self.proc.terminate()   # by its pid: the process this test started
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+        self.thread.join(10)
+        self.proc.stderr.close()
+
+
+def send(cs: str, bodies: list[str]) -> None:
+    with EventHubProducerClient.from_connection_string(cs, eventhub_name="orders") as p:
+        for i, body in enumerate(bodies):
+            p.send_batch([EventData(body)], partition_id=PARTITIONS[i % 2])
+
+
+def test_js_sdk_subscribes_through_a_failover_and_resumes(tmp_path, monkeypatch):
+    node = node_with("@azure/event-hubs", "GEO JS SDK TEST")
+    from kafka_wire.amqp import georeplication
+
+    selectors: list = []   # every receiver's starting position, as the broker saw it
+    checked = georeplication.start_offset
+
+    def noting(runtime, hub, partition, plog, selector):
+        try:
+            start = checked(runtime, hub, partition, plog, selector)
+        except Exception as exc:
+            selectors.append((partition, selector, type(exc).__name__))
+            raise
+        selectors.append((partition, selector, start))
+        return start
+    monkeypatch.setattr(georeplication, "start_offset", noting)
+    figures: dict = {}
+    with geo_broker(tmp_path, amqp=True, max_lag=300) as b:
+        cs = b.amqp_connection_string()
+        g = geo(b)
+        send(cs, [f"a{i}" for i in range(10)])
+        res = subprocess.run([node, str(JS / "geo_subscribe.js"), "properties", cs, "orders"], cwd=JS,
+                             capture_output=True, text=True, timeout=60)
+        props = json.loads(res.stdout.splitlines()[-1])
+        assert props["hub"]["isGeoDrEnabled"] is True, res
+        assert [p["lastEnqueuedOffset"] for p in props["partitions"]] == ["0:4", "0:4"]
+        sub = NodeSubscriber(node, cs, "orders", 120)
+        try:
+            wait_for(lambda: len(sub.events) >= 10, "the JS subscriber to read a*", 60)
+            assert {e["offset"] for e in sub.events} == {f"0:{i}" for i in range(5)}
+            # planned: the subscriber is disconnected and resumes on the new primary
+            t0 = time.monotonic()
+            b.call(lambda: g.promote("eastus"))
+            send(cs, [f"b{i}" for i in range(10)])
+            wait_for(lambda: len(sub.events) >= 20, "the JS subscriber to read b* after the promotion", 60)
+            figures["planned_js_resume_s"] = round(time.monotonic() - t0, 3)
+            assert sorted(sub.bodies()) == sorted([f"a{i}" for i in range(10)] + [f"b{i}" for i in range(10)])
+            assert {e["offset"] for e in sub.events if e["body"].startswith("b")} == \
+                {f"1:{i}" for i in range(5, 10)}
+            # forced, of a secondary that lacks what the subscriber has read (c*)
+            b.call(lambda: g.pause("westus"))
+            send(cs, [f"c{i}" for i in range(6)])
+            wait_for(lambda: len(sub.events) >= 26, "the JS subscriber to read c*", 60)
+            b.call(lambda: g.promote("westus", forced=True))
+            send(cs, [f"d{i}" for i in range(6)])   # sequence numbers 10..12: reused
+            send(cs, [f"e{i}" for i in range(6)])   # 13..15
+            # @azure/event-hubs 6 re-attaches an interrupted receiver by sequence number
+            # (partitionReceiver.js: obj.checkpoint = sequenceNumber, then an
+            # x-opt-sequence-number filter), not by offset, so it is never refused: it asks
+            # for > 12. The new primary wrote d* at the lost c*'s sequence numbers 10..12:
+            # re-attached before d* were written it starts at the end (10, a sequence
+            # number past the end starts there) and reads them; after, it skips them.
+            wait_for(lambda: sum(x.startswith("e") for x in sub.bodies()) == 6,
+                     "the JS subscriber to read e* after the forced promotion", 60)
+            time.sleep(0.5)
+            read = {p: sum(x.startswith(p) for x in sub.bodies()) for p in "abcde"}
+            figures["forced_js_read"] = read
+            figures["forced_js_errors"] = len(sub.errors)
+            assert read in ({"a": 10, "b": 10, "c": 6, "d": 0, "e": 6},
+                            {"a": 10, "b": 10, "c": 6, "d": 6, "e": 6}), (read, selectors)
+            after = [sel for _, sel, _ in selectors[-2:]]
+            assert after == ["amqp.annotation.x-opt-sequence-number > '12'"] * 2, selectors
+            assert sub.errors == []
+        finally:
+            sub.stop()
+        # a new subscription resumes on the new primary: a*, b*, then d* (c* was lost)
+        again = NodeSubscriber(node, cs, "orders", 120)
+        try:
+            wait_for(lambda: len(again.events) >= 32, "a new JS subscriber to read everything", 60)
+            time.sleep(1)
+        finally:
+            again.stop()
+        assert sorted(again.bodies()) == sorted([f"{p}{i}" for p in "ab" for i in range(10)]
+                                                + [f"{p}{i}" for p in "de" for i in range(6)])
+        assert {e["offset"] for e in again.events if e["body"][0] in "de"} == \
+            {f"2:{i}" for i in range(10, 16)}
+        assert again.errors == []
+        # an offset of a lost event as a starting position: processError with the condition
+        lost = NodeSubscriber(node, cs, "orders", 120, "0", "1:12", retries=1)
+        try:
+            wait_for(lambda: lost.errors, "processError for a lost offset", 60)
+        finally:
+            lost.stop()
+        first = lost.errors[0]
+        assert lost.events == [] and "The supplied offset '1:12' is invalid" in first["message"], \
+            lost.errors
+        assert ("refused", "amqp.annotation.x-opt-offset > '1:12'") in \
+            [("refused", sel) for _, sel, start in selectors if start == "InvalidOffset"]
+        figures["lost_offset_js_error"] = {k: first[k] for k in ("name", "code", "condition", "retryable")}
+        record("js", figures)
