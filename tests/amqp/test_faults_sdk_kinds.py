@@ -222,3 +222,14 @@ def test_a_token_refused_at_renewal_is_outlived_by_a_new_connection(broker, hub)
     fired = broker.faults.fired
     assert fired and {f["kind"] for f in fired} == {"token-refused"} and credential.issued >= 2
     assert read_all(broker, hub, sent + 1) == list(range(sent + 1))
+
+
+def test_server_busy_on_a_link_that_has_sent_is_sent_again_at_once(broker, hub):
+    """As append-fail: pyamqp raises a refused transfer on a new producer's first send
+    (tests/amqp/test_faults_sdk.py), but on a link that has sent it sends again at once."""
+    with EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name=hub) as producer:
+        send(producer, [0])
+        broker.faults.add("server-busy", scope={"hub": hub})
+        assert timed(send, producer, [1]) < 2.0  # no 4 s server-busy backoff either
+    assert [f["kind"] for f in broker.faults.fired] == ["server-busy"]
+    assert read_all(broker, hub, 2) == [0, 1]
