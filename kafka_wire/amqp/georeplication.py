@@ -106,14 +106,24 @@ class OfferingPadder:
     attaches that offer the capability are on their way out; puts the wrapped one
     back once they are written, so the connection's other frames cost nothing."""
 
+    # An attach not seen within this many writes was written before it was registered
+    # (or never will be): stop looking rather than scan every frame for ever.
+    PATIENCE = 64
+
     def __init__(self, conn, inner) -> None:
         self.conn, self.inner = conn, inner
         self.pending: set[str] = set()
+        self.writes = 0
 
     def feed(self, data) -> bytes:
         out = self.inner.feed(data)
         if self.pending and out:
             out = self._rewrite(out)
+            self.writes += 1
+            if self.pending and self.writes > self.PATIENCE:
+                log.warning("AMQP connection from %s: no attach of %s went out to offer %s on",
+                            getattr(self.conn, "peer", "?"), sorted(self.pending), CAPABILITY)
+                self.pending.clear()
         if not self.pending and self.conn.padder is self:
             self.conn.padder = self.inner
         return out

@@ -199,3 +199,67 @@ def test_after_a_planned_promotion_every_offset_stays_good(geob):
     assert errors == [] and [e.offset for e in got] == ["0:0", "0:1", "0:2", "1:3"]
     got, errors = read(geob, 1, starting_position="0:2")
     assert errors == [] and [e.body_as_str() for e in got] == ["d"]
+
+
+def receive_with_selector(b: EmulatedBroker, selector: str, count: int, key: str | None = None):
+    """(messages, error) of a pyamqp receiver of orders/0 whose source carries
+    ``selector`` as the SDKs write it (azure-eventhub's create_source)."""
+    from azure.eventhub._pyamqp import utils
+    from azure.eventhub._pyamqp.endpoints import ApacheFilters, Source
+
+    address = "orders/ConsumerGroups/$Default/Partitions/0"
+    host, auth = _auth(b, address)
+    if key is not None:
+        auth = SASTokenAuth(auth.audience, auth.uri, "RootManageSharedAccessKey", key)
+    source = Source(address=f"amqp://{host}/{address}", filters={})
+    source.filters[ApacheFilters.selector_filter] = (ApacheFilters.selector_filter,
+                                                     utils.amqp_string_value(selector))
+    client = ReceiveClient(host, source, auth=auth, use_tls=False,
+                           retry_policy=RetryPolicy(retry_total=0))
+    got: list = []
+    try:
+        with client:
+            deadline = time.monotonic() + 15
+            while len(got) < count and time.monotonic() < deadline:
+                got += client.receive_message_batch(max_batch_size=count, timeout=1)
+    except Exception as exc:  # the refusal, as pyamqp raises it
+        return got, exc
+    return got, None
+
+
+def test_java_writes_the_segment_with_a_sequence_number_on_any_namespace(tmp_path, geob):
+    send(geob, [f"e{i}" for i in range(4)])
+    got, err = receive_with_selector(geob, "amqp.annotation.x-opt-sequence-number > '-1:1'", 2)
+    assert err is None and [bytes(b"".join(m.data)) for m in got] == [b"e2", b"e3"]
+    got, err = receive_with_selector(geob, "amqp.annotation.x-opt-sequence-number >= '0:1'", 3)
+    assert err is None and [bytes(b"".join(m.data)) for m in got] == [b"e1", b"e2", b"e3"]
+    got, err = receive_with_selector(geob, "amqp.annotation.x-opt-sequence-number > '4:1'", 1)
+    assert err is not None and INVALID in str(err)
+    with EmulatedBroker(tmp_path / "plain", amqp=True) as plain:
+        plain.create_hub("orders", 2)
+        send(plain, ["p0", "p1", "p2"])
+        got, err = receive_with_selector(plain, "amqp.annotation.x-opt-sequence-number > '-1:0'", 2)
+        assert err is None and [bytes(b"".join(m.data)) for m in got] == [b"p1", b"p2"]
+
+
+HOSTILE = ["9" * 5000 + ":1", "1:" + "9" * 5000, "../../etc/passwd", "0:1/../2", "0:1\x00", "0:\u0661",
+           "%30:1", "0:1' or '1'='1", "\u202e0:1"]
+
+
+@pytest.mark.parametrize("value", HOSTILE)
+def test_hostile_offsets_are_an_invalid_field_and_the_broker_goes_on(geob, value):
+    got, err = receive_with_selector(geob, f"amqp.annotation.x-opt-offset > '{value}'", 1)
+    assert got == [] and err is not None
+    assert "invalid-field" in str(err) or "not SEGMENT:POSITION" in str(err) or \
+        "is not one Event Hubs takes" in str(err), err
+    assert len(str(err)) < 2000      # a huge value is not echoed back whole
+    send(geob, ["still"])            # the namespace still serves
+
+
+def test_a_geo_offset_needs_listen_rights_first(geob):
+    """Without a valid token the attach is unauthorized before the offset is looked at
+    (its history is not disclosed)."""
+    got, err = receive_with_selector(geob, "amqp.annotation.x-opt-offset > '0:3'", 1,
+                                     key="d3Jvbmcta2V5LXdyb25nLWtleQ==")
+    assert got == [] and err is not None and INVALID not in str(err)
+    assert "unauthorized" in str(err).lower() or "401" in str(err), err
