@@ -108,6 +108,7 @@ class Processor:
             cs, consumer_group="$Default", eventhub_name="orders", checkpoint_store=store,
             load_balancing_interval=1, **kwargs)
         self.events: list[tuple[str, str, str]] = []
+        self.sequences: list[tuple[str, int, str]] = []
         self.errors: list = []
         self._lock = threading.Lock()
         self.thread = threading.Thread(target=self.client.receive, daemon=True, kwargs=dict(
@@ -122,6 +123,7 @@ class Processor:
             context.update_checkpoint(event)
         with self._lock:
             self.events.append((context.partition_id, event.body_as_str(), event.offset))
+            self.sequences.append((context.partition_id, event.sequence_number, event.offset))
 
     def bodies(self) -> list[str]:
         with self._lock:
@@ -249,6 +251,14 @@ def test_python_sdk_through_planned_and_forced_promotion(tmp_path, azurite, monk
         assert lost == unreplicated and forced.lost_events == len(unreplicated), figures
         segments = {seg for _, _, offset in final for seg in [offset.split(":")[0]]}
         assert segments == {"0", "1", "2"}, segments
+        # every offset a processor was handed names the segment its event was written in
+        # and its sequence number (those of lost events: segment 1, past westus's end)
+        from kafka_wire.eventhubs.geo_offsets import format_offset, segment_of
+        starts = {pid: b.call(lambda pid=pid: g.segment_starts("orders", int(pid))) for pid in PARTITIONS}
+        for proc in (p1, p1b):
+            for pid, seq, offset in proc.sequences:
+                assert offset == format_offset(segment_of(starts[pid], seq), seq) or \
+                    (offset == format_offset(1, seq) and seq >= starts[pid][2][1]), (pid, seq, offset)
         # -- the checkpoints of events westus lacked are refused after the failover
         assert set(stale) == set(PARTITIONS) and all(m["offset"].startswith("1:")
                                                      for m in stale.values()), stale
