@@ -124,6 +124,18 @@ def _binary_value(buf, pos: int) -> bytes | None:
     return None
 
 
+def _binary_view(buf: memoryview, pos: int) -> memoryview | None:
+    """A binary value as a view of ``buf`` (a data section: the body, or a batch's
+    inner message, is not copied before it goes into the record batch)."""
+    code = buf[pos]
+    if code == 0xA0:
+        return buf[pos + 2:pos + 2 + buf[pos + 1]]
+    if code == 0xB0:
+        n = _U32.unpack_from(buf, pos + 1)[0]
+        return buf[pos + 5:pos + 5 + n]
+    return None
+
+
 _PARTITION_KEY_SYM = PARTITION_KEY.encode()
 
 
@@ -167,7 +179,7 @@ def _decode(buf, strict: bool = False) -> Incoming:
                     raise MessageError("application property names must be strings")
                 props.append((name.encode("utf-8"), bytes(buf[v:e])))
         elif code == _DATA:
-            chunk = _binary_value(buf, value)
+            chunk = _binary_view(buf, value)
             if chunk is None:
                 raise MessageError("a data section must hold binary")
             sections.append(chunk)
@@ -297,11 +309,41 @@ def batch_messages(outer: Incoming) -> list[Incoming] | None:
     if not outer.data_sections:
         return None
     try:
-        inner = [_decode(memoryview(section), strict=True) for section in outer.data_sections]
+        inner = [_plain_inner(section) or _decode(memoryview(section), strict=True)
+                 for section in outer.data_sections]
     except Exception:
         return None
     return [m if m.partition_key is not None or outer.partition_key is None
             else m._replace(partition_key=outer.partition_key) for m in inner]
+
+
+def _plain_inner(section) -> Incoming | None:
+    """A batch's inner message that is one data section, after at most a header that
+    says only ``durable`` (what the SDKs send for an event without properties), as
+    ``_decode(section, strict=True)`` reads it; None for any other message."""
+    try:
+        pos = 0
+        if section[0] == 0 and section[1] == 0x53 and section[2] == _HEADER:
+            if section[3] not in _LISTS:
+                return None
+            pos = _skip(section, 3)
+            if _more_than_durable(section, 3, pos):
+                return None
+        if section[pos] != 0 or section[pos + 1] != 0x53 or section[pos + 2] != _DATA:
+            return None
+        code = section[pos + 3]
+        if code == 0xA0:
+            start, n = pos + 5, section[pos + 4]
+        elif code == 0xB0:
+            start, n = pos + 8, _U32.unpack_from(section, pos + 4)[0]
+        else:
+            return None
+        if start + n != len(section):
+            return None
+        body = memoryview(section)[start:]
+    except (IndexError, struct.error, MessageError):  # truncated: the general path says why
+        return None
+    return Incoming(None, [], body, [body], None)
 
 
 def split_batch(outer: Incoming) -> list[Incoming]:
@@ -363,6 +405,8 @@ def encode_event(sequence: int, offset: int, enqueued_ms: int, key: bytes | None
     ``amqp_headers``: header values are AMQP encodings (sent with AMQP), else raw
     bytes (sent with Kafka) and delivered as binary. ``extra_annotations``: a
     delivery-annotations section to add (the runtime metric)."""
+    if not headers and not extra_annotations:
+        return _plain_event(sequence, offset, enqueued_ms, key, value)
     annotations = [_SYM_SEQ, b"\x81", _I64.pack(sequence),
                    _SYM_OFFSET, _str(str(offset).encode()),
                    _SYM_TIME, b"\x83", _I64.pack(enqueued_ms)]
@@ -412,6 +456,36 @@ def encode_event(sequence: int, offset: int, enqueued_ms: int, key: bytes | None
     if kept is not None and kept.footer:
         out.append(kept.footer)
     return b"".join(out)
+
+
+_SEQ_LONG = _SYM_SEQ + b"\x81"
+_OFFSET_STR8 = _SYM_OFFSET + b"\xa1"
+_TIME_STAMP = _SYM_TIME + b"\x83"
+_ANNOTATIONS_MAP32 = b"\x00\x53\x72\xd1"
+_DATA_BINARY8 = b"\x00\x53\x75\xa0"
+_DATA_BINARY32 = b"\x00\x53\x75\xb0"
+_II = struct.Struct(">II")
+
+
+def _plain_event(sequence: int, offset: int, enqueued_ms: int, key: bytes | None,
+                 value: bytes | None) -> bytes:
+    """:func:`encode_event` of an event with no application properties, no kept
+    sections and no runtime metric (most events): the same bytes, in one join."""
+    text = str(offset).encode()
+    entries = b"".join((_SEQ_LONG, _I64.pack(sequence), _OFFSET_STR8, bytes((len(text),)), text,
+                        _TIME_STAMP, _I64.pack(enqueued_ms)))
+    items = 6
+    if key is not None:
+        try:
+            key.decode("utf-8")
+            entries += _SYM_KEY + _str(key)
+            items = 8
+        except UnicodeDecodeError:  # a binary Kafka key has no string form
+            pass
+    body = value if value is not None else b""
+    n = len(body)
+    return b"".join((_ANNOTATIONS_MAP32, _II.pack(len(entries) + 4, items), entries,
+                     _DATA_BINARY8 + bytes((n,)) if n < 256 else _DATA_BINARY32 + _I32.pack(n), body))
 
 
 class _Kept(NamedTuple):
