@@ -128,6 +128,10 @@ def test_console_shows_the_hub_its_partitions_and_a_lagging_groups_lag(tmp_path,
             wait.until(lambda d: d.find_element(By.ID, "hub-title").text == "telemetry")
             wait.until(lambda d: len(d.find_elements(By.CSS_SELECTOR, "#partitions tbody tr")) == 2)
             assert "1/2026/11/22/16/45/00.avro" in driver.find_element(By.ID, "capture").text
+            # An injected fault that fires (the live member's next Fetch) shows in its panel.
+            assert "No injected fault has fired" in driver.find_element(By.ID, "faults").text
+            broker.faults.add("kafka-delay", params={"api": "Fetch", "ms": 1})
+            wait.until(lambda d: "kafka-delay" in d.find_element(By.ID, "faults").text)
             errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
             assert not errors, f"JavaScript errors in the console page: {errors}"
             # Back to the lagging hub for the README's screenshot.
