@@ -74,6 +74,7 @@ def test_the_js_sdk_meets_faults_it_set_from_outside(broker, node):
     assert cases["management-fail"]["ids"] == ["0"]
     # a delayed disposition holds the send; one withheld past the try is OperationTimeoutError
     assert cases["delayed"]["ok"] and cases["delayed"]["ms"] >= 1400
+    assert cases["append-slow"]["ok"] and cases["append-slow"]["ms"] >= 1400
     withheld = cases["withheld"]
     assert not withheld["ok"] and withheld["error"]["code"] == "OperationTimeoutError"
     assert 2500 <= withheld["ms"] < 15000
@@ -92,10 +93,10 @@ def test_the_js_sdk_meets_faults_it_set_from_outside(broker, node):
     stored = result["stored"]
     assert stored == sorted(set(stored)) and 111 in stored
     assert not {101, 103, 104} & set(stored)
-    assert {100, 102, 105, 106, 107, 108, 109, 110, 113, 114, 115, 120, 121} <= set(stored)
+    assert {100, 102, 105, 106, 107, 108, 109, 110, 112, 113, 114, 115, 120, 121} <= set(stored)
     assert result["fired"][:5] == ["server-busy", "server-busy", "detach-receiver",
                                    "connection-forced", "link-stolen"]
-    assert {"append-fail", "partition-unavailable", "delay-disposition", "withhold-flow",
+    assert {"append-fail", "append-slow", "partition-unavailable", "delay-disposition", "withhold-flow",
             "quota-exceeded", "detach-sender", "cbs-fail", "management-fail"} <= set(result["fired"])
 
 

@@ -14,6 +14,7 @@
 //   stolen:          a receiver detached with amqp:link:stolen
 //   append-fail-*, unavailable-*, quota-exceeded, detach-sender, forced-sender, cbs-fail:
 //                    a send meeting that fault, with retries or (-no-retry) without
+//   append-slow:     a send whose append is held 1.5 s
 //   delayed, withheld: a send whose disposition is held 1.5 s, or withheld past the
 //                    send's timeout (maxRetries 0)
 //   withhold-flow-sender: a sender's credit taken back for 2.5 s, then a second send
@@ -196,6 +197,7 @@ async function main() {
   await once('cbs-fail', { kind: 'cbs-fail', scope: { hub } }, 109, retry)
   await once('delayed', { kind: 'delay-disposition', scope: { hub }, params: { ms: 1500 } }, 110, retry)
   await once('withheld', { kind: 'delay-disposition', scope: { hub }, params: { ms: 600000 } }, 111, { maxRetries: 0, timeoutInMs: 3000 })
+  await once('append-slow', { kind: 'append-slow', scope: { hub }, params: { ms: 1500 } }, 112, retry)
   // the fault fires at the send of 114, the credit is taken back after it: 115 waits
   await step('withhold-flow-sender', sendTwice({ kind: 'withhold-flow', scope: { hub }, params: { ms: 2500 } }, [113], [114], retry, [115]))
   await control('POST', { kind: 'management-fail', scope: { hub } })
