@@ -44,6 +44,7 @@ SELECTOR_FILTER = "apache.org:selector-filter:string"
 EPOCH = "com.microsoft:epoch"
 RUNTIME_METRIC = "com.microsoft:enable-receiver-runtime-metric"
 LINK_STOLEN = "amqp:link:stolen"
+DETACH_FORCED = "amqp:link:detach-forced"
 RESOURCE_LIMIT = "amqp:resource-limit-exceeded"
 READ_BYTES = 1024 * 1024
 _SELECTOR = re.compile(r"^\s*amqp\.annotation\.x-opt-(offset|sequence-number|enqueued-time)\s*"
@@ -292,6 +293,14 @@ class ConsumeLink(LinkHandler):
         delay = runtime.policy.egress_delay()
         if delay > 0:
             self.conn.services.clock.call_later(delay, self._wake)
+            return False
+        if self.next_offset > plog.log_end_offset and runtime.geo is not None:
+            # A forced promotion cut the log back under this receiver: detach it (the SDK
+            # re-attaches from its own position) rather than rewind to the start.
+            self.detach(DETACH_FORCED, f"partition {self.partition} of {self.hub} now ends at "
+                                       f"sequence number {plog.log_end_offset - 1}, before this "
+                                       f"receiver's position {self.next_offset}: a forced "
+                                       f"geo-replication promotion lost the events between")
             return False
         try:
             if self.next_offset < plog.log_start_offset:  # retention went past us: skip ahead

@@ -116,7 +116,18 @@ class OfferingPadder:
         self.writes = 0
 
     def feed(self, data) -> bytes:
-        out = self.inner.feed(data)
+        return self._offered(self.inner.feed(data))
+
+    def feed_parts(self, data) -> list:
+        parts = self.inner.feed_parts(data)
+        if not self.pending or not parts:
+            return parts
+        return [self._offered(b"".join(parts))]
+
+    def __getattr__(self, name):  # anything else the padder does, it does itself
+        return getattr(self.inner, name)
+
+    def _offered(self, out: bytes) -> bytes:
         if self.pending and out:
             out = self._rewrite(out)
             self.writes += 1

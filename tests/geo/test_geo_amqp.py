@@ -263,3 +263,54 @@ def test_a_geo_offset_needs_listen_rights_first(geob):
                                      key="d3Jvbmcta2V5LXdyb25nLWtleQ==")
     assert got == [] and err is not None and INVALID not in str(err)
     assert "unauthorized" in str(err).lower() or "401" in str(err), err
+
+
+def test_a_receiver_past_a_forced_promotions_cut_is_detached_not_rewound(geob, monkeypatch):
+    """A receiver that read events the new primary lacks: its link is detached (not
+    sent the partition again from the start, as a rewind on the shorter log did), and
+    the SDK's re-attach from its own last offset is refused, again and again."""
+    from kafka_wire.amqp import georeplication
+
+    refused: list[str] = []
+    checked = georeplication.start_offset
+
+    def counting(*args):
+        try:
+            return checked(*args)
+        except georeplication.InvalidOffset as exc:
+            refused.append(str(exc))
+            raise
+    monkeypatch.setattr(georeplication, "start_offset", counting)
+    g = geo(geob)
+    send(geob, ["k0", "k1", "k2"])
+    client = EventHubConsumerClient.from_connection_string(sdk_cs(geob), consumer_group="$Default",
+                                                           eventhub_name="orders")
+    got: list = []
+    thread = threading.Thread(target=client.receive, daemon=True, kwargs=dict(
+        on_event=lambda _c, e: e is not None and got.append((e.sequence_number, e.body_as_str())),
+        partition_id="0", starting_position="-1", max_wait_time=1))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while len(got) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        while geob.call(lambda: g.replica("eastus").lag_events) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        geob.call(lambda: g.pause("eastus"))
+        send(geob, ["lost3", "lost4"])
+        while len(got) < 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert got == [(0, "k0"), (1, "k1"), (2, "k2"), (3, "lost3"), (4, "lost4")]
+        geob.call(lambda: g.promote("eastus", forced=True))
+        try:
+            send(geob, ["n3", "n4", "n5"])
+        except Exception:  # a producer connecting as the promotion closes connections
+            send(geob, ["n3", "n4", "n5"])
+        deadline = time.monotonic() + 20
+        while len(refused) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        client.close()
+        thread.join(20)
+    assert got == [(0, "k0"), (1, "k1"), (2, "k2"), (3, "lost3"), (4, "lost4")], got
+    assert len(refused) >= 2 and all("The supplied offset '0:4' is invalid" in r for r in refused)

@@ -3,6 +3,7 @@ connection's padder writes them, with the capability added to a pending link's
 attach only, everything else passed byte for byte, and the wrapper gone once done."""
 from __future__ import annotations
 
+import pytest
 from proton import Data, symbol, ulong
 from proton._data import Described
 
@@ -83,3 +84,15 @@ def test_an_attach_that_never_comes_stops_the_search():
     for _ in range(OfferingPadder.PATIENCE + 1):
         conn.padder.feed(attach("someone-else"))
     assert conn.padder is wrapper.inner and not wrapper.pending
+
+
+def test_feed_parts_as_the_connection_writes_them():
+    conn = Conn({"mine": {CAPABILITY}})
+    inner = conn.padder
+    if not hasattr(inner, "feed_parts"):
+        pytest.skip("FramePadder has no feed_parts here: the connection writes with feed (tested above)")
+    offer(conn, type("L", (), {"name": "mine"}))
+    parts = conn.padder.feed_parts(HEADER + attach("mine"))
+    out = b"".join(bytes(p) for p in parts)
+    assert [str(c) for c in decoded(out)[0].value[11].elements] == [CAPABILITY]
+    assert conn.padder is inner
