@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 from azure.eventhub import EventData, EventHubProducerClient
@@ -137,3 +138,39 @@ def test_the_same_seed_fires_the_same_faults_at_the_same_requests(tmp_path):
     assert _fired_for(2028, tmp_path) == first
     assert _fired_for(2029, tmp_path) != first
     assert chaos.seeds(2028) == chaos.seeds(2028) != chaos.seeds(2029)
+
+
+def test_chaos_drops_kafka_connections_on_its_seeded_schedule_until_cleared(tmp_path):
+    """On the broker's (virtual) clock, a second at a time with a client connected: the
+    first drop comes inside DROP_EVERY_MS, more keep coming, none after the mix is cleared."""
+    from confluent_kafka.admin import AdminClient
+
+    low, high = chaos.DROP_EVERY_MS
+    with EmulatedBroker(tmp_path / "data", virtual_clock=True, chaos=5) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+
+        def drop_times() -> list[int]:
+            return [f["at_ms"] for f in broker.faults.fired if f["kind"] == "kafka-drop-connections"]
+
+        def step(seconds: int) -> None:
+            from confluent_kafka import KafkaException
+
+            for _ in range(seconds):
+                for _attempt in range(3):  # a connection open (again) to drop
+                    try:
+                        admin.list_topics(timeout=10)
+                        break
+                    except KafkaException:  # the drop just closed it: it reconnects
+                        continue
+                broker.clock.advance(1000)
+
+        start = broker.clock.now_ms()
+        step(low // 1000 - 1)
+        assert drop_times() == []
+        step((high - low) // 1000 + 1)
+        assert len(drop_times()) >= 1 and low <= drop_times()[0] - start <= high
+        step(2 * high // 1000)
+        assert len({t for t in drop_times()}) >= 2
+        broker.faults.clear()
+        step(2 * high // 1000)
+        assert drop_times() == [] and broker.faults.plan.faults == []
