@@ -251,7 +251,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
     # -- dispatch --------------------------------------------------------
     def _drain(self) -> None:
         """Handle queued requests in order until one must wait."""
-        self._out, self._out_bytes = [], 0
+        outermost = self._out is None  # (a nested call leaves the outer run's answers held)
+        if outermost:
+            self._out, self._out_bytes = [], 0
         try:
             while (self._pending and not self._busy and not self._write_paused and not self._closed
                    and not self._throttled):
@@ -259,7 +261,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._pending_bytes -= len(frame)
                 self._handle(frame)
         finally:
-            self._uncork()
+            if outermost:
+                self._uncork()
         if self._read_paused and self._pending_bytes <= self.queue_limit // 2 and not self._closed:
             self._read_paused = False
             self._update_reading()
