@@ -429,3 +429,19 @@ def test_js_sdk_subscribes_through_a_failover_and_resumes(tmp_path, monkeypatch)
             [("refused", sel) for _, sel, start in selectors if start == "InvalidOffset"]
         figures["lost_offset_js_error"] = {k: first[k] for k in ("name", "code", "condition", "retryable")}
         record("js", figures)
+
+
+def test_js_sdk_sees_no_geo_replication_on_a_plain_namespace(tmp_path):
+    """georeplication_factor is 1 without replicas: isGeoDrEnabled false, plain offsets."""
+    from kafka_wire.testing import EmulatedBroker
+
+    node = node_with("@azure/event-hubs", "GEO JS SDK TEST")
+    with EmulatedBroker(tmp_path / "plain", amqp=True) as plain:
+        plain.create_hub("orders", 2)
+        send(plain.amqp_connection_string(), ["x0", "x1"])
+        res = subprocess.run([node, str(JS / "geo_subscribe.js"), "properties",
+                              plain.amqp_connection_string(), "orders"], cwd=JS,
+                             capture_output=True, text=True, timeout=60)
+        props = json.loads(res.stdout.splitlines()[-1])
+        assert props["hub"]["isGeoDrEnabled"] is False, res
+        assert all(":" not in p["lastEnqueuedOffset"] for p in props["partitions"]), props
