@@ -50,6 +50,9 @@ class OffsetMetadataManager:
         self.position_resolver = position_resolver
         self.partition_exists = partition_exists
         self.offsets: dict[str, dict[TopicPartition, OffsetAndMetadata]] = {}
+        # Called after committed offsets change (a commit, a deletion, an expiry): a
+        # replica of the namespace (geo-replication) ships them. None: nobody listens.
+        self.on_change: Callable[[], None] | None = None
 
     def load(self) -> list[str]:
         """Read the store; returns the group ids that have offsets in this namespace."""
@@ -114,6 +117,8 @@ class OffsetMetadataManager:
         group_offsets = self.offsets.setdefault(group_id, {})
         for topic, partition, om in accepted:
             group_offsets[(topic, partition)] = om
+        if self.on_change is not None:
+            self.on_change()
         return results
 
     def _position(self, topic: str, partition: int, offset: int) -> int | None:
@@ -149,11 +154,15 @@ class OffsetMetadataManager:
                 self.store.delete(namespace, group_id, topic, partition)
         if not group_offsets:
             del self.offsets[group_id]
+        if self.on_change is not None:
+            self.on_change()
 
     def delete_group(self, group_id: str) -> int:
         removed = len(self.offsets.pop(group_id, {}))
         if removed and self.store is not None:
             self.store.delete_group(self.namespace_of(group_id), group_id)
+        if removed and self.on_change is not None:
+            self.on_change()
         return removed
 
     def expire(self, group_id: str, base_time_ms: Callable[[OffsetAndMetadata], int],

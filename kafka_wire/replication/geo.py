@@ -137,6 +137,11 @@ class GeoReplication:
         self._data_dir = Path(data_dir)
         self._listeners: list[Callable[[GeoChange], None]] = []
         self._promoting: str | None = None
+        # What the next pass ships: partitions appended to since the last one, and
+        # whether hubs changed (checkpoints and settings go with the timer).
+        self._dirty: set[tuple[str, int]] = set()
+        self._hubs_dirty = False
+        self._offsets_dirty = False
         self._pass_pending = False
         self._timer = None
         self._closed = False
@@ -289,6 +294,7 @@ class GeoReplication:
             if link.behind_since_ms is None:
                 link.behind_since_ms = info.append_time_ms
         if behind:
+            self._dirty.add((topic, partition))
             self._schedule_pass()
 
     def changed(self) -> None:
@@ -298,6 +304,21 @@ class GeoReplication:
                 if not link.paused:
                     self._ship_metadata(link, hubs_only=True)
         else:
+            self._hubs_dirty = True
+            self._schedule_pass()
+
+    def offsets_changed(self) -> None:
+        """After a consumer group's committed offsets changed on the primary: shipped
+        before the commit is answered in synchronous mode, on the next pass otherwise."""
+        if self.synchronous:
+            meta = None
+            for link in self._links.values():
+                if not link.paused:
+                    meta = meta or self._metadata()
+                    link.store.apply_rest(meta)
+                    link.shipped_meta = meta
+        else:
+            self._offsets_dirty = True
             self._schedule_pass()
 
     # -- operations -------------------------------------------------------------------
@@ -432,7 +453,11 @@ class GeoReplication:
                 store.close()
 
     def start(self) -> None:
-        """Ship what the secondaries lack (after a restart) and start the metadata timer."""
+        """Ship what the secondaries lack (after a restart) and start the metadata timer;
+        from now on committed offsets are shipped as they change."""
+        groups = getattr(self.runtime, "groups", None)
+        if groups is not None:
+            groups.offsets.on_change = self.offsets_changed
         for link in self._links.values():
             if not link.paused:
                 self._ship_all(link)
@@ -447,11 +472,13 @@ class GeoReplication:
     def _primary_logs(self) -> LogManager:
         return self._stores[self.primary_location].logs
 
-    def _metadata(self) -> Metadata:
+    def _metadata(self, *, hubs_only: bool = False) -> Metadata:
         logs = self._primary_logs()
         hubs = {name: HubMeta(info.partitions, dict(info.configs), info.topic_id)
                 for name, info in logs.topics().items()}
         offsets: dict[str, dict[tuple[str, int], tuple[int, str]]] = {}
+        if hubs_only:
+            return Metadata(hubs, offsets)
         groups = getattr(self.runtime, "groups", None)
         if groups is not None:
             for group_id, offs in groups.offsets.offsets.items():
@@ -468,7 +495,7 @@ class GeoReplication:
                 "hubs": {name: hub_json(h) for name, h in sorted(ns.hubs.items())}}
 
     def _ship_metadata(self, link: _Link, *, hubs_only: bool = False) -> None:
-        meta = self._metadata()
+        meta = self._metadata(hubs_only=hubs_only)
         link.store.apply_hubs(meta)
         if not hubs_only:
             link.store.apply_rest(meta)
@@ -491,7 +518,7 @@ class GeoReplication:
         store = link.store
         dst = store.logs.get_log(topic, partition)
         if dst is None:  # a hub (or partition) the secondary has not heard of yet
-            store.apply_hubs(self._metadata())
+            store.apply_hubs(self._metadata(hubs_only=True))
             dst = store.logs.get_log(topic, partition)
             if dst is None:
                 return
@@ -518,16 +545,32 @@ class GeoReplication:
             self._run_pass()
 
     def _run_pass(self) -> None:
+        """Ship what changed since the last pass (an unpaused secondary lacks nothing
+        else: resuming and promoting ship everything); a failed link is caught up by
+        the timer's next tick."""
         self._pass_pending = False
         if self._closed:
             return
+        dirty, self._dirty = self._dirty, set()
+        full = self._offsets_dirty
+        meta = (self._metadata(hubs_only=not full) if self._hubs_dirty or full else None)
+        self._hubs_dirty = self._offsets_dirty = False
         for link in self._links.values():
-            if not link.paused:
-                try:
-                    self._ship_all(link)
-                except Exception:
-                    log.exception("namespace %s: replication to %s failed; retried on the next pass",
-                                  self.namespace, link.store.location)
+            if link.paused:
+                continue
+            try:
+                if meta is not None:
+                    link.store.apply_hubs(meta)
+                for topic, partition in dirty:
+                    self._ship_partition(link, topic, partition)
+                if full:  # checkpoints after the events they name
+                    link.store.apply_rest(meta)
+                    link.shipped_meta = meta
+                link.behind_since_ms = None
+            except Exception:
+                link.shipped_meta = None  # the next tick ships everything again
+                log.exception("namespace %s: replication to %s failed; retried on the next tick",
+                              self.namespace, link.store.location)
 
     def _arm_timer(self) -> None:
         if self._closed:
@@ -547,7 +590,7 @@ class GeoReplication:
             if not link.paused:
                 try:
                     meta = self._metadata()
-                    if meta != link.shipped_meta:
+                    if meta != link.shipped_meta or link.behind_since_ms is not None:
                         self._ship_all(link)
                     self._follow_retention(link)
                 except Exception:
