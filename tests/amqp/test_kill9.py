@@ -10,7 +10,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka_wire.eventhubs import connection_string
 from kafka_wire.testing.ports import free_port
 
-from tests.faults.test_kill9 import _read_all
+from tests.faults.harness import read_to_end, values
 
 
 
@@ -52,7 +52,7 @@ def test_settled_sdk_events_survive_kill_9_exactly_once(broker_process):
     assert sum(map(len, settled.values())) >= 100, "the SDK producer made too little progress"
 
     restarted = broker_process(port=proc.port, extra=extra)
-    stored = _read_all(restarted.bootstrap_servers, "sdk-durable", 2)
+    stored = values(read_to_end(restarted.bootstrap_servers, "sdk-durable", 2))
     for part in (0, 1):
         got = stored[part]
         assert len(got) == len(set(got)), "duplicate events after recovery"
@@ -63,5 +63,5 @@ def test_settled_sdk_events_survive_kill_9_exactly_once(broker_process):
     # The SDK connects again to the restarted broker and goes on.
     with EventHubProducerClient.from_connection_string(cs, eventhub_name="sdk-durable") as p:
         p.send_batch([EventData(b"after")], partition_id="0")
-    assert _read_all(restarted.bootstrap_servers, "sdk-durable", 2)[0][-1] == b"after"
+    assert values(read_to_end(restarted.bootstrap_servers, "sdk-durable", 2))[0][-1] == b"after"
     assert restarted.terminate() == 0

@@ -26,7 +26,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.durability.fsync_journal import power_loss
-from tests.faults.harness import record_figures, scaled
+from tests.faults.harness import commit_read, read_to_end, record_figures, scaled
 
 PLAIN, TXN = "plain", "txns"
 PLAIN_PARTS, TXN_PARTS = 3, 2
@@ -96,16 +96,8 @@ class Workload:
                       "auto.offset.reset": "earliest", "session.timeout.ms": 6000})
         c.subscribe([PLAIN])
         while not self.stop.is_set():
-            msgs = c.consume(500, 0.2)
-            last: dict[int, int] = {}
-            for m in msgs:
-                if not m.error():
-                    last[m.partition()] = m.offset() + 1
-            if not last:
-                continue
-            try:
-                done = c.commit(offsets=[TopicPartition(PLAIN, p, o) for p, o in last.items()], asynchronous=False)
-            except KafkaException:
+            done = commit_read(c, PLAIN, c.consume(500, 0.2))
+            if done is None:
                 continue
             with self._lock:
                 for tp in done:
@@ -136,29 +128,6 @@ class Workload:
         except KafkaException as exc:
             if not self.killing.is_set():
                 self.errors.append(f"transactional producer: {exc}")
-
-
-def _read(bootstrap: str, topic: str, parts: int, *, committed: bool, timeout: float = 30) -> dict[int, list]:
-    """Every record of ``topic`` from the beginning, to the end (the LSO when ``committed``)."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"verify-{time.monotonic_ns()}",
-                  "enable.partition.eof": True, "enable.auto.commit": False,
-                  "isolation.level": "read_committed" if committed else "read_uncommitted"})
-    c.assign([TopicPartition(topic, p, 0) for p in range(parts)])
-    out: dict[int, list] = {p: [] for p in range(parts)}
-    eof: set[int] = set()
-    deadline = time.monotonic() + timeout
-    while len(eof) < parts and time.monotonic() < deadline:
-        m = c.poll(0.5)
-        if m is None:
-            continue
-        if m.error():
-            eof.add(m.partition())
-            continue
-        eof.discard(m.partition())
-        out[m.partition()].append((m.offset(), m.value()))
-    c.close()
-    assert len(eof) == parts, f"{topic}: did not reach the end of every partition in {timeout} s"
-    return out
 
 
 def _wait_visible(bootstrap: str, marker: bytes, deadline_s: float) -> dict[int, float]:
@@ -249,7 +218,7 @@ def test_power_loss_keeps_what_the_durability_mode_promises(journaled_broker, tm
 
         broker = journaled_broker(extra, port=broker.port)
         boot = broker.bootstrap_servers
-        stored = _read(boot, PLAIN, PLAIN_PARTS, committed=False)
+        stored = read_to_end(boot, PLAIN, PLAIN_PARTS, group=f"verify-{time.monotonic_ns()}")
         lost_records = 0
         for part in range(PLAIN_PARTS):
             got = stored[part]
@@ -277,7 +246,7 @@ def test_power_loss_keeps_what_the_durability_mode_promises(journaled_broker, tm
         marker = b"after-%d" % seed
         _commit_marker_txn(boot, marker)
         waited = _wait_visible(boot, marker, deadline_s=MAX_TXN_TIMEOUT_MS / 1000 + 30)
-        visible = {v for recs in _read(boot, TXN, TXN_PARTS, committed=True).values() for _, v in recs}
+        visible = {v for recs in read_to_end(boot, TXN, TXN_PARTS, committed=True, group=f"verify-{time.monotonic_ns()}").values() for _, v in recs}
         assert not visible & set(work.open_txn), "records of the transaction left open became visible"
         lost_txns = sum(1 for values in work.txns_committed if not set(values) <= visible)
         if mode == "power-loss":

@@ -158,3 +158,51 @@ def broker_process(data_dir: Path, port: int = 0, extra: list[str] | None = None
 def kill_live_brokers() -> None:
     while _LIVE:
         _LIVE.pop().kill()
+
+
+def read_to_end(bootstrap: str, topic: str, parts: int, *, committed: bool = False,
+                timeout: float = 30, group: str = "verify") -> dict[int, list[tuple[int, bytes]]]:
+    """Every record of ``topic`` as (offset, value), from the beginning to the end of
+    each partition (the LSO when ``committed``); fails if an end is not reached."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.partition.eof": True,
+                  "check.crcs": True, "enable.auto.commit": False,
+                  "isolation.level": "read_committed" if committed else "read_uncommitted"})
+    c.assign([TopicPartition(topic, p, 0) for p in range(parts)])
+    out: dict[int, list[tuple[int, bytes]]] = {p: [] for p in range(parts)}
+    eof: set[int] = set()
+    deadline = time.monotonic() + timeout
+    try:
+        while len(eof) < parts and time.monotonic() < deadline:
+            for m in c.consume(1000, 0.5):
+                if m.error():
+                    if m.error().code() == KafkaError._PARTITION_EOF:
+                        eof.add(m.partition())
+                    continue
+                eof.discard(m.partition())
+                out[m.partition()].append((m.offset(), m.value()))
+    finally:
+        c.close()
+    assert len(eof) == parts, f"{topic}: did not reach the end of every partition in {timeout} s"
+    return out
+
+
+def values(records: dict[int, list[tuple[int, bytes]]]) -> dict[int, list[bytes]]:
+    """``read_to_end``'s records without their offsets."""
+    return {p: [v for _, v in recs] for p, recs in records.items()}
+
+
+def commit_read(consumer, topic: str, msgs) -> list | None:
+    """Commit, synchronously, the position after the last record ``msgs`` holds per
+    partition: the committed TopicPartitions, or None when nothing was read or the
+    broker did not answer (a broker killed mid-commit has acknowledged nothing)."""
+    last: dict[int, int] = {}
+    for m in msgs:
+        if not m.error():
+            last[m.partition()] = m.offset() + 1
+    if not last:
+        return None
+    try:
+        return consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in last.items()],
+                               asynchronous=False) or []
+    except Exception:
+        return None

@@ -15,10 +15,11 @@ import random
 import threading
 import time
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.faults.harness import broker_process, record_figures, scaled
+from tests.faults.harness import (broker_process, commit_read, read_to_end, record_figures, scaled,
+                                  values)
 
 TOPIC = "crashloop"
 PARTITIONS = 3
@@ -83,21 +84,12 @@ class _CommittingConsumer(threading.Thread):
                       "session.timeout.ms": 6000, "reconnect.backoff.max.ms": 500})
         c.subscribe([TOPIC])
         while not self.stop.is_set():
-            msgs = c.consume(200, 0.2)
-            last: dict[int, int] = {}
-            for m in msgs:
-                if not m.error():
-                    last[m.partition()] = m.offset() + 1
-            if not last:
-                continue
-            try:
-                result = c.commit(offsets=[TopicPartition(TOPIC, p, o) for p, o in last.items()],
-                                  asynchronous=False)
-            except Exception:
-                continue  # the broker died mid-commit: not acknowledged
+            result = commit_read(c, TOPIC, c.consume(200, 0.2))
+            if result is None:
+                continue  # nothing read, or the broker died mid-commit: not acknowledged
             with self.lock:
                 self.commits += 1
-                for tp in result or []:
+                for tp in result:
                     if tp.error is None and tp.offset >= 0:
                         self.committed[tp.partition] = max(self.committed.get(tp.partition, -1),
                                                            tp.offset)
@@ -111,26 +103,6 @@ def _committed_offsets(bootstrap: str) -> dict[int, int]:
         return {tp.partition: max(tp.offset, -1) for tp in tps}  # -1001: none committed
     finally:
         c.close()
-
-
-def _read_all(bootstrap: str, timeout: float = 60) -> dict[int, list[bytes]]:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "crash-verify",
-                  "enable.partition.eof": True, "check.crcs": True, "enable.auto.commit": False})
-    c.assign([TopicPartition(TOPIC, p, 0) for p in range(PARTITIONS)])
-    out: dict[int, list[bytes]] = {p: [] for p in range(PARTITIONS)}
-    eof: set[int] = set()
-    deadline = time.monotonic() + timeout
-    while len(eof) < PARTITIONS and time.monotonic() < deadline:
-        for m in c.consume(1000, 0.5):
-            if m.error():
-                if m.error().code() == KafkaError._PARTITION_EOF:
-                    eof.add(m.partition())
-                continue
-            eof.discard(m.partition())
-            out[m.partition()].append(m.value())
-    c.close()
-    assert len(eof) == PARTITIONS, "could not read the partitions to their end"
-    return out
 
 
 def test_acked_idempotent_records_exactly_once_in_order_and_offsets_monotonic_across_kill_9_loop(
@@ -181,7 +153,7 @@ def test_acked_idempotent_records_exactly_once_in_order_and_offsets_monotonic_ac
             t.join(180)
 
     try:
-        stored = _read_all(bootstrap)
+        stored = values(read_to_end(bootstrap, TOPIC, PARTITIONS, timeout=60, group="crash-verify"))
         final_committed = _committed_offsets(bootstrap)
     finally:
         proc.kill()

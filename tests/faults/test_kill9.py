@@ -4,27 +4,14 @@ from __future__ import annotations
 import threading
 import time
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.faults.harness import read_to_end, values
 
-def _read_all(bootstrap: str, topic: str, partitions: int, timeout: float = 30) -> dict[int, list[bytes]]:
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "verify", "enable.partition.eof": True})
-    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    out: dict[int, list[bytes]] = {p: [] for p in range(partitions)}
-    eof: set[int] = set()
-    deadline = time.monotonic() + timeout
-    while len(eof) < partitions and time.monotonic() < deadline:
-        m = c.poll(0.5)
-        if m is None:
-            continue
-        if m.error():
-            eof.add(m.partition())
-            continue
-        eof.discard(m.partition())
-        out[m.partition()].append(m.value())
-    c.close()
-    return out
+
+def _read_all(bootstrap: str, topic: str, partitions: int) -> dict[int, list[bytes]]:
+    return values(read_to_end(bootstrap, topic, partitions))
 
 
 def test_acked_records_survive_kill_9_exactly_once_in_order(broker_process):
