@@ -244,6 +244,15 @@ def set_log_append_time(buf, pos: int, ts_ms: int) -> None:
     _UINT32.pack_into(buf, pos + CRC_OFFSET, batch_crc(buf, pos, batch_length + LOG_OVERHEAD))
 
 
+def stamp_log_append_time(buf, pos: int, size: int, attributes: int, ts_ms: int) -> None:
+    """``set_log_append_time`` for a batch of ``size`` bytes whose validated header
+    gave ``attributes``: the same bytes, without reading them back (the append path)."""
+    _INT16.pack_into(buf, pos + ATTRIBUTES_OFFSET, attributes | TIMESTAMP_TYPE_BIT)
+    _INT64.pack_into(buf, pos + MAX_TIMESTAMP_OFFSET, ts_ms)
+    with memoryview(buf) as view:
+        _UINT32.pack_into(buf, pos + CRC_OFFSET, crc32c(view[pos + ATTRIBUTES_OFFSET:pos + size]))
+
+
 def check_stored_batch(buf, pos: int, end: int) -> BatchHeader | None:
     """Return the header of a complete, CRC-valid v2 batch at ``pos`` (used by
     recovery), or None if the bytes there are torn, zero or corrupt."""

@@ -100,7 +100,12 @@ class FileHandleCache:
     def touch(self, owner: HandleOwner, descriptors: int) -> None:
         """``owner`` used its files just now and holds ``descriptors`` open."""
         with self._lock:
-            self._open += descriptors - self._owners.pop(owner, 0)
+            owners = self._owners
+            if descriptors and owners.get(owner) == descriptors:  # the usual case: only its place moves
+                owners.move_to_end(owner)
+                self._used[owner] = time.monotonic()
+                return
+            self._open += descriptors - owners.pop(owner, 0)
             if descriptors:
                 self._owners[owner] = descriptors
                 self._used[owner] = time.monotonic()

@@ -29,6 +29,7 @@ import bisect
 import logging
 import operator
 import threading
+import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -51,6 +52,20 @@ logger = logging.getLogger(__name__)
 
 _EMPTY = memoryview(b"")
 _BASE = operator.attrgetter("base_offset")
+_monotonic = time.monotonic
+_unpack_header = rb.HEADER.unpack_from
+_make_header = BatchHeader._make
+
+
+def _header_at(buf, pos: int) -> BatchHeader:
+    """The header of a batch already validated whole (no length check)."""
+    return _make_header(_unpack_header(buf, pos))
+
+# An append tells the descriptor cache it used its files at most this often while it holds as
+# many as it last reported: its LRU order and idle time are then this coarse (idle files close
+# after handles.IDLE_CLOSE_S, 10 s), and 1,000 partitions written round robin skip a locked
+# OrderedDict update per append.
+TOUCH_EVERY_S = 0.5
 # Set by _load: a lazy log reaches them through __getattr__ until then.
 _LOADED_ON_FIRST_USE = frozenset({"_segments", "_producers", "log_start_offset", "_last_append_ms"})
 
@@ -135,6 +150,10 @@ class PartitionLog:
         # A segment file (or this directory) was made since the last flush: fsync the directory too.
         self._dir_dirty = True
         self._rolled: list[LogSegment] = []  # sealed, not yet fsynced (crash durability)
+        # What the last touch of the descriptor cache reported, and when (-1: none held as far
+        # as the cache knows): see TOUCH_EVERY_S.
+        self._touched_fds = -1
+        self._touched_at = 0.0
         if not lazy:
             self._load()
 
@@ -213,17 +232,17 @@ class PartitionLog:
         if headers is None:
             headers = rb.validate_records(records)
         limit = self.config.max_message_bytes
-        for header in headers:
-            if header.size > limit:
+        for header in headers:  # .size and .is_control, without their property calls
+            if header.batch_length + rb.LOG_OVERHEAD > limit:
                 raise RecordTooLarge(
                     f"record batch of {header.size} bytes exceeds max.message.bytes={limit}: "
                     "send smaller batches (producer batch.size / max.request.size)"
                 )
-            if header.is_control:
+            if header.attributes & rb.CONTROL_BIT:
                 raise InvalidRecord("a produce request may not hold control batches: only the broker writes them")
         with self._lock:
             self._check_open()
-            leo = self.log_end_offset
+            leo = self._segments[-1].next_offset
             if base_offset is None:
                 base_offset = leo
             elif base_offset < leo:
@@ -235,15 +254,18 @@ class PartitionLog:
             buf = records if in_place and _writable(records) else bytearray(records)
             stored: list[BatchHeader] = []
             pos, offset = 0, base_offset
+            idempotent = False
             for header in headers:
                 rb.patch_base_offset(buf, pos, offset)
+                size = header.batch_length + rb.LOG_OVERHEAD
                 if log_append_time:
-                    rb.set_log_append_time(buf, pos, append_time)
-                stored.append(rb.parse_header(buf, pos))
+                    rb.stamp_log_append_time(buf, pos, size, header.attributes, append_time)
+                stored.append(_header_at(buf, pos))
+                idempotent = idempotent or header.producer_id >= 0
                 offset += header.last_offset_delta + 1
-                pos += header.size
+                pos += size
             pending = None
-            if any(h.producer_id >= 0 for h in stored):
+            if idempotent:
                 pending = self._producers.validate(stored, append_time)
                 if isinstance(pending, Duplicate):
                     return self._duplicate_info(pending.batch)
@@ -304,12 +326,16 @@ class PartitionLog:
                     seg.txn_index.remove_last()
                 raise
         except OSError as exc:
-            self._handles.touch(self, self._segments[-1].open_descriptors)  # reopened, maybe
+            self._touch(self._segments[-1].open_descriptors)  # reopened, maybe
             raise StorageError(f"cannot write to {self.directory}: {exc.strerror or exc}", errno=exc.errno) from exc
         self._last_append_ms = append_time
         self._unflushed += len(stored)
-        self._handles.touch(self, seg.open_descriptors)
-        self._maybe_flush(now_ms)
+        fds = seg.open_descriptors
+        if fds != self._touched_fds or _monotonic() - self._touched_at >= TOUCH_EVERY_S:
+            self._touch(fds)
+        cfg = self.config
+        if cfg.flush_messages is not None or cfg.flush_ms is not None:
+            self._maybe_flush(now_ms)
         return seg, position
 
     def _duplicate_info(self, meta: BatchMetadata) -> AppendInfo:
@@ -388,7 +414,7 @@ class PartitionLog:
         )
         self._segments.append(new)
         self._dir_dirty = True
-        self._handles.touch(self, new.open_descriptors)
+        self._touch(new.open_descriptors)
         logger.debug("%s: rolled to segment %d", self.directory, new.base_offset)
         try:
             # Durable where the topic asks for fsync (the power-loss durability mode).
@@ -804,7 +830,7 @@ class PartitionLog:
             self._producers.rebuild(self._segments, upto=self.log_end_offset)
             if self._segments[i].positions is not None:
                 self._roll()  # a compacted segment takes no appends (see LogSegment)
-            self._handles.touch(self, self._segments[-1].open_descriptors)
+            self._touch(self._segments[-1].open_descriptors)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Kafka's truncateFullyAndStartAt: every segment goes, and the (empty) log
@@ -825,7 +851,7 @@ class PartitionLog:
         self._producers.delete_snapshots(above=-1)
         self._producers.reset(offset)
         self._producers.incomplete = offset > 0
-        self._handles.touch(self, self._segments[-1].open_descriptors)
+        self._touch(self._segments[-1].open_descriptors)
 
     # -- durability -------------------------------------------------------------
 
@@ -883,7 +909,7 @@ class PartitionLog:
             if self._closed:
                 return
             self._closed = True
-            self._handles.forget(self)
+            self._forget_handles()
             if not self.loaded:  # untouched: its files (and clean-shutdown marker) are as they were
                 return
             try:
@@ -900,7 +926,7 @@ class PartitionLog:
         before deleting the directory, and by tests to simulate a crash)."""
         with self._lock:
             self._closed = True
-            self._handles.forget(self)
+            self._forget_handles()
             for seg in self.__dict__.get("_segments", ()):
                 seg.release()
 
@@ -913,10 +939,18 @@ class PartitionLog:
             segments = self.__dict__.get("_segments")
             if segments:
                 segments[-1].close_handles()
-            self._handles.forget(self)
+            self._forget_handles()
             return True
         finally:
             self._lock.release()
+
+    def _touch(self, descriptors: int) -> None:
+        self._handles.touch(self, descriptors)
+        self._touched_fds, self._touched_at = descriptors, _monotonic()
+
+    def _forget_handles(self) -> None:
+        self._handles.forget(self)
+        self._touched_fds = -1  # the next append reports what it reopened
 
     def _check_open(self) -> None:
         if self._closed:

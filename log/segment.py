@@ -50,6 +50,7 @@ SUFFIXES = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, BATCH_INDEX_SUFFIX, TXN
 INT32_MAX = 2**31 - 1
 
 _EMPTY = memoryview(b"")
+_PACK_BATCH, _PACK_OFFSET, _PACK_TIME = BatchIndex.ENTRY.pack, OffsetIndex.ENTRY.pack, TimeIndex.ENTRY.pack
 
 
 def segment_path(directory: Path, base_offset: int, suffix: str) -> Path:
@@ -320,15 +321,18 @@ class LogSegment:
         position of the first batch.
         """
         pos0 = self.size
-        counts = [(ix, ix.entries) for ix in (self.offset_index, self.time_index, self.batch_index)]
+        oi, ti, bi = self.offset_index, self.time_index, self.batch_index
+        counts = (oi.entries, ti.entries, bi.entries)
         saved = (self.next_offset, self.max_timestamp, self.offset_of_max_timestamp, self._bytes_since_index)
         fd = self._fd if self._fd is not None else self._reopen_log()
         try:
             pwrite_all(fd, data, pos0)
-            self._file_len = max(self._file_len, pos0 + len(data))
+            end = pos0 + len(data)
+            if end > self._file_len:
+                self._file_len = end
             self._index_batches(pos0, headers, append_time_ms)
         except BaseException:
-            for ix, n in counts:
+            for ix, n in zip((oi, ti, bi), counts):
                 ix.truncate_entries(n)
             self.next_offset, self.max_timestamp, self.offset_of_max_timestamp, self._bytes_since_index = saved
             self._truncate_file(pos0)
@@ -342,6 +346,9 @@ class LogSegment:
     def _index_batches(self, pos: int, headers: list[BatchHeader], append_time_ms: int | list[int]) -> None:
         """Add the .batches entries for consecutive batches starting at ``pos``,
         and offset/time index entries every index.interval.bytes."""
+        if len(headers) == 1 and not isinstance(append_time_ms, list):
+            self._index_batch(pos, headers[0], append_time_ms)
+            return
         base = self.base_offset
         interval = self.config.index_interval_bytes
         dense, sparse, timed = [], [], []
@@ -375,6 +382,28 @@ class LogSegment:
         self.next_offset = headers[-1].next_offset
         self.max_timestamp, self.offset_of_max_timestamp = max_ts, max_off
         self._bytes_since_index = since
+
+    def _index_batch(self, pos: int, header: BatchHeader, append_time_ms: int) -> None:
+        """``_index_batches`` for one batch (what a Produce request holds per partition)."""
+        base = self.base_offset
+        rel = header.base_offset - base
+        since = self._bytes_since_index
+        max_ts = self.max_timestamp
+        self.batch_index.append(_PACK_BATCH(rel, pos, append_time_ms), 1)
+        if since > self.config.index_interval_bytes and pos > 0:
+            oi, ti = self.offset_index, self.time_index
+            if oi.entries < oi.max_entries:  # hints: skipped rather than failed when full
+                oi.append(_PACK_OFFSET(rel, pos), 1)
+                if max_ts >= 0 and ti.entries < ti.max_entries - 1:  # one kept for seal()
+                    last_ts = ti.last_entry()
+                    if last_ts is None or max_ts > last_ts[0]:
+                        ti.append(_PACK_TIME(max_ts, self.offset_of_max_timestamp - base), 1)
+                since = 0
+        if header.max_timestamp > max_ts:
+            self.max_timestamp, self.offset_of_max_timestamp = header.max_timestamp, header.base_offset
+        size = header.batch_length + rb.LOG_OVERHEAD
+        self._bytes_since_index = since + size
+        self.next_offset = header.base_offset + header.last_offset_delta + 1
 
     def index_room(self) -> int:
         """Entries the sparse indexes can still take."""
