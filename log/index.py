@@ -45,6 +45,9 @@ class _EntryFile:
     HEADER_SIZE = 0
     GROWABLE = False  # fixed files are sized once to max_bytes; growable ones double
     INITIAL_ENTRIES = 1024
+    # Entries kept in memory and written this many at a time (0: each append writes), for a file
+    # nothing reads while it is active: see OffsetIndex.
+    DEFER_ENTRIES = 0
 
     def __init__(self, path: Path, max_bytes: int):
         self.path = path
@@ -57,7 +60,8 @@ class _EntryFile:
         # from here it needs no map of the file.
         self._first: tuple | None = None
         self._last: tuple | None = None
-        self.entries = 0
+        self.entries = 0  # pending ones included
+        self._pending = bytearray()  # the last entries, not written yet (DEFER_ENTRIES)
         if path.exists():
             size = path.stat().st_size
             self.file_bytes = size
@@ -75,6 +79,8 @@ class _EntryFile:
 
     @property
     def _map(self) -> Map | None:
+        if self._pending:
+            self.write_pending()  # a read sees every entry
         m = self._mapped
         if m is None and self._map_len:
             m = self._mapped = map_read_only(self.path, None, self._map_len)
@@ -91,6 +97,11 @@ class _EntryFile:
 
     def close_fd(self) -> None:
         """Close the write descriptor of an idle file; the map and the room stay."""
+        if self._pending:
+            try:
+                self.write_pending()
+            except OSError as exc:  # kept: the next append or trim writes them
+                logger.warning("%s: cannot write index entries: %s", self.path, exc)
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
@@ -189,12 +200,37 @@ class _EntryFile:
             if not self.GROWABLE:
                 raise RuntimeError(f"{self.path.name} is full")
             self._resize(max(self._capacity * 2, self.entries + count))
-        _pwrite_all(self._fd, data, self.HEADER_SIZE + self.entries * self.ENTRY.size)
         size = self.ENTRY.size
+        if self.DEFER_ENTRIES:
+            self._pending += data
+            if len(self._pending) >= self.DEFER_ENTRIES * size:
+                try:
+                    self._write_pending_at(self.entries + count)
+                except BaseException:
+                    del self._pending[-len(data):]  # as if not appended: the caller undoes the rest
+                    raise
+        else:
+            _pwrite_all(self._fd, data, self.HEADER_SIZE + self.entries * size)
         if not self.entries:
             self._first = self.ENTRY.unpack_from(data, 0)
         self._last = self.ENTRY.unpack_from(data, (count - 1) * size)
         self.entries += count
+
+    def write_pending(self) -> None:
+        """Write the entries kept in memory (before the file is read, trimmed, fsynced or
+        its descriptor closed). Raises OSError, keeping them."""
+        if self._pending:
+            self._write_pending_at(self.entries)
+
+    def _write_pending_at(self, end: int) -> None:
+        # ``end``: the entry count once every pending one is written.
+        pending = self._pending
+        fd = self._fd
+        if fd is None:
+            fd = self._fd = os.open(self.path, os.O_RDWR)
+        size = self.ENTRY.size
+        _pwrite_all(fd, pending, self.HEADER_SIZE + (end - len(pending) // size) * size)
+        self._pending = bytearray()
 
     def write_header(self, data: bytes) -> None:
         _pwrite_all(self._fd, data, 0)  # type: ignore[arg-type]
@@ -202,6 +238,9 @@ class _EntryFile:
     def truncate_entries(self, count: int) -> None:
         """Forget entries >= count. Stale bytes past the end are overwritten by
         later appends or cut by trim(); a reopen after a crash rebuilds."""
+        if self._pending:
+            written = self.entries - len(self._pending) // self.ENTRY.size
+            del self._pending[max(0, count - written) * self.ENTRY.size:]
         self.entries = min(self.entries, count)
         self._first = self._last = None  # read again from the file when asked
 
@@ -210,6 +249,9 @@ class _EntryFile:
         length = self.HEADER_SIZE + self.entries * self.ENTRY.size
         fd = self._fd if self._fd is not None else os.open(self.path, os.O_RDWR)
         try:
+            if self._pending:
+                self._fd = fd
+                self.write_pending()
             self._unmap()  # unmap first: pages past the new end would fault (SIGBUS)
             os.ftruncate(fd, length)
         finally:
@@ -220,9 +262,13 @@ class _EntryFile:
         self._remap(length)
 
     def flush(self) -> None:
+        self.write_pending()
         _fsync(self._fd, self.path)
 
     def close(self) -> None:
+        """Release the map and descriptor; entries still pending are dropped (a sealed
+        file has none: trim() wrote them; a deleted one needs none)."""
+        self._pending = bytearray()
         self._unmap()
         if self._fd is not None:
             os.close(self._fd)
@@ -254,6 +300,12 @@ class OffsetIndex(_EntryFile):
     """
 
     ENTRY = struct.Struct(">ii")
+    # Nothing reads an active segment's .index (reads find batches through .batches; it is kept
+    # for Kafka's layout and sealed segments' checks), so its entries are written 64 at a time,
+    # saving a pwrite per index.interval.bytes; trim (on roll and close), flush, closing the
+    # idle descriptor and any read write them. A crash may lose them: recovery rebuilds an
+    # unclean active segment's indexes from its .log anyway.
+    DEFER_ENTRIES = 64
 
     def problem(self, log_size: int, max_rel_offset: int, full: bool) -> str | None:
         shape = self._shape_problem()
@@ -281,6 +333,9 @@ class TimeIndex(_EntryFile):
     """
 
     ENTRY = struct.Struct(">qi")
+    # As OffsetIndex's; the one reader, a lookup by timestamp, holds the partition's lock
+    # (PartitionLog.offset_for_timestamp), so its read writes what is pending safely.
+    DEFER_ENTRIES = 64
 
     def problem(self, log_size: int, max_rel_offset: int, full: bool) -> str | None:
         shape = self._shape_problem()

@@ -485,13 +485,15 @@ class PartitionLog:
         """(timestamp, offset) of the first record stamped >= ts_ms, as
         ListOffsets wants; None if there is none. For compressed CreateTime
         batches the answer is the batch (base offset, maxTimestamp): finding the
-        record would mean decompressing on the request path."""
-        for seg in list(self._segments):
-            if seg.max_timestamp >= ts_ms:
-                found = seg.find_timestamp(ts_ms, self.log_start_offset)
-                if found is not None:
-                    return found
-        return None
+        record would mean decompressing on the request path. Under the lock: the
+        active segment's .timeindex writes its pending entries when read (index.py)."""
+        with self._lock:
+            for seg in list(self._segments):
+                if seg.max_timestamp >= ts_ms:
+                    found = seg.find_timestamp(ts_ms, self.log_start_offset)
+                    if found is not None:
+                        return found
+            return None
 
     def max_timestamp(self) -> tuple[int, int]:
         """(timestamp, offset) of the first record with the largest timestamp

@@ -80,7 +80,7 @@ def test_positions_must_strictly_increase():
 
 
 def test_index_writes_go_through_pwrite_so_enospc_is_an_oserror(tmp_path, monkeypatch):
-    index = OffsetIndex(tmp_path / "x.index", max_bytes=80)
+    index = BatchIndex(tmp_path / "x.batches")  # written at every append: readers map it
     index.open_for_append()
 
     def no_space(*args):
@@ -88,5 +88,37 @@ def test_index_writes_go_through_pwrite_so_enospc_is_an_oserror(tmp_path, monkey
 
     monkeypatch.setattr(os, "pwrite", no_space)
     with pytest.raises(OSError) as exc:
-        index.append(OffsetIndex.ENTRY.pack(1, 1), 1)
+        index.append(BatchIndex.ENTRY.pack(1, 1, 1), 1)
     assert exc.value.errno == errno.ENOSPC and index.entries == 0
+
+
+def test_offset_index_entries_are_written_in_groups_and_enospc_is_an_oserror_then(tmp_path, monkeypatch):
+    """.index entries wait in memory (nothing reads an active .index) and are written
+    DEFER_ENTRIES at a time, or by flush, trim and closing the idle descriptor; a full
+    disk then raises OSError there, and the entries stay pending."""
+    path = tmp_path / "x.index"
+    index = OffsetIndex(path, max_bytes=8 * 200)
+    index.open_for_append()
+    n = OffsetIndex.DEFER_ENTRIES
+    for i in range(1, n):
+        index.append(OffsetIndex.ENTRY.pack(i, i * 10), 1)
+    assert not any(path.read_bytes())  # none written yet
+    index.append(OffsetIndex.ENTRY.pack(n, n * 10), 1)  # the group is full: one write
+    assert path.read_bytes()[: n * 8] == b"".join(OffsetIndex.ENTRY.pack(i, i * 10) for i in range(1, n + 1))
+    index.append(OffsetIndex.ENTRY.pack(n + 1, (n + 1) * 10), 1)
+
+    real_pwrite = os.pwrite
+
+    def no_space(*args):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "pwrite", no_space)
+    with pytest.raises(OSError) as exc:
+        index.flush()
+    assert exc.value.errno == errno.ENOSPC and index.entries == n + 1
+    monkeypatch.setattr(os, "pwrite", real_pwrite)
+    assert index.lookup(n + 1) == (n + 1) * 10  # a read writes what is pending first
+    index.append(OffsetIndex.ENTRY.pack(n + 2, (n + 2) * 10), 1)
+    index.truncate_entries(n + 1)  # an append undone drops its pending entry
+    index.trim()
+    assert path.read_bytes() == b"".join(OffsetIndex.ENTRY.pack(i, i * 10) for i in range(1, n + 2))
