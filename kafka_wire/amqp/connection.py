@@ -391,7 +391,7 @@ class AmqpConnection(asyncio.Protocol):
                 break
             chunk = engine.peek(pending)
             engine.pop(pending)
-            self._write(self.padder.feed(chunk))
+            self._write_parts(self.padder.feed_parts(chunk))
         self._schedule_tick()
 
     def _schedule_tick(self) -> None:
@@ -441,6 +441,16 @@ class AmqpConnection(asyncio.Protocol):
     def _write(self, data) -> None:
         if data and self.transport is not None and not self.transport.is_closing():
             self.transport.write(bytes(data))
+
+    def _write_parts(self, parts: list) -> None:
+        """Proton's padded output as its pieces (a receiver's transfers: megabytes
+        that one join would copy into a fresh buffer); WebSocket frames it whole."""
+        if not parts or self.transport is None or self.transport.is_closing():
+            return
+        if isinstance(self.transport, websocket.FramedTransport):
+            self._write(b"".join(parts))
+        else:
+            self.transport.writelines(parts)
 
     def abort(self) -> None:
         self._closed = True

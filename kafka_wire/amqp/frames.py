@@ -30,6 +30,11 @@ class FramePadder:
         self._header_done = False
 
     def feed(self, data) -> bytes:
+        return b"".join(self.feed_parts(data))
+
+    def feed_parts(self, data) -> list:
+        """:meth:`feed`'s output as pieces for ``writelines``: megabytes of transfers
+        are not joined into one new buffer first."""
         buf = self._carry + bytes(data) if self._carry else bytes(data)
         self._carry = b""
         out: list = []
@@ -37,7 +42,7 @@ class FramePadder:
         if not self._header_done:
             if end < 8:
                 self._carry = buf
-                return b""
+                return []
             out.append(buf[:8])  # the protocol header
             pos = 8
             self._header_done = True
@@ -73,10 +78,11 @@ class FramePadder:
                 out.extend(padded)
                 start = pos + size
             pos += size
-        out.append(view[start:pos])
+        if start < pos:
+            out.append(view[start:pos])
         if pos < end:
             self._carry = buf[pos:]
-        return b"".join(out)
+        return out
 
 
 _TRANSFER8 = b"\x00\x53\x14\xc0"  # described transfer, its fields a list8
