@@ -23,7 +23,9 @@ docs/faults.md's Python example (faults-python-example) is the first test here.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
+import time
 
 import pytest
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
@@ -55,17 +57,34 @@ def send(producer, values) -> None:
     producer.send_batch(batch)
 
 
-def read_all(broker, hub: str, count: int) -> list[int]:
+@contextlib.contextmanager
+def receiving(broker, hub: str, *, stamped: bool = False):
+    """A consumer client reading partition 0 of ``hub`` from its start in a thread:
+    yields (events, errors), the events' int bodies (with their arrival times when
+    ``stamped``) and what reached on_error; closed on leaving."""
     client = EventHubConsumerClient.from_connection_string(sdk_cs(broker), "$Default",
                                                            eventhub_name=hub)
-    got: list[int] = []
+    got: list = []
+    errors: list = []
+
+    def on_event(ctx, ev):
+        if ev is not None:
+            value = int(ev.body_as_str())
+            got.append((value, time.monotonic()) if stamped else value)
     thread = threading.Thread(target=client.receive, kwargs=dict(
-        on_event=lambda ctx, ev: ev is not None and got.append(int(ev.body_as_str())),
-        partition_id="0", starting_position="-1", max_wait_time=1), daemon=True)
+        on_event=on_event, on_error=lambda ctx, err: errors.append(err), partition_id="0",
+        starting_position="-1", max_wait_time=1), daemon=True)
     thread.start()
-    wait_for(lambda: len(got) >= count, 20)
-    client.close()
-    thread.join(15)
+    try:
+        yield got, errors
+    finally:
+        client.close()
+        thread.join(15)
+
+
+def read_all(broker, hub: str, count: int) -> list[int]:
+    with receiving(broker, hub) as (got, _):
+        wait_for(lambda: len(got) >= count, 20)
     return got
 
 
@@ -104,17 +123,8 @@ def test_a_sender_cut_off_mid_send_is_retried_and_loses_nothing(broker, hub, kin
                                             ("detach-receiver", "amqp:link:detach-forced"),
                                             ("connection-forced", None)])
 def test_a_receiver_cut_off_reconnects_and_loses_nothing(broker, hub, kind, condition):
-    client = EventHubConsumerClient.from_connection_string(sdk_cs(broker), "$Default",
-                                                           eventhub_name=hub)
     producer = EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name=hub)
-    got: list[int] = []
-    errors: list = []
-    thread = threading.Thread(target=client.receive, kwargs=dict(
-        on_event=lambda ctx, ev: ev is not None and got.append(int(ev.body_as_str())),
-        on_error=lambda ctx, err: errors.append(err), partition_id="0", starting_position="-1",
-        max_wait_time=1), daemon=True)
-    thread.start()
-    try:
+    with receiving(broker, hub) as (got, errors):
         with producer:
             send(producer, range(5))
             assert wait_for(lambda: len(got) >= 5, 20), got
@@ -122,9 +132,6 @@ def test_a_receiver_cut_off_reconnects_and_loses_nothing(broker, hub, kind, cond
                               params={"condition": condition} if condition else None)
             send(producer, range(5, 10))
             assert wait_for(lambda: len(got) >= 10, 30), got
-    finally:
-        client.close()
-        thread.join(15)
     assert got == list(range(10)) and errors == []
     fired = broker.faults.fired
     assert [f["kind"] for f in fired] == [kind]
@@ -132,26 +139,14 @@ def test_a_receiver_cut_off_reconnects_and_loses_nothing(broker, hub, kind, cond
 
 
 def test_a_stolen_receiver_reports_connection_lost_and_stops(broker, hub):
-    client = EventHubConsumerClient.from_connection_string(sdk_cs(broker), "$Default",
-                                                           eventhub_name=hub)
     producer = EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name=hub)
-    got: list[int] = []
-    errors: list = []
-    thread = threading.Thread(target=client.receive, kwargs=dict(
-        on_event=lambda ctx, ev: ev is not None and got.append(int(ev.body_as_str())),
-        on_error=lambda ctx, err: errors.append(err), partition_id="0", starting_position="-1",
-        max_wait_time=1), daemon=True)
-    thread.start()
-    try:
+    with receiving(broker, hub) as (got, errors):
         with producer:
             send(producer, range(3))
             assert wait_for(lambda: len(got) >= 3, 20), got
             broker.faults.add("link-stolen", scope={"hub": hub})
             send(producer, range(3, 6))
             assert wait_for(lambda: errors, 20)
-    finally:
-        client.close()
-        thread.join(15)
     assert got == [0, 1, 2]  # the batch read when the link was taken is not delivered
     assert isinstance(errors[0], ConnectionLostError) and "amqp:link:stolen" in str(errors[0])
     assert [f["kind"] for f in broker.faults.fired] == ["link-stolen"]

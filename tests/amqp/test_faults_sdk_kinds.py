@@ -27,13 +27,13 @@ import time
 
 import pytest
 from azure.core.credentials import AccessToken
-from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
+from azure.eventhub import EventData, EventHubProducerClient
 from azure.eventhub.exceptions import EventDataSendError, OperationTimeoutError
 
 from kafka_wire.eventhubs import sas
 
 from .conftest import ROOT, sdk_cs, wait_for
-from .test_faults_sdk import hub, no_faults, read_all, send  # noqa: F401  (fixtures)
+from .test_faults_sdk import hub, no_faults, read_all, receiving, send  # noqa: F401  (fixtures)
 
 
 def timed(fn, *args, **kwargs) -> float:
@@ -103,20 +103,8 @@ def test_an_unavailable_partition_is_retried_by_the_receiver_and_nothing_is_lost
         send(producer, range(3))
     broker.faults.add("partition-unavailable", scope={"hub": hub, "consumer_group": "$Default"},
                       count=2)
-    client = EventHubConsumerClient.from_connection_string(sdk_cs(broker), "$Default",
-                                                           eventhub_name=hub)
-    got: list[int] = []
-    errors: list = []
-    thread = threading.Thread(target=client.receive, kwargs=dict(
-        on_event=lambda ctx, ev: ev is not None and got.append(int(ev.body_as_str())),
-        on_error=lambda ctx, err: errors.append(err), partition_id="0", starting_position="-1",
-        max_wait_time=1), daemon=True)
-    thread.start()
-    try:
+    with receiving(broker, hub) as (got, errors):
         assert wait_for(lambda: len(got) >= 3, 30), (got, errors)
-    finally:
-        client.close()
-        thread.join(15)
     assert got == [0, 1, 2]
     assert len(broker.faults.fired) == 2
     assert broker.faults.fired[0]["target"]["consumer_group"] == "$default"
@@ -149,17 +137,7 @@ def test_a_withheld_disposition_on_a_link_that_has_sent_is_sent_again_and_double
 
 
 def test_withheld_flow_delays_a_receiver_without_losing_or_reordering(broker, hub):
-    client = EventHubConsumerClient.from_connection_string(sdk_cs(broker), "$Default",
-                                                           eventhub_name=hub)
-    got: list[tuple[int, float]] = []
-    errors: list = []
-    thread = threading.Thread(target=client.receive, kwargs=dict(
-        on_event=lambda ctx, ev: ev is not None and got.append((int(ev.body_as_str()),
-                                                                time.monotonic())),
-        on_error=lambda ctx, err: errors.append(err), partition_id="0", starting_position="-1",
-        max_wait_time=1), daemon=True)
-    thread.start()
-    try:
+    with receiving(broker, hub, stamped=True) as (got, errors):
         with EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name=hub) as producer:
             send(producer, [0])
             assert wait_for(lambda: got, 20)
@@ -168,9 +146,6 @@ def test_withheld_flow_delays_a_receiver_without_losing_or_reordering(broker, hu
             sent = time.monotonic()
             send(producer, [1, 2])
             assert wait_for(lambda: len(got) >= 3, 20), got
-    finally:
-        client.close()
-        thread.join(15)
     assert [v for v, _ in got] == [0, 1, 2] and errors == []
     assert got[1][1] - sent >= 2.3, got[1][1] - sent
     assert [f["kind"] for f in broker.faults.fired] == ["withhold-flow"]
