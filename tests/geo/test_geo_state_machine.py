@@ -20,7 +20,7 @@ import tempfile
 from pathlib import Path
 
 from hypothesis import settings, strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from kafka_wire.context import NamespaceRuntime
 from kafka_wire.coordinator.clock import VirtualClock
