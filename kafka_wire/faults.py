@@ -331,6 +331,12 @@ class Faults:
     def active(self) -> bool:
         return bool(self._failures or self._delays or self._unavailable)
 
+    def partition_hook(self) -> "Faults | None":
+        """Self while any fault could answer for a partition, else None: what a
+        Produce, Fetch or ListOffsets request reads once, so that with nothing set
+        its partitions pay one None check each."""
+        return self if (self._failures or self._unavailable or self.plan.active) else None
+
 
 async def _call(fn):
     return fn()

@@ -79,7 +79,7 @@ def _requested(request, ctx, version):
 def _read_all(ctx, plan, max_bytes: int, read_committed: bool,
               no_data: bool = False) -> tuple[list[_Read], int]:
     topics = ctx.topics
-    faults = ctx.services.faults
+    faults = ctx.services.faults and ctx.services.faults.partition_hook()
     reads, total = [], 0
     for (name, part), offset, part_max, epoch in plan:
         view = topics.get(name)

@@ -63,7 +63,7 @@ def list_offsets(request, ctx):
                 continue
             epoch = p.current_leader_epoch if version >= 4 else -1
             code = ctx.topics.epoch_error(view.name, idx, epoch)
-            if not code and ctx.services.faults is not None:
+            if not code and ctx.services.faults and ctx.services.faults.partition_hook():
                 code = ctx.services.faults.partition_error(ctx, codec.ApiKey.ListOffsets, view.name, idx) or 0
             if code:
                 parts.append(_part(idx, code))

@@ -40,7 +40,7 @@ def produce(request, ctx):
     topics = ctx.topics
     acks = request.acks
     policy = ctx.policy  # Event Hubs rights, tier rules, quota
-    faults = ctx.services.faults
+    faults = ctx.services.faults and ctx.services.faults.partition_hook()
     now_ms = ctx.clock.now_ms()
     bad_acks = acks not in (0, 1, -1)
     held_ms = 0  # an injected slow append holds the answer (not the loop)
