@@ -207,3 +207,45 @@ def test_rest_send_gets_503_past_the_limit_and_201_once_caught_up(tmp_path):
         b.call(lambda: geo(b).resume("eastus"))
         assert post().status_code == 201
         assert ends(b, "eastus") == ends(b, "westus") == {("orders", 0): 3, ("orders", 1): 0}
+
+
+def test_replicas_added_and_removed_at_runtime_and_listeners_hear_each_change(tmp_path):
+    from kafka_wire.eventhubs.refusals import Refusal
+    from kafka_wire.replication import GeoError
+
+    with geo_broker(tmp_path, max_lag=300, virtual_clock=True) as b:
+        heard = []
+        b.call(lambda: geo(b).add_listener(lambda change: heard.append((change.kind, change.location))))
+        assert send(b, 8, retries=0) == [None] * 8
+        view = b.call(lambda: geo(b).add_replica("North Europe"))  # ARM's display name is folded
+        assert (view.location, view.role, view.lag_events) == ("northeurope", "Secondary", 0)
+        assert ends(b, "northeurope") == ends(b, "westus")
+        assert stored(b, "northeurope") == stored(b, "westus")
+        region = tmp_path / "data" / "_geo" / "geonamespace1" / "northeurope"
+        assert region.is_dir()
+        b.call(lambda: geo(b).set_max_lag(0))
+        assert b.call(lambda: geo(b).synchronous)
+        b.call(lambda: geo(b).remove_replica("northeurope"))
+        assert not region.exists() and b.call(lambda: geo(b).locations) == ["westus", "eastus"]
+        for call, reason in [(lambda: geo(b).set_max_lag(60), Refusal.INVALID),
+                             (lambda: geo(b).add_replica("eastus"), Refusal.INVALID),
+                             (lambda: geo(b).add_replica("../x"), Refusal.INVALID),
+                             (lambda: geo(b).remove_replica("westus"), Refusal.INVALID),
+                             (lambda: geo(b).pause("moon"), Refusal.NOT_FOUND),
+                             (lambda: geo(b).promote("westus"), Refusal.INVALID)]:
+            with pytest.raises(GeoError) as info:
+                b.call(call)
+            assert info.value.reason is reason
+        assert heard == [("added", "northeurope"), ("max-lag", None), ("removed", "northeurope")]
+        b.call(lambda: geo(b).pause("eastus"))
+        b.call(lambda: geo(b).promote("eastus", forced=True))
+        assert heard[-2:] == [("paused", "eastus"), ("promoted", "eastus")]
+
+
+def test_an_unreadable_state_file_falls_back_to_the_config(tmp_path):
+    with geo_broker(tmp_path, max_lag=300) as b:
+        b.call(lambda: geo(b).pause("eastus"))
+    (tmp_path / "data" / "_geo" / "geonamespace1" / "_state.json").write_text("{not json")
+    with geo_broker(tmp_path, max_lag=300) as b:
+        g = b.call(lambda: geo(b).to_json())
+        assert g["primary"] == "westus" and not g["replicas"][1]["paused"]
