@@ -410,9 +410,11 @@ class Broker:
     def close_connections(self, runtime: NamespaceRuntime, why: str) -> None:
         """Close every Kafka and AMQP connection bound to ``runtime`` (AMQP ones with
         amqp:connection:forced): its clients reconnect."""
+        default = self.services.default
         for server in self._servers():
             for conn in list(server.connections):
-                if conn.state is not None and conn.state.namespace is runtime:
+                # a connection that did not sign in works in the default namespace
+                if conn.state is not None and (conn.state.namespace or default) is runtime:
                     conn.close()
         if self.amqp_server is not None:
             for conn in list(self.amqp_server.connections):

@@ -249,3 +249,25 @@ def test_an_unreadable_state_file_falls_back_to_the_config(tmp_path):
     with geo_broker(tmp_path, max_lag=300) as b:
         g = b.call(lambda: geo(b).to_json())
         assert g["primary"] == "westus" and not g["replicas"][1]["paused"]
+
+
+def test_a_producer_retrying_through_a_stalled_synchronous_replica_is_acknowledged_once_it_resumes(tmp_path):
+    with geo_broker(tmp_path, max_lag=0, policy=False) as b:  # open namespace: no sign-in
+        p = Producer({"bootstrap.servers": b.bootstrap_servers, "enable.idempotence": True,
+                      "message.timeout.ms": 30000, "retry.backoff.ms": 50})
+        p.produce("orders", b"first", partition=0)
+        assert p.flush(30) == 0
+        b.call(lambda: geo(b).pause("eastus"))
+        reports = []
+        p.produce("orders", b"held", partition=0, on_delivery=lambda err, msg: reports.append(err))
+        p.poll(1.0)  # refused with NOT_ENOUGH_REPLICAS and retried: not acknowledged yet
+        assert reports == [] and ends(b, "westus")[("orders", 0)] == 1
+        b.call(lambda: geo(b).resume("eastus"))
+        assert p.flush(30) == 0 and reports == [None]
+        assert ends(b, "eastus") == ends(b, "westus") == {("orders", 0): 2, ("orders", 1): 0}
+        # a promotion closes the connections of clients that never signed in too
+        connections = lambda: {id(c) for c in b.broker.server.connections}  # noqa: E731
+        before = b.call(connections)
+        assert before
+        b.call(lambda: geo(b).promote("eastus"))
+        assert not before & b.call(connections)  # (the client may have reconnected since)
