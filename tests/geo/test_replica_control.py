@@ -162,3 +162,57 @@ def test_the_cli_with_a_wrong_token_exits_1_and_without_a_broker_exits_2(broker)
     gone = subprocess.run([sys.executable, "-m", "kafka_wire.cli", "replica", "list", "--url",
                            "http://127.0.0.1:9", "--token", "x"], capture_output=True, text=True, timeout=60)
     assert gone.returncode == 2 and "cannot reach the broker" in gone.stderr
+
+
+# -- the docs -------------------------------------------------------------------------------
+def _block_after(key: str):
+    from tests.docs.doc_blocks import ROOT, blocks_of
+
+    text = (ROOT / "docs/georeplication.md").read_text()
+    at = text.count("\n", 0, text.index(key))
+    return next(b for b in blocks_of("docs/georeplication.md") if b.line > at)
+
+
+def test_the_docs_synopsis_is_the_cli_parser():
+    """docs/georeplication.md's block marked replica-cli-synopsis is the CLI's synopsis."""
+    import re
+
+    from kafka_wire.cli import build_parser
+
+    listed: dict[str, set[str]] = {}
+    for line in _block_after("replica-cli-synopsis").text.splitlines():
+        verb = re.match(r"kafka-wire replica (\w+)", line).group(1)
+        listed.setdefault(verb, set()).update(re.findall(r"(--[a-z][a-z0-9-]*)", line))
+    sub = next(a for a in build_parser()._actions if a.__class__.__name__ == "_SubParsersAction")
+    verbs = next(a for a in sub.choices["replica"]._actions if a.__class__.__name__ == "_SubParsersAction")
+    real = {name: {o for a in p._actions for o in a.option_strings if o.startswith("--") and o != "--help"}
+            for name, p in verbs.choices.items()}
+    assert listed == real
+
+
+def test_the_docs_data_layout_is_what_the_broker_writes(broker):
+    """docs/georeplication.md's block marked data-layout names the files a replica has."""
+    block = _block_after("data-layout").text
+    data = broker.data_dir
+    assert (data / NAMESPACE / "__topics").is_dir() and "DATA_DIR/<namespace>/ " in block
+    geo_dir = data / "_geo" / NAMESPACE
+    assert (geo_dir / "eastus" / "__topics").is_dir() and "DATA_DIR/_geo/<namespace>/<location>/ " in block
+    assert (geo_dir / "_state.json").is_file() and "_geo/<namespace>/_state.json" in block
+    assert json.loads((geo_dir / "_state.json").read_text())["locations"]
+    assert "_geo/<namespace>/<location>.json" in block
+
+
+def test_the_docs_routes_are_served(broker):
+    """docs/georeplication.md's block marked replica-control-routes: each route answers."""
+    for line in _block_after("replica-control-routes").text.splitlines():
+        method, path = line.split()[:2]
+        location = "eastus" if state(broker)["primary"] == "westus" else "westus"
+        path = path.replace("NAMESPACE", NAMESPACE).replace("LOCATION", location)
+        resp = control(broker, method, path)
+        assert resp.status_code == 200, (line, resp.text)
+        if path.endswith("/pause"):
+            assert resp.json()["paused"] is True
+        if path.endswith("/resume"):
+            assert resp.json()["paused"] is False
+        if path.endswith("/promote"):
+            assert resp.json()["location"] == location and resp.json()["forced"] is False
