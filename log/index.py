@@ -48,6 +48,7 @@ class _EntryFile:
     # Entries kept in memory and written this many at a time (0: each append writes), for a file
     # nothing reads while it is active: see OffsetIndex.
     DEFER_ENTRIES = 0
+    _pending: bytes | bytearray = b""  # entries not written yet (DEFER_ENTRIES); b"" when none
 
     def __init__(self, path: Path, max_bytes: int):
         self.path = path
@@ -61,7 +62,6 @@ class _EntryFile:
         self._first: tuple | None = None
         self._last: tuple | None = None
         self.entries = 0  # pending ones included
-        self._pending = bytearray()  # the last entries, not written yet (DEFER_ENTRIES)
         if path.exists():
             size = path.stat().st_size
             self.file_bytes = size
@@ -202,7 +202,10 @@ class _EntryFile:
             self._resize(max(self._capacity * 2, self.entries + count))
         size = self.ENTRY.size
         if self.DEFER_ENTRIES:
-            self._pending += data
+            if self._pending:
+                self._pending += data
+            else:
+                self._pending = bytearray(data)
             if len(self._pending) >= self.DEFER_ENTRIES * size:
                 try:
                     self._write_pending_at(self.entries + count)
@@ -230,7 +233,7 @@ class _EntryFile:
             fd = self._fd = os.open(self.path, os.O_RDWR)
         size = self.ENTRY.size
         _pwrite_all(fd, pending, self.HEADER_SIZE + (end - len(pending) // size) * size)
-        self._pending = bytearray()
+        self._pending = b""
 
     def write_header(self, data: bytes) -> None:
         _pwrite_all(self._fd, data, 0)  # type: ignore[arg-type]
@@ -268,7 +271,7 @@ class _EntryFile:
     def close(self) -> None:
         """Release the map and descriptor; entries still pending are dropped (a sealed
         file has none: trim() wrote them; a deleted one needs none)."""
-        self._pending = bytearray()
+        self._pending = b""
         self._unmap()
         if self._fd is not None:
             os.close(self._fd)
@@ -456,7 +459,13 @@ def unpack_positions(data: bytes) -> array:
 
 def _pwrite_all(fd: int, data, offset: int) -> None:
     """pwrite until done; short writes happen (signals, quotas) and must be resumed."""
-    view = memoryview(data)
+    written = os.pwrite(fd, data, offset)
+    if written == len(data):  # the usual case, without the view and the loop
+        return
+    if written <= 0:
+        raise OSError(f"pwrite wrote {written} bytes")
+    view = memoryview(data)[written:]
+    offset += written
     try:
         while view:
             written = os.pwrite(fd, view, offset)
