@@ -8,6 +8,7 @@ range, a failover to the current primary, no or the wrong credential,
 malformed, huge and path-like bodies."""
 from __future__ import annotations
 
+import ast
 import json
 import time
 from pathlib import Path
@@ -309,5 +310,31 @@ replicas = ["westus", "eastus"]
         got = requests.get(f"{base}/{PLAIN}?api-version={VERSION}", headers=auth, timeout=10).json()
         assert got["properties"]["geoDataReplication"]["locations"][0] == {
             "locationName": "eastus", "roleType": "Primary", "replicaState": "Ready", "clusterArmId": ""}
+    finally:
+        broker.stop()
+
+
+def test_the_documented_session_runs_as_written(tmp_path):
+    """docs/georeplication.md's SDK session (marked geo-management-session) runs as it
+    stands, with the broker's address for localhost:5300, and its last expression's
+    value equals what the comment under it says."""
+    from tests.docs.doc_blocks import ROOT, blocks_of
+
+    text = (ROOT / "docs/georeplication.md").read_text()
+    at = text.count("\n", 0, text.index("geo-management-session"))
+    block = next(b for b in blocks_of("docs/georeplication.md") if b.line > at).text
+    statements, rest = block.split("\n[(", 1)
+    expression, comment = rest.split("\n# ", 1)
+    broker = start(tmp_path)
+    try:
+        def client(credential, subscription_id, base_url):
+            return EventHubManagementClient(credential, subscription_id, base_url=base_url,
+                                            connection_verify=str(broker.ca_file), polling_interval=0.2)
+        scope = {"EventHubManagementClient": client, "subscription_id": SUB,
+                 "credential": OwnerCredential(broker.subscription_token)}
+        exec(compile(statements.replace("https://localhost:5300", broker.https_url),
+                     "docs/georeplication.md", "exec"), scope)
+        value = eval(compile("[(" + expression, "docs/georeplication.md", "eval"), scope)
+        assert value == ast.literal_eval(comment.strip())  # RoleType is a str enum: equal to its name
     finally:
         broker.stop()
