@@ -359,3 +359,33 @@ def test_retention_opens_a_bounded_number_of_partitions_a_pass(tmp_path, monkeyp
     assert passes == [3, 3, 1, 0]  # one old segment deleted per partition, three partitions a pass
     assert all(manager.get_log("t", p).log_start_offset == 1 for p in range(7))
     manager.close()
+
+
+def test_appends_that_skip_telling_the_cache_leave_its_count_exact(tmp_path, monkeypatch):
+    """An append tells the cache it used its files at most every TOUCH_EVERY_S while it
+    holds as many as it last reported; a log whose files the cache closed meanwhile
+    reports them again at its next append, so the count always matches the descriptors."""
+    from kafka_wire.log import partition_log
+
+    cache = FileHandleCache(max_open_files=4)  # two logs' .log and .batches (small batches write no sparse index)
+    touches = []
+    real_touch = cache.touch
+    monkeypatch.setattr(cache, "touch", lambda owner, n: (touches.append(owner), real_touch(owner, n)))
+    before = open_fds()
+    manager = LogManager(tmp_path, LogConfig(), handles=cache)
+    manager.create_topic("t", 3)
+    logs = [manager.get_log("t", p) for p in range(3)]
+    logs[0].append(make_batch(1), now_ms=1_000)
+    logs[0].append(make_batch(1), now_ms=1_000)  # same descriptors, just now: not told
+    assert touches == [logs[0]]
+    for n in range(12):  # three logs, room for two: every round closes someone's files
+        log = logs[n % 3] if n % 4 else logs[(n + 1) % 3]
+        log.append(make_batch(1, tag=n), now_ms=1_000 + n)
+        assert cache.open_files == open_fds() - before
+    monkeypatch.setattr(partition_log, "TOUCH_EVERY_S", 0.0)  # told at every append again
+    touches.clear()
+    logs[1].append(make_batch(1), now_ms=2_000)
+    logs[1].append(make_batch(1), now_ms=2_000)
+    assert touches == [logs[1], logs[1]] and cache.open_files == open_fds() - before
+    manager.close()
+    assert open_fds() == before and cache.open_files == 0
