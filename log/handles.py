@@ -115,6 +115,13 @@ class FileHandleCache:
                 return
         self._evict(owner)
 
+    def touched_within(self, owner: HandleOwner, descriptors: int, seconds: float) -> bool:
+        """Did ``owner`` report holding ``descriptors`` less than ``seconds`` ago? Without
+        the lock (two dict reads): an append that gets True need not touch, and the LRU
+        order and idle times are then that coarse. False once its files were closed."""
+        return (self._owners.get(owner) == descriptors
+                and time.monotonic() - self._used.get(owner, -seconds) < seconds)
+
     def forget(self, owner: HandleOwner) -> None:
         """``owner`` closed its descriptors."""
         with self._lock:

@@ -29,7 +29,6 @@ import bisect
 import logging
 import operator
 import threading
-import time
 from pathlib import Path
 from typing import NamedTuple
 
@@ -52,7 +51,6 @@ logger = logging.getLogger(__name__)
 
 _EMPTY = memoryview(b"")
 _BASE = operator.attrgetter("base_offset")
-_monotonic = time.monotonic
 _unpack_header = rb.HEADER.unpack_from
 _make_header = BatchHeader._make
 
@@ -60,6 +58,7 @@ _make_header = BatchHeader._make
 def _header_at(buf, pos: int) -> BatchHeader:
     """The header of a batch already validated whole (no length check)."""
     return _make_header(_unpack_header(buf, pos))
+
 
 # An append tells the descriptor cache it used its files at most this often while it holds as
 # many as it last reported: its LRU order and idle time are then this coarse (idle files close
@@ -150,10 +149,6 @@ class PartitionLog:
         # A segment file (or this directory) was made since the last flush: fsync the directory too.
         self._dir_dirty = True
         self._rolled: list[LogSegment] = []  # sealed, not yet fsynced (crash durability)
-        # What the last touch of the descriptor cache reported, and when (-1: none held as far
-        # as the cache knows): see TOUCH_EVERY_S.
-        self._touched_fds = -1
-        self._touched_at = 0.0
         if not lazy:
             self._load()
 
@@ -326,13 +321,13 @@ class PartitionLog:
                     seg.txn_index.remove_last()
                 raise
         except OSError as exc:
-            self._touch(self._segments[-1].open_descriptors)  # reopened, maybe
+            self._handles.touch(self, self._segments[-1].open_descriptors)  # reopened, maybe
             raise StorageError(f"cannot write to {self.directory}: {exc.strerror or exc}", errno=exc.errno) from exc
         self._last_append_ms = append_time
         self._unflushed += len(stored)
         fds = seg.open_descriptors
-        if fds != self._touched_fds or _monotonic() - self._touched_at >= TOUCH_EVERY_S:
-            self._touch(fds)
+        if not self._handles.touched_within(self, fds, TOUCH_EVERY_S):
+            self._handles.touch(self, fds)
         cfg = self.config
         if cfg.flush_messages is not None or cfg.flush_ms is not None:
             self._maybe_flush(now_ms)
@@ -414,7 +409,7 @@ class PartitionLog:
         )
         self._segments.append(new)
         self._dir_dirty = True
-        self._touch(new.open_descriptors)
+        self._handles.touch(self, new.open_descriptors)
         logger.debug("%s: rolled to segment %d", self.directory, new.base_offset)
         try:
             # Durable where the topic asks for fsync (the power-loss durability mode).
@@ -832,7 +827,7 @@ class PartitionLog:
             self._producers.rebuild(self._segments, upto=self.log_end_offset)
             if self._segments[i].positions is not None:
                 self._roll()  # a compacted segment takes no appends (see LogSegment)
-            self._touch(self._segments[-1].open_descriptors)
+            self._handles.touch(self, self._segments[-1].open_descriptors)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Kafka's truncateFullyAndStartAt: every segment goes, and the (empty) log
@@ -853,7 +848,7 @@ class PartitionLog:
         self._producers.delete_snapshots(above=-1)
         self._producers.reset(offset)
         self._producers.incomplete = offset > 0
-        self._touch(self._segments[-1].open_descriptors)
+        self._handles.touch(self, self._segments[-1].open_descriptors)
 
     # -- durability -------------------------------------------------------------
 
@@ -911,7 +906,7 @@ class PartitionLog:
             if self._closed:
                 return
             self._closed = True
-            self._forget_handles()
+            self._handles.forget(self)
             if not self.loaded:  # untouched: its files (and clean-shutdown marker) are as they were
                 return
             try:
@@ -928,7 +923,7 @@ class PartitionLog:
         before deleting the directory, and by tests to simulate a crash)."""
         with self._lock:
             self._closed = True
-            self._forget_handles()
+            self._handles.forget(self)
             for seg in self.__dict__.get("_segments", ()):
                 seg.release()
 
@@ -941,18 +936,10 @@ class PartitionLog:
             segments = self.__dict__.get("_segments")
             if segments:
                 segments[-1].close_handles()
-            self._forget_handles()
+            self._handles.forget(self)
             return True
         finally:
             self._lock.release()
-
-    def _touch(self, descriptors: int) -> None:
-        self._handles.touch(self, descriptors)
-        self._touched_fds, self._touched_at = descriptors, _monotonic()
-
-    def _forget_handles(self) -> None:
-        self._handles.forget(self)
-        self._touched_fds = -1  # the next append reports what it reopened
 
     def _check_open(self) -> None:
         if self._closed:
