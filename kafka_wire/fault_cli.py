@@ -24,6 +24,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from kafka_wire.fault_plan import KINDS
+
 DEFAULT_URL = "http://127.0.0.1:5300"
 
 
@@ -34,21 +36,26 @@ def _param(text: str) -> tuple[str, object]:
     return key, int(value) if value.lstrip("-").isdigit() else value
 
 
-def add_parser(sub) -> None:
+def control_options() -> argparse.ArgumentParser:
+    """--url, --token and --data-dir: how a control command reaches a running broker
+    (the parent parser of ``kafka-wire fault`` and ``kafka-wire replica`` verbs)."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--url", default=os.environ.get("KAFKA_WIRE_URL", DEFAULT_URL),
                         help=f"the broker's HTTP listener (default $KAFKA_WIRE_URL, else {DEFAULT_URL})")
     common.add_argument("--token", help="the subscription's credential (default: $KAFKA_WIRE_TOKEN, "
                                         "else the key in --data-dir)")
     common.add_argument("--data-dir", default="./data", help="where the broker keeps subscription.key")
+    return common
+
+
+def add_parser(sub) -> None:
+    common = control_options()
     fault = sub.add_parser("fault", help="set, list and clear faults in a running broker",
                            description="Set, list and clear injected faults in a running broker "
                            "through its /$faults control API (see docs/faults.md).")
     verbs = fault.add_subparsers(dest="verb", required=True, metavar="add|list|clear")
     add = verbs.add_parser("add", help="set a fault", parents=[common])
-    add.add_argument("kind", help="server-busy, quota-exceeded, detach-sender, detach-receiver, "
-                                  "link-stolen, connection-forced, cbs-fail, management-fail, "
-                                  "http-throttle, kafka-error, kafka-delay, kafka-drop-connections")
+    add.add_argument("kind", help=", ".join(KINDS))
     for scope in ("namespace", "hub", "partition", "consumer-group", "client", "link"):
         add.add_argument(f"--{scope}", help=f"only this {scope.replace('-', ' ')} (default: any)")
     add.add_argument("--count", type=int, default=1, help="fire this many times (default 1)")
@@ -75,7 +82,8 @@ def _token(args) -> str | None:
     return read_key(Path(args.data_dir))
 
 
-def _call(args, method: str, path: str, body: dict | None = None) -> tuple[int, object]:
+def call(args, method: str, path: str, body: dict | None = None) -> tuple[int, object]:
+    """One control API request with the command's credential: (status, JSON answer)."""
     url = args.url.rstrip("/") + path
     data = json.dumps(body).encode() if body is not None else None
     request = urllib.request.Request(url, data=data, method=method)
@@ -106,11 +114,11 @@ def run(args: argparse.Namespace) -> int:
                     "probability": args.probability, "seed": args.seed, "after_ms": args.after_ms}
             if args.for_ms is not None:
                 body["for_ms"] = args.for_ms
-            status, answer = _call(args, "POST", "/$faults", body)
+            status, answer = call(args, "POST", "/$faults", body)
         elif args.verb == "list":
-            status, answer = _call(args, "GET", "/$faults")
+            status, answer = call(args, "GET", "/$faults")
         else:
-            status, answer = _call(args, "DELETE", "/$faults" + (f"/{args.id}" if args.id else ""))
+            status, answer = call(args, "DELETE", "/$faults" + (f"/{args.id}" if args.id else ""))
     except (urllib.error.URLError, OSError) as exc:
         print(f"kafka-wire fault: cannot reach the broker at {args.url}: {exc}: start it, or give "
               "its HTTP listener with --url", file=sys.stderr)

@@ -14,21 +14,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import urllib.error
 from urllib.parse import quote
 
-from kafka_wire.fault_cli import DEFAULT_URL, _call
+from kafka_wire.fault_cli import call, control_options
 
 
 def add_parser(sub) -> None:
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--url", default=os.environ.get("KAFKA_WIRE_URL", DEFAULT_URL),
-                        help=f"the broker's HTTP listener (default $KAFKA_WIRE_URL, else {DEFAULT_URL})")
-    common.add_argument("--token", help="the subscription's credential (default: $KAFKA_WIRE_TOKEN, "
-                                        "else the key in --data-dir)")
-    common.add_argument("--data-dir", default="./data", help="where the broker keeps subscription.key")
+    common = control_options()
     replica = sub.add_parser("replica", help="list, pause, resume and promote geo-replicas",
                              description="A geo-replicated namespace's replicas in a running broker, "
                              "through its /$replicas control API (see docs/georeplication.md).")
@@ -52,11 +46,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         if args.verb == "list":
             path = "/$replicas" + (f"/{quote(args.namespace, safe='')}" if args.namespace else "")
-            status, answer = _call(args, "GET", path)
+            status, answer = call(args, "GET", path)
         else:
             path = f"/$replicas/{quote(args.namespace, safe='')}/{quote(args.location, safe='')}/{args.verb}"
             body = {"forced": True} if getattr(args, "forced", False) else None
-            status, answer = _call(args, "POST", path, body)
+            status, answer = call(args, "POST", path, body)
     except (urllib.error.URLError, OSError) as exc:
         print(f"kafka-wire replica: cannot reach the broker at {args.url}: {exc}: start it, or give "
               "its HTTP listener with --url", file=sys.stderr)
