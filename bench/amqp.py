@@ -43,9 +43,9 @@ from pathlib import Path
 
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.run import BrokerProc
+from bench.run import create_topic as create_hub  # a hub is a topic to the Kafka front end
 from kafka_wire.testing.ports import free_port
 from kafka_wire.eventhubs import connection_string
 
@@ -118,14 +118,6 @@ def start_broker(work: Path) -> Broker:
         b.stop()
         raise
     return b
-
-
-def create_hub(bootstrap: str, hub: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(hub, partitions, 1)])[hub].result(30)
-    deadline = time.monotonic() + 10
-    while hub not in admin.list_topics(timeout=5).topics and time.monotonic() < deadline:
-        time.sleep(0.05)
 
 
 class Meter:

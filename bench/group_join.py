@@ -36,8 +36,8 @@ import time
 from pathlib import Path
 
 from confluent_kafka import Consumer
-from confluent_kafka.admin import AdminClient, NewTopic
 
+from bench.run import create_topic
 from kafka_wire.testing.ports import free_port
 from kafka_wire.testing.processes import stop_processes
 
@@ -69,14 +69,6 @@ def start_broker(work: Path) -> tuple[subprocess.Popen, str]:
 
 def stop_broker(proc: subprocess.Popen) -> None:
     stop_processes([proc], 20)
-
-
-def create_topic(bootstrap: str, topic: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(30)
-    deadline = time.monotonic() + 10
-    while topic not in admin.list_topics(timeout=5).topics and time.monotonic() < deadline:
-        time.sleep(0.05)
 
 
 class Member:
@@ -170,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             proc, bootstrap = start_broker(work)
         topic = f"group-join-{os.getpid()}"
-        create_topic(bootstrap, topic)
+        create_topic(bootstrap, topic, PARTITIONS)
         results: dict[str, list[float]] = {"one": [], "three": []}
         for i in range(args.repeat):
             for name, members in (("one", 1), ("three", 3)):

@@ -112,6 +112,22 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
         time.sleep(0.05)
 
 
+def produce_n(p: Producer, topic: str, value: bytes, count: int, on_delivery,
+              wait: float = 0.005, serve_each: bool = False) -> None:
+    """Queues count copies of value for partition 0; a full client queue waits
+    for deliveries (poll(wait)) and tries again. serve_each polls after every
+    record, so delivery callbacks run as they come."""
+    for _ in range(count):
+        while True:
+            try:
+                p.produce(topic, value, partition=0, on_delivery=on_delivery)
+                break
+            except BufferError:
+                p.poll(wait)
+        if serve_each:
+            p.poll(0)
+
+
 def produce(bootstrap: str, topic: str, count: int, size: int) -> dict:
     value = os.urandom(size)
     offsets: list[int] = []
@@ -128,13 +144,7 @@ def produce(bootstrap: str, topic: str, count: int, size: int) -> dict:
                   "queue.buffering.max.kbytes": 1_048_576, "compression.type": "none",
                   "enable.idempotence": False})
     start = time.perf_counter()
-    for _ in range(count):
-        while True:
-            try:
-                p.produce(topic, value, partition=0, on_delivery=cb)
-                break
-            except BufferError:
-                p.poll(0.005)
+    produce_n(p, topic, value, count, cb)
     left = p.flush(120)
     elapsed = time.perf_counter() - start
     if errors or left:

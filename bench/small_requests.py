@@ -22,7 +22,7 @@ import time
 
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from bench.run import create_topic, java_producer, start_broker, tansu_binary
+from bench.run import create_topic, java_producer, produce_n, start_broker, tansu_binary
 
 
 def _req_counts(stats_json: str) -> dict[str, int]:
@@ -42,14 +42,7 @@ def produce_small(bootstrap: str, topic: str, n: int) -> dict:
     errors = []
     cb = lambda err, _m: errors.append(err) if err else None  # noqa: E731
     start = time.perf_counter()
-    for _ in range(n):
-        while True:
-            try:
-                p.produce(topic, value, partition=0, on_delivery=cb)
-                break
-            except BufferError:
-                p.poll(0.001)
-        p.poll(0)
+    produce_n(p, topic, value, n, cb, wait=0.001, serve_each=True)
     left = p.flush(60)
     secs = time.perf_counter() - start
     time.sleep(0.25)
