@@ -40,6 +40,15 @@ def broker(tmp_path):
         yield b
 
 
+@pytest.fixture
+def no_faults(broker):
+    """No injected fault on the (module's) broker before or after the test: a module
+    sharing one broker uses it with ``pytestmark = pytest.mark.usefixtures("no_faults")``."""
+    broker.faults.clear()
+    yield
+    broker.faults.clear()
+
+
 @pytest.fixture(scope="session")
 def azurite(tmp_path_factory):
     """Azurite's blob service (tests/azurite.py), one for the session; yields its
