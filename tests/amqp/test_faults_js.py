@@ -13,15 +13,16 @@ import pytest
 from kafka_wire.eventhubs import connection_string
 from kafka_wire.testing import EmulatedBroker
 from tests.eventhubs.test_oauth import config, rsa_key  # noqa: F401  (fixtures)
+from tests.faults.harness import contoso_broker
 
-from .conftest import JS, MULTI_TOML, sdk_cs
+from .conftest import JS, sdk_cs
 
 SCRIPT = JS / "eventhubs_faults.js"
 
 
 @pytest.fixture(scope="module")
 def broker(module_tmp):
-    with EmulatedBroker(module_tmp / "data", config_file=MULTI_TOML, amqp=True, http=True) as b:
+    with contoso_broker(module_tmp) as b:
         yield b
 
 

@@ -36,11 +36,7 @@ from .conftest import sdk_cs, wait_for
 _hubs = iter(range(1_000_000))
 
 
-@pytest.fixture(autouse=True)
-def no_faults(broker):
-    broker.faults.clear()
-    yield
-    broker.faults.clear()
+pytestmark = pytest.mark.usefixtures("no_faults")
 
 
 @pytest.fixture

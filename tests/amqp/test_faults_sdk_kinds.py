@@ -33,7 +33,9 @@ from azure.eventhub.exceptions import EventDataSendError, OperationTimeoutError
 from kafka_wire.eventhubs import sas
 
 from .conftest import ROOT, sdk_cs, wait_for
-from .test_faults_sdk import hub, no_faults, read_all, receiving, send  # noqa: F401  (fixtures)
+from .test_faults_sdk import hub, read_all, receiving, send  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.usefixtures("no_faults")
 
 
 def timed(fn, *args, **kwargs) -> float:

@@ -1,6 +1,7 @@
 """Shared pieces of the reliability suite: soak scaling, figures written to
-``test-artifacts/reliability.json``, broker-process memory readings, and a
-producer/consumer pair that must keep working while a test misbehaves.
+``test-artifacts/reliability.json``, broker-process memory readings, a
+producer/consumer pair that must keep working while a test misbehaves, and the
+broker and requests of the fault and replica control API tests.
 
 ``make test`` runs the bounded counts; ``make soak`` sets KAFKA_WIRE_SOAK=1
 and every test scales up to the counts in the issue.
@@ -13,7 +14,10 @@ import threading
 import time
 from pathlib import Path
 
+import requests
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+
+from kafka_wire.testing import EmulatedBroker
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = ROOT / "test-artifacts"
@@ -206,3 +210,37 @@ def commit_read(consumer, topic: str, msgs) -> list | None:
                                asynchronous=False) or []
     except Exception:
         return None
+
+
+def contoso_broker(directory: Path) -> EmulatedBroker:
+    """Namespace contoso (tests/eventhubs/data/multi.toml: SAS policies, hubs orders and
+    payments) over Kafka, AMQP and HTTP, data under ``directory``: the broker the fault
+    tests set faults on. Unstarted; use it with ``with``."""
+    from tests.amqp.conftest import MULTI_TOML
+    return EmulatedBroker(directory / "data", config_file=MULTI_TOML, amqp=True, http=True)
+
+
+def control_api(default_path: str):
+    """A requester for one of the broker's HTTP control APIs (``/$faults``, ``/$replicas``):
+    ``control(broker, method, path, body, auth=..., raw=...)``. auth "sub" sends the
+    subscription's bearer token, None no Authorization header, any other string as it is;
+    raw bytes go as the body instead of ``body`` as JSON."""
+    def control(broker, method: str, path: str = default_path, body=None, *, auth: str | None = "sub",
+                raw: bytes | None = None) -> requests.Response:
+        headers = {}
+        if auth == "sub":
+            headers["Authorization"] = f"Bearer {broker.subscription_token}"
+        elif auth is not None:
+            headers["Authorization"] = auth
+        data = raw if raw is not None else (json.dumps(body) if body is not None else None)
+        return requests.request(method, f"{broker.http_url}{path}", data=data, headers=headers, timeout=30)
+    return control
+
+
+def arm_error(resp: requests.Response, status: int) -> str:
+    """The message of an ARM-style error answer (``{"error": {"code", "message"}}`` and
+    nothing else) of this status."""
+    assert resp.status_code == status, (resp.status_code, resp.text)
+    body = resp.json()
+    assert set(body) == {"error"} and body["error"]["code"] and body["error"]["message"]
+    return body["error"]["message"]

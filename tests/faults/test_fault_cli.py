@@ -11,14 +11,13 @@ import pytest
 from azure.eventhub import EventData, EventHubProducerClient
 from azure.eventhub.exceptions import EventDataSendError
 
-from kafka_wire.testing import EmulatedBroker
-from tests.amqp.conftest import MULTI_TOML, sdk_cs
+from tests.amqp.conftest import sdk_cs
+from tests.faults.harness import contoso_broker
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    with EmulatedBroker(tmp_path_factory.mktemp("faultcli") / "data", config_file=MULTI_TOML,
-                        amqp=True, http=True) as b:
+    with contoso_broker(tmp_path_factory.mktemp("faultcli")) as b:
         yield b
 
 

@@ -14,41 +14,19 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafka_wire.fault_plan import FaultPlan
 from kafka_wire.testing import EmulatedBroker
-from tests.amqp.conftest import MULTI_TOML
 from tests.eventhubs.conftest import confluent_conf
+from tests.faults.harness import arm_error, contoso_broker, control_api
 from tests.rest.test_send import post
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    with EmulatedBroker(tmp_path_factory.mktemp("faultctl") / "data", config_file=MULTI_TOML,
-                        amqp=True, http=True) as b:
+    with contoso_broker(tmp_path_factory.mktemp("faultctl")) as b:
         yield b
 
 
-@pytest.fixture(autouse=True)
-def no_faults(broker):
-    broker.faults.clear()
-    yield
-    broker.faults.clear()
-
-
-def control(broker, method: str, path: str = "/$faults", body=None, *, auth: str | None = "sub",
-            raw: bytes | None = None) -> requests.Response:
-    headers = {}
-    if auth == "sub":
-        headers["Authorization"] = f"Bearer {broker.subscription_token}"
-    elif auth is not None:
-        headers["Authorization"] = auth
-    data = raw if raw is not None else (json.dumps(body) if body is not None else None)
-    return requests.request(method, f"{broker.http_url}{path}", data=data, headers=headers, timeout=30)
-
-
-def arm_error(resp: requests.Response, status: int) -> str:
-    assert resp.status_code == status, (resp.status_code, resp.text)
-    body = resp.json()
-    assert set(body) == {"error"} and body["error"]["code"] and body["error"]["message"]
-    return body["error"]["message"]
+pytestmark = pytest.mark.usefixtures("no_faults")
+control = control_api("/$faults")
 
 
 # -- who may use it ---------------------------------------------------------------------

@@ -21,8 +21,8 @@ import requests
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from kafka_wire.testing import EmulatedBroker
-from tests.amqp.conftest import MULTI_TOML
 from tests.eventhubs.conftest import confluent_conf
+from tests.faults.harness import contoso_broker
 from tests.rest.test_send import post
 
 _hubs = iter(range(1_000_000))
@@ -32,16 +32,11 @@ MGMT = ("/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/rg/p
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    with EmulatedBroker(tmp_path_factory.mktemp("faultkinds") / "data", config_file=MULTI_TOML,
-                        amqp=True, http=True) as b:
+    with contoso_broker(tmp_path_factory.mktemp("faultkinds")) as b:
         yield b
 
 
-@pytest.fixture(autouse=True)
-def no_faults(broker):
-    broker.faults.clear()
-    yield
-    broker.faults.clear()
+pytestmark = pytest.mark.usefixtures("no_faults")
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 import pytest
-import requests
 
+from tests.faults.harness import arm_error, control_api
 from tests.geo.conftest import NAMESPACE, geo, geo_broker
 
 
@@ -20,22 +20,7 @@ def broker(tmp_path_factory):
         yield b
 
 
-def control(broker, method: str, path: str = "/$replicas", body=None, *, auth: str | None = "sub",
-            raw: bytes | None = None) -> requests.Response:
-    headers = {}
-    if auth == "sub":
-        headers["Authorization"] = f"Bearer {broker.subscription_token}"
-    elif auth is not None:
-        headers["Authorization"] = auth
-    data = raw if raw is not None else (json.dumps(body) if body is not None else None)
-    return requests.request(method, f"{broker.http_url}{path}", data=data, headers=headers, timeout=30)
-
-
-def arm_error(resp: requests.Response, status: int) -> str:
-    assert resp.status_code == status, (resp.status_code, resp.text)
-    body = resp.json()
-    assert set(body) == {"error"} and body["error"]["code"] and body["error"]["message"]
-    return body["error"]["message"]
+control = control_api("/$replicas")
 
 
 def state(broker) -> dict:
