@@ -15,6 +15,7 @@ from kafka_wire.eventhubs import sas
 from kafka_wire.testing import EmulatedBroker
 from tests.console.conftest import chromium  # noqa: F401  (the fixture, headless Chromium)
 from tests.console.test_http_api import scrape, value
+from tests.geo.management import wait_for
 
 GEO, SECURE, PRIMARY, SECONDARY, ALIAS = "geo-orders", "secure-geo", "dr-primary", "dr-secondary", "orders-alias"
 KEY = ("RootManageSharedAccessKey", "c2VjdXJlLWtleQ==")
@@ -64,16 +65,6 @@ def stall_and_send(broker, count: int) -> None:
     for i in range(count):
         p.produce("orders", b"e%d" % i, partition=i % 2)
     assert p.flush(20) == 0
-
-
-def wait_for(predicate, timeout: float = 15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = predicate()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError(f"not true within {timeout} s")
 
 
 def test_geo_api_goes_through_the_door_and_metrics_show_lag_and_roles(tmp_path):

@@ -13,14 +13,15 @@ import pytest
 import requests
 from azure.core.exceptions import HttpResponseError, ResourceNotFoundError
 from azure.eventhub import EventData, EventHubProducerClient
-from azure.mgmt.eventhub import EventHubManagementClient
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kafka_wire.eventhubs import connection_string, sas
 from kafka_wire.testing import EmulatedBroker
 from tests.eventhubs.conftest import confluent_conf
-from tests.rest.test_management import RG, SUB, OwnerCredential, SasCredential
+from tests.geo import management
+from tests.geo.management import kafka_read, kafka_send, owner, wait_for
+from tests.rest.test_management import RG, SUB, SasCredential
 
 EAST, WEST, BASIC, BUSY, ALIAS = "contoso-east", "contoso-west", "contoso-basic", "contoso-busy", "contoso-orders"
 EAST_KEY = ("RootManageSharedAccessKey", "ZWFzdC1rZXk=")
@@ -61,32 +62,7 @@ def ns_id(name: str) -> str:
 
 
 def start(tmp_path) -> EmulatedBroker:
-    config = tmp_path / "dr.toml"
-    config.write_text(TOML)
-    return EmulatedBroker(tmp_path / "data", config_file=config, tls=True, http=True, amqp=True).start()
-
-
-def owner(broker) -> EventHubManagementClient:
-    return EventHubManagementClient(OwnerCredential(broker.subscription_token), SUB,
-                                    base_url=broker.https_url, connection_verify=str(broker.ca_file))
-
-
-def wait_for(predicate, timeout: float = 15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"not true within {timeout} s: {predicate}")
-
-
-def kafka_send(broker, password: str, value: bytes) -> None:
-    errors: list = []
-    p = Producer(confluent_conf(broker.bootstrap_servers, password, **{"message.timeout.ms": 10000}))
-    p.produce("orders", value, partition=0, on_delivery=lambda err, msg: errors.append(err))
-    p.flush(20)
-    assert errors == [None], errors
+    return management.start(tmp_path, TOML, "dr.toml")
 
 
 def rest_send(broker, body: bytes) -> None:
@@ -96,24 +72,6 @@ def rest_send(broker, body: bytes) -> None:
     r = requests.post(f"{broker.https_url}/orders/partitions/0/messages", data=body, timeout=10,
                       headers={"Host": host, "Authorization": token}, verify=str(broker.ca_file))
     assert r.status_code == 201, r.text
-
-
-def values(broker, password: str, partition: int = 0) -> list[bytes]:
-    """What a partition of ``orders`` holds, read by a Kafka consumer."""
-    c = Consumer(confluent_conf(broker.bootstrap_servers, password, **{
-        "group.id": "dr-reader", "enable.auto.commit": False}))
-    try:
-        c.assign([TopicPartition("orders", partition, 0)])
-        _, high = c.get_watermark_offsets(TopicPartition("orders", partition), timeout=10)
-        got: list[bytes] = []
-        deadline = time.monotonic() + 15
-        while len(got) < high and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is not None and m.error() is None:
-                got.append(m.value())
-        return got
-    finally:
-        c.close()
 
 
 def test_alias_pairs_copies_metadata_and_follows_the_failover(tmp_path):
@@ -150,7 +108,7 @@ def test_alias_pairs_copies_metadata_and_follows_the_failover(tmp_path):
         assert keys.primary_key == EAST_KEY[1]
         assert [r.name for r in dr.list_authorization_rules(RG, EAST, ALIAS)] == [EAST_KEY[0]]
         # Kafka and the Python SDK through the alias reach the primary
-        kafka_send(broker, alias_cs, b"before-kafka")
+        kafka_send(broker, alias_cs, [b"before-kafka"], timeout_ms=10000)
         amqp = dict(custom_endpoint_address=f"sb://localhost:{broker.amqps_port}",
                     connection_verify=str(broker.ca_file))
         with EventHubProducerClient.from_connection_string(alias_cs, eventhub_name="orders", **amqp) as p:
@@ -158,8 +116,8 @@ def test_alias_pairs_copies_metadata_and_follows_the_failover(tmp_path):
         west_cs = connection_string.build("contoso-west.servicebus.windows.net", key_name=EAST_KEY[0],
                                           key=EAST_KEY[1])  # the secondary has the primary's keys now
         rest_send(broker, b"before-rest")
-        assert values(broker, east_cs) == [b"before-kafka", b"before-sdk", b"before-rest"]
-        assert values(broker, west_cs) == []  # Geo-DR copies metadata, never events
+        assert kafka_read(broker, east_cs) == [b"before-kafka", b"before-sdk", b"before-rest"]
+        assert kafka_read(broker, west_cs) == []  # Geo-DR copies metadata, never events
         mgmt.event_hubs.delete(RG, EAST, "payments")  # a deletion is copied too
         assert "payments" not in [h.name for h in mgmt.event_hubs.list_by_namespace(RG, WEST)]
         with pytest.raises(HttpResponseError) as wrong_side:
@@ -180,14 +138,14 @@ def test_alias_pairs_copies_metadata_and_follows_the_failover(tmp_path):
         assert (after.role, after.partner_namespace) == ("PrimaryNotReplicating", "")
         with pytest.raises(ResourceNotFoundError):
             dr.get(RG, EAST, ALIAS)
-        kafka_send(broker, alias_cs, b"after-kafka")
+        kafka_send(broker, alias_cs, [b"after-kafka"], timeout_ms=10000)
         with EventHubProducerClient.from_connection_string(alias_cs, eventhub_name="orders", **amqp) as p:
             p.send_batch([EventData("after-sdk")], partition_id="0")
         rest_send(broker, b"after-rest")
-        assert values(broker, west_cs) == [b"after-kafka", b"after-sdk", b"after-rest"]
-        assert values(broker, east_cs) == [b"before-kafka", b"before-sdk", b"before-rest"]  # left as it was
-        assert values(broker, east_cs, 1) == [b"early-connection", b"early-after"]
-        assert values(broker, west_cs, 1) == []
+        assert kafka_read(broker, west_cs) == [b"after-kafka", b"after-sdk", b"after-rest"]
+        assert kafka_read(broker, east_cs) == [b"before-kafka", b"before-sdk", b"before-rest"]  # left as it was
+        assert kafka_read(broker, east_cs, 1) == [b"early-connection", b"early-after"]
+        assert kafka_read(broker, west_cs, 1) == []
         # no longer a secondary: its metadata is its own again
         mgmt.event_hubs.create_or_update(RG, WEST, "own", {"properties": {"partitionCount": 1}})
         with pytest.raises(HttpResponseError):  # an unpaired alias's primary still breaks nothing

@@ -18,11 +18,11 @@ import requests
 from azure.core.exceptions import HttpResponseError
 from azure.eventhub import EventData, EventHubProducerClient
 from azure.mgmt.eventhub import EventHubManagementClient
-from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafka_wire.eventhubs import connection_string
 from kafka_wire.testing import EmulatedBroker
-from tests.eventhubs.conftest import confluent_conf
+from tests.geo import management
+from tests.geo.management import kafka_read, kafka_send
 from tests.rest.test_management import RG, SUB, OwnerCredential, SasCredential
 
 NS, STANDARD, PLAIN = "geo-orders", "contoso-std", "contoso-prem"
@@ -48,14 +48,19 @@ REPLICAS = {"maxReplicationLagDurationInSeconds": 0, "locations": [
 
 
 def start(tmp_path) -> EmulatedBroker:
-    config = tmp_path / "geo.toml"
-    config.write_text(TOML)
-    return EmulatedBroker(tmp_path / "data", config_file=config, tls=True, http=True, amqp=True).start()
+    return management.start(tmp_path, TOML, "geo.toml")
 
 
 def owner(broker) -> EventHubManagementClient:
-    return EventHubManagementClient(OwnerCredential(broker.subscription_token), SUB, base_url=broker.https_url,
-                                    connection_verify=str(broker.ca_file), polling_interval=0.2)
+    return management.owner(broker, polling_interval=0.2)
+
+
+def make_geo_namespace(mgmt):
+    """Namespace NS made through management: Premium (1 PU), westus primary, eastus
+    secondary, max lag 0 (REPLICAS)."""
+    return mgmt.namespaces.begin_create_or_update(RG, NS, {
+        "location": "westus", "sku": {"name": "Premium", "tier": "Premium", "capacity": 1},
+        "properties": {"geoDataReplication": REPLICAS}}).result()
 
 
 def roles(ns) -> dict[str, str]:
@@ -78,32 +83,6 @@ class Transcript:
         self.lines.append(f"# {text}")
 
 
-def kafka_send(broker, password: str, values: list[bytes]) -> None:
-    acks: list = []
-    p = Producer(confluent_conf(broker.bootstrap_servers, password, **{"message.timeout.ms": 20000}))
-    for v in values:
-        p.produce("orders", v, partition=0, on_delivery=lambda err, msg: acks.append(err))
-    p.flush(30)
-    assert acks == [None] * len(values), acks
-
-
-def kafka_read(broker, password: str) -> list[bytes]:
-    c = Consumer(confluent_conf(broker.bootstrap_servers, password, **{
-        "group.id": "geo-reader", "enable.auto.commit": False}))
-    try:
-        c.assign([TopicPartition("orders", 0, 0)])
-        _, high = c.get_watermark_offsets(TopicPartition("orders", 0), timeout=10)
-        got: list[bytes] = []
-        deadline = time.monotonic() + 20
-        while len(got) < high and time.monotonic() < deadline:
-            m = c.poll(0.5)
-            if m is not None and m.error() is None:
-                got.append(m.value())
-        return got
-    finally:
-        c.close()
-
-
 def test_sdk_session_creates_replicas_sends_and_fails_over(tmp_path):
     broker = start(tmp_path)
     t = Transcript()
@@ -112,9 +91,7 @@ def test_sdk_session_creates_replicas_sends_and_fails_over(tmp_path):
         t.note(f"azure-mgmt-eventhub 12, api-version {VERSION}, against kafka-wire at {broker.https_url}")
         made = t.call(f"namespaces.begin_create_or_update(RG, {NS!r}, Premium, geoDataReplication "
                       "westus Primary + eastus Secondary, max lag 0).result()",
-                      lambda: mgmt.namespaces.begin_create_or_update(RG, NS, {
-                          "location": "westus", "sku": {"name": "Premium", "tier": "Premium", "capacity": 1},
-                          "properties": {"geoDataReplication": REPLICAS}}).result())
+                      make_geo_namespace, mgmt)
         assert roles(made) == {"westus": "Primary", "eastus": "Secondary"}
         got = t.call(f"namespaces.get(RG, {NS!r})", mgmt.namespaces.get, RG, NS)
         assert roles(got) == {"westus": "Primary", "eastus": "Secondary"}
@@ -181,9 +158,7 @@ def test_sdk_session_creates_replicas_sends_and_fails_over(tmp_path):
 def test_replicas_are_kept_across_a_restart(tmp_path):
     broker = start(tmp_path)
     try:
-        owner(broker).namespaces.begin_create_or_update(RG, NS, {
-            "location": "westus", "sku": {"name": "Premium", "tier": "Premium"},
-            "properties": {"geoDataReplication": REPLICAS}}).result()
+        make_geo_namespace(owner(broker))
         owner(broker).namespaces.begin_failover(RG, NS, {"properties": {"primaryLocation": "eastus"}}).result()
     finally:
         broker.stop()
@@ -198,9 +173,7 @@ def test_refusals_answer_arm_json(tmp_path):
     broker = start(tmp_path)
     try:
         mgmt = owner(broker)
-        mgmt.namespaces.begin_create_or_update(RG, NS, {
-            "location": "westus", "sku": {"name": "Premium", "tier": "Premium"},
-            "properties": {"geoDataReplication": REPLICAS}}).result()
+        make_geo_namespace(mgmt)
         base = f"{broker.https_url}/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.EventHub/namespaces"
         auth = {"Authorization": f"Bearer {broker.subscription_token}"}
         other = {"Authorization": "Bearer " + SasCredential(KEY, STANDARD).get_token().token}
