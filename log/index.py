@@ -152,12 +152,13 @@ class _EntryFile:
             return []
         return [self.entry(0), self.entry(self.entries - 1)] if self.entries > 1 else [self.entry(0)]
 
-    def floor(self, key: int, field: int = 0) -> int:
-        """Index of the last entry whose ``field`` <= key, or -1."""
-        lo, hi = 0, self.entries - 1
+    def floor(self, key: int, field: int = 0, lo: int = 0) -> int:
+        """Index of the last entry whose ``field`` <= key, or -1. ``lo``: the
+        caller knows the entries below it are <= key (the search starts there)."""
+        hi = self.entries - 1
         unpack = self.ENTRY.unpack_from
         buf, base, size = self._map, self.HEADER_SIZE, self.ENTRY.size
-        found = -1
+        found = lo - 1
         while lo <= hi:
             mid = (lo + hi) >> 1
             if unpack(buf, base + mid * size)[field] <= key:  # type: ignore[arg-type]
@@ -167,9 +168,9 @@ class _EntryFile:
                 hi = mid - 1
         return found
 
-    def first_above(self, key: int, field: int = 0) -> int:
+    def first_above(self, key: int, field: int = 0, lo: int = 0) -> int:
         """Index of the first entry whose ``field`` > key (``entries`` if none)."""
-        return self.floor(key, field) + 1
+        return self.floor(key, field, lo) + 1
 
     # -- writing ----------------------------------------------------------------
 

@@ -454,7 +454,9 @@ class PartitionLog:
         upper = leo if max_offset is None else min(leo, max_offset)
         if offset >= upper:
             return _EMPTY
-        for seg in segments[_index_of(segments, offset) :]:
+        last = segments[-1]
+        # Most reads are of the active segment: no search of the segment list.
+        for seg in (last,) if offset >= last.base_offset else segments[_index_of(segments, offset) :]:
             try:
                 view = seg.read(offset, max_bytes, upper, min_one_batch)
             finally:

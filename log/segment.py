@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 import logging
 import os
+import struct
 from array import array
 from pathlib import Path
 from typing import NamedTuple
@@ -51,6 +52,7 @@ INT32_MAX = 2**31 - 1
 
 _EMPTY = memoryview(b"")
 _PACK_BATCH, _PACK_OFFSET, _PACK_TIME = BatchIndex.ENTRY.pack, OffsetIndex.ENTRY.pack, TimeIndex.ENTRY.pack
+_BASE_AND_LAST_DELTA = struct.Struct(">q15xi")  # a batch header's base offset and last offset delta
 
 
 def segment_path(directory: Path, base_offset: int, suffix: str) -> Path:
@@ -478,37 +480,66 @@ class LogSegment:
             i += 1
         return None
 
+    # A consumer's next read starts where its last one ended: the batch index
+    # there is remembered (checked against the entry before use), so reading on
+    # from it costs no binary search. Made on first read; a few readers' worth.
+    _read_hints: dict[int, int] | None = None
+
     def read(self, offset: int, max_bytes: int, upper: int, min_one_batch: bool) -> memoryview | None:
         """Whole batches from the one holding ``offset``, at most ``max_bytes``
         (the first batch whole if ``min_one_batch``), only batches entirely
         below ``upper``. None if this segment has nothing at or after offset."""
-        loc = self.locate(offset)
-        if loc is None:
-            return None
-        if loc.header.base_offset >= upper or loc.header.last_offset >= upper:
-            return _EMPTY
         bi = self.batch_index
-        start = loc.position
+        entries = bi.entries
+        hints = self._read_hints
+        i = hints.get(offset, -1) if hints is not None else -1
+        if 0 <= i < entries and (rel_pos := bi.entry(i))[0] == offset - self.base_offset:
+            start = rel_pos[1]  # the batch that starts at ``offset``
+            if self._last_offset_at(i) >= upper:
+                return _EMPTY
+        else:
+            loc = self.locate(offset)
+            if loc is None:
+                return None
+            i, start = loc.index, loc.position
+            if loc.header.last_offset >= upper:
+                return _EMPTY
         limit = start + max_bytes
         # Byte budget: batch m-1 is the last to start within it; it fits only if it ends there too.
-        m = bi.first_above(limit, 1)
-        if m < bi.entries:
-            j = m - 2
+        if self.size <= limit:
+            j = entries - 1
+        elif i + 1 < entries and bi.position(i + 1) > limit:
+            j = i - 1  # the first batch alone is over the budget
         else:
-            j = bi.entries - 1 if self.size <= limit else bi.entries - 2
+            m = bi.first_above(limit, 1, lo=i + 1)
+            j = m - 2 if m < entries else entries - 2
         # Offset bound: only batches whose last offset is below ``upper``.
-        k = bi.floor_offset(upper - 1 - self.base_offset)
-        if k >= 0 and self.header_at(bi.position(k)).last_offset >= upper:
-            k -= 1
-        j = min(j, k)
-        if j < loc.index:
+        if j > i and self._last_offset_at(j) >= upper:
+            k = bi.floor_offset(upper - 1 - self.base_offset)
+            if k >= 0 and self._last_offset_at(k) >= upper:
+                k -= 1
+            j = min(j, k)
+        if j < i:
             if not min_one_batch:
                 return _EMPTY
-            j = loc.index
+            j = i
         end = self.end_of(j)
         if end > self.verified_end:
             end = self._verify(start, end)
+        if hints is None:
+            hints = self._read_hints = {}
+        elif len(hints) >= 64:
+            hints.clear()
+        hints[self.base_offset + bi.entry(j + 1)[0] if j + 1 < entries else self.next_offset] = j + 1
         return self.view(start, end)
+
+    def _last_offset_at(self, i: int) -> int:
+        """Last offset of batch ``i`` (two fields of its header, not the whole)."""
+        pos = self.batch_index.position(i)
+        if pos + rb.HEADER_SIZE > self._map_len:
+            self._remap()
+        base, delta = _BASE_AND_LAST_DELTA.unpack_from(self._map, pos)  # type: ignore[arg-type]
+        return base + delta
 
     def _verify(self, start: int, end: int) -> int:
         """CRC-check the batches of [start, end) not yet checked; return where the
