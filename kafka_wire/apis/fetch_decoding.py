@@ -83,10 +83,30 @@ def _count(frame, pos: int, flexible: bool, what: str) -> tuple[int, int]:
     return n, pos
 
 
+_IDS: dict[bytes, uuid.UUID] = {}  # topic ids seen: a consumer sends the same ones on every Fetch
+
+
 def _uuid(frame, pos: int) -> tuple[uuid.UUID, int]:
     if pos + 16 > len(frame):
         raise FetchDecodeError("topic id runs past the end of the frame")
-    return uuid.UUID(bytes=bytes(frame[pos:pos + 16])), pos + 16
+    raw = bytes(frame[pos:pos + 16])
+    found = _IDS.get(raw)
+    if found is None:
+        found = uuid.UUID(bytes=raw)
+        if len(_IDS) < 4096:
+            _IDS[raw] = found
+    return found, pos + 16
+
+
+def _topic(frame, pos: int, version: int, flexible: bool, what: str) -> tuple[object, object, int, int]:
+    """(name, topic id, partition count, pos) of a topic entry: by id from v13, by name before."""
+    name = topic_id = None
+    if version >= 13:
+        topic_id, pos = _uuid(frame, pos)
+    else:
+        name, pos = _string(frame, pos, flexible, what)
+    count, pos = _count(frame, pos, flexible, f"{what} partitions")
+    return name, topic_id, count, pos
 
 
 def decode_fetch(frame: memoryview, pos: int, version: int) -> FetchRequestView:
@@ -116,12 +136,7 @@ def decode_fetch(frame: memoryview, pos: int, version: int) -> FetchRequestView:
         count, pos = _count(frame, pos, flexible, "topics")
         topics = []
         for _ in range(count):
-            name = topic_id = None
-            if version >= 13:
-                topic_id, pos = _uuid(frame, pos)
-            else:
-                name, pos = _string(frame, pos, flexible, "topic")
-            pcount, pos = _count(frame, pos, flexible, "partitions")
+            name, topic_id, pcount, pos = _topic(frame, pos, version, flexible, "topic")
             parts = []
             for _ in range(pcount):
                 fields = unpack(frame, pos)
@@ -146,12 +161,7 @@ def decode_fetch(frame: memoryview, pos: int, version: int) -> FetchRequestView:
             count, pos = _count(frame, pos, flexible, "forgotten_topics_data")
             forgotten = []
             for _ in range(count):
-                name = topic_id = None
-                if version >= 13:
-                    topic_id, pos = _uuid(frame, pos)
-                else:
-                    name, pos = _string(frame, pos, flexible, "forgotten topic")
-                pcount, pos = _count(frame, pos, flexible, "forgotten partitions")
+                name, topic_id, pcount, pos = _topic(frame, pos, version, flexible, "forgotten topic")
                 parts = list(struct.unpack_from(f">{pcount}i", frame, pos))
                 pos += 4 * pcount
                 if flexible:
