@@ -606,6 +606,9 @@ class PartitionLog:
         """(producer id, first offset) of the aborted transactions overlapping
         [fetch_offset, upper_offset), for a read_committed Fetch response."""
         segments = self._segments
+        last = segments[-1]
+        if fetch_offset >= last.base_offset and not last.txn_index.entries:
+            return []  # a read of the active segment, which holds no aborted transaction
         found: list[AbortedTxn] = []
         for seg in segments[_index_of(segments, fetch_offset) :]:
             if seg.txn_index.collect(fetch_offset, upper_offset, found):

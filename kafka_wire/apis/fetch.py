@@ -78,16 +78,21 @@ def _requested(request, ctx, version):
 
 def _read_all(ctx, plan, max_bytes: int, read_committed: bool,
               no_data: bool = False) -> tuple[list[_Read], int]:
-    topics = ctx.topics
+    ns = ctx.namespace
+    topics = ns.topics
     faults = ctx.services.faults and ctx.services.faults.partition_hook()
     reads, total = [], 0
+    verdicts: dict[str, int] = {}  # hub -> refusal code, asked once per hub of the request
     for (name, part), offset, part_max, epoch in plan:
         view = topics.get(name)
         if view is None or not 0 <= part < view.partitions:
             reads.append(_Read(name, None, part, Errors.UnknownTopicOrPartitionError.errno))
             continue
-        denied = topic_error(ctx, LISTEN, name) or (Errors.TopicAuthorizationFailedError.errno
-                                                     if ctx.policy.disabled(name, ctx.connection.principal) else 0)
+        denied = verdicts.get(name)
+        if denied is None:
+            denied = verdicts[name] = topic_error(ctx, LISTEN, name) or (
+                Errors.TopicAuthorizationFailedError.errno
+                if ns.policy.disabled(name, ctx.connection.principal) else 0)
         if denied:
             reads.append(_Read(name, view.topic_id, part, denied))
             continue
@@ -101,9 +106,10 @@ def _read_all(ctx, plan, max_bytes: int, read_committed: bool,
         hw = plog.high_watermark
         lso = plog.last_stable_offset
         upper = lso if read_committed else hw
-        entry = _Read(name, view.topic_id, part, 0, hw, lso, plog.log_start_offset)
+        start = plog.log_start_offset
+        entry = _Read(name, view.topic_id, part, 0, hw, lso, start)
         reads.append(entry)
-        if offset < plog.log_start_offset or offset > hw:
+        if offset < start or offset > hw:
             entry.error = Errors.OffsetOutOfRangeError.errno
             continue
         budget = min(part_max, max_bytes - total)
@@ -164,15 +170,15 @@ def fetch(request, ctx):
         return _encode(ctx, version, [], 0, Errors.NotLeaderForPartitionError.errno)
     wanted, unknown, forgotten = _requested(request, ctx, version)
     session, incremental = None, False
-    if version >= 7:
+    if version >= 7 and (request.session_id or request.session_epoch != -1):  # (0, -1): no session
         try:
             session, incremental = _sessions(ctx).resolve(
                 request.session_id, request.session_epoch,
                 [(k, off, mb) for k, off, mb, _e in wanted], forgotten)
         except SessionError as exc:
             return _encode(ctx, version, [], 0, exc.error_code)
-    epochs = {k: e for k, _o, _m, e in wanted}
     if session is not None:
+        epochs = {k: e for k, _o, _m, e in wanted}
         plan = [(k, c.fetch_offset, c.max_bytes, epochs.get(k)) for k, c in session.partitions.items()]
     else:
         plan = wanted
@@ -236,11 +242,12 @@ async def _wait(ctx, request, version, plan, max_bytes, read_committed, session,
 
 def _finish(ctx, version: int, reads: list[_Read], session_id: int):
     observer = ctx.services.observer
-    if observer is not None or ctx.namespace.quota is not None:
+    quota = ctx.namespace.quota
+    if observer is not None or quota is not None:
         for r in reads:  # one walk of the batch headers serves both
             if len(r.records):
                 r.events = count_records(r.records)
-    if ctx.namespace.quota is not None:  # charge what is served to the throughput units
+    if quota is not None:  # charge what is served to the throughput units
         served = [r for r in reads if len(r.records)]
         delay = ctx.policy.egress(sum(len(r.records) for r in served), sum(r.events for r in served),
                                   ctx.connection.principal)

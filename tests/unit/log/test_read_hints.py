@@ -45,7 +45,8 @@ steps = st.lists(st.one_of(
 ), min_size=1, max_size=60)
 
 
-@settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.integers(1, 4), st.integers(10, 300)), min_size=1, max_size=25), steps)
 def test_reads_answer_what_the_batches_say(tmp_path_factory, initial, script):
     log = PartitionLog(tmp_path_factory.mktemp("log"), CONFIG, now_ms=0)
