@@ -298,7 +298,7 @@ class FaultPlan:
 def storage_fault(plan: FaultPlan, target: dict[str, Any]) -> tuple[str | None, int]:
     """For an append to ``target`` (namespace, hub, partition, client, protocol): (why it
     fails, or None; how long its answer is held, ms). Every front end's append asks this
-    (kafka_wire.apis.produce, kafka_wire.eventhubs.publication) while the plan is active."""
+    through kafka_wire.eventhubs.publication.injected_storage_fault while the plan is active."""
     fault = plan.fire(STORAGE_KINDS, target)
     if fault is None:
         return None, 0

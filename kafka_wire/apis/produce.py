@@ -19,7 +19,7 @@ from kafka_wire.apis.produce_encoding import encode_produce
 from kafka_wire.apis.refusals import kafka_error
 from kafka_wire.apis.registry import handles
 from kafka_wire.errors import for_log_error
-from kafka_wire.fault_plan import storage_fault
+from kafka_wire.eventhubs.publication import injected_storage_fault
 from kafka_wire.log import errors as log_errors
 from kafka_wire.log.batch import summarize, validate_records
 from kafka_wire.log.records import record_keys
@@ -39,18 +39,19 @@ def produce(request, ctx):
     version = ctx.version
     topics = ctx.topics
     acks = request.acks
-    policy = ctx.policy  # Event Hubs rights, tier rules, quota
     faults = ctx.services.faults and ctx.services.faults.partition_hook()
-    now_ms = ctx.clock.now_ms()
     bad_acks = acks not in (0, 1, -1)
-    held_ms = 0  # an injected slow append holds the answer (not the loop)
     responses = []
+    # What passes the checks that need no policy, in request order: (view, index, records,
+    # headers, invalid, the topic's answers, this partition's place in them).
+    publications = []
     for tdata in request.topic_data:
         name = tdata.name
         if version >= 13:
             name = topics.name_for_id(tdata.topic_id)
         view = topics.get(name) if name is not None else None
         parts = []
+        responses.append((name, tdata.topic_id, parts))
         for pdata in tdata.partition_data:
             idx = pdata.index
             if bad_acks:
@@ -74,50 +75,83 @@ def produce(request, ctx):
                 headers, invalid = validate_records(records), None
             except log_errors.LogError as exc:
                 headers, invalid = None, exc
-            admission = policy.produce(
-                ctx.connection.principal, view.name,
-                None if invalid else summarize(headers, len(records)), request.timeout_ms,
-                ctx.client_id, lambda: record_keys(records))
-            ctx.throttled_by(view.name, admission.throttle_ms)
-            if admission.denial:
-                code, message = kafka_error(admission.denial)
-                parts.append(_part(idx, code, message=message))
-                continue
-            if faults is not None and faults.plan.active:  # injected storage faults
-                failed, held = storage_fault(faults.plan, {
-                    "namespace": ctx.namespace.name, "hub": view.name, "partition": idx,
-                    "client": ctx.client_id, "protocol": "kafka"})
-                if failed is not None:
-                    log.error("append to %s-%d failed: %s", view.name, idx, failed)
-                    parts.append(_part(idx, Errors.KafkaStorageError.errno, message=failed))
-                    continue
-                held_ms = max(held_ms, held)
-            try:
-                if invalid is not None:
-                    raise invalid
-                info = topics.append(view.name, idx, records, now_ms, headers)
-            except log_errors.LogError as exc:
-                code = for_log_error(exc)
-                if code == Errors.KafkaStorageError.errno:
-                    log.error("append to %s-%d failed: %s", view.name, idx, exc)
-                parts.append(_part(idx, code, message=str(exc) or None))
-                continue
-            except Exception as exc:  # raised by the idempotence layer with an errno
-                code = getattr(exc, "errno", None)
-                if code is None:
-                    raise
-                plog = topics.log(view.name, idx)
-                parts.append(_part(idx, code, log_start=plog.log_start_offset if plog else -1,
-                                   message=str(exc) or None))
-                continue
-            parts.append((idx, 0, info.base_offset,
-                          info.append_time_ms if info.log_append_time else -1,
-                          info.log_start_offset, None))
-        responses.append((name, tdata.topic_id, parts))
+            publications.append((view, idx, records, headers, invalid, parts, len(parts)))
+            parts.append(None)  # answered below
+    held_ms = _publish(publications, request.timeout_ms, ctx, faults) if publications else 0
     if acks == 0:
         return None
     response = encode_produce(version, responses, ctx.throttle_ms)
     return _held(response, held_ms, ctx.clock) if held_ms else response
+
+
+def _publish(publications: list, timeout_ms: int, ctx, faults) -> int:
+    """Admit and append ``publications``, filling in their answers; the ms an injected
+    slow append holds the response. The namespace's policy sees the whole request at
+    once (rights and hub checks once per hub, tier rules and quota once); when anything
+    in it is refused, recorded or throttled, it decides each publication in turn."""
+    namespace = ctx.namespace
+    policy = namespace.policy  # Event Hubs rights, tier rules, quota
+    principal = ctx.connection.principal
+    client_id = ctx.client_id
+    if len(publications) == 1:  # what librdkafka sends: one partition a request
+        view, _i, records, headers, invalid, _p, _s = publications[0]
+        hubs = (view.name,)
+        total = largest = None if invalid is not None else summarize(headers, len(records))
+    else:
+        hubs = {p[0].name for p in publications}
+        valid = [(headers, len(records)) for _v, _i, records, headers, invalid, _p, _s in publications
+                 if invalid is None]
+        total = largest = None
+        if valid:
+            total = summarize([h for headers, _n in valid for h in headers], sum(n for _h, n in valid))
+            largest = total._replace(size=max(n for _h, n in valid))
+    admitted = policy.produce_quietly(principal, hubs, largest, total, timeout_ms)
+    if admitted is None:
+        accepted = []
+        for publication in publications:
+            view, idx, records, headers, invalid, parts, slot = publication
+            admission = policy.produce(
+                principal, view.name, None if invalid else summarize(headers, len(records)), timeout_ms,
+                client_id, lambda records=records: record_keys(records))
+            ctx.throttled_by(view.name, admission.throttle_ms)
+            if admission.denial:
+                code, message = kafka_error(admission.denial)
+                parts[slot] = _part(idx, code, message=message)
+                continue
+            accepted.append(publication)
+        publications = accepted
+    topics = namespace.topics
+    now_ms = ctx.clock.now_ms()
+    plan = faults.plan if faults is not None and faults.plan.active else None
+    held_ms = 0
+    for view, idx, records, headers, invalid, parts, slot in publications:
+        if plan is not None:
+            failed, held = injected_storage_fault(plan, namespace.name, view.name, idx, client_id, "kafka")
+            if failed is not None:
+                parts[slot] = _part(idx, Errors.KafkaStorageError.errno, message=failed)
+                continue
+            held_ms = max(held_ms, held)
+        try:
+            if invalid is not None:
+                raise invalid
+            info = topics.append(view.name, idx, records, now_ms, headers)
+        except log_errors.LogError as exc:
+            code = for_log_error(exc)
+            if code == Errors.KafkaStorageError.errno:
+                log.error("append to %s-%d failed: %s", view.name, idx, exc)
+            parts[slot] = _part(idx, code, message=str(exc) or None)
+            continue
+        except Exception as exc:  # raised by the idempotence layer with an errno
+            code = getattr(exc, "errno", None)
+            if code is None:
+                raise
+            plog = topics.log(view.name, idx)
+            parts[slot] = _part(idx, code, log_start=plog.log_start_offset if plog else -1,
+                                message=str(exc) or None)
+            continue
+        parts[slot] = (idx, 0, info.base_offset, info.append_time_ms if info.log_append_time else -1,
+                       info.log_start_offset, None)
+    return held_ms
 
 
 async def _held(response, ms: int, clock):

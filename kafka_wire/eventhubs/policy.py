@@ -41,6 +41,9 @@ class Admission(NamedTuple):
     throttle_ms: int = 0
 
 
+_ADMITTED = Admission(None)
+
+
 def _same(a: str, b: str) -> bool:
     return a == b or a.lower() == b.lower()
 
@@ -272,6 +275,44 @@ class NamespacePolicy:
                                reason=Refusal.BUSY, client_id=client_id)
             return Admission(Denial(Refusal.BUSY, message, THROUGHPUT_UNITS), throttle)
         return Admission(None, max(group_wait, quota.ingress(summary.size, summary.events, now_ms)))
+
+    def produce_quietly(self, principal, hubs, largest: BatchSummary | None, total: BatchSummary | None,
+                        timeout_ms: int, kafka: bool = True) -> Admission | None:
+        """Every publication of one request at once, when :meth:`produce` would admit each
+        of them with nothing to record, refuse or throttle: the rights, endpoint and hub
+        checks once per hub in ``hubs``, the tier's rules once for ``largest`` (the largest
+        publication's size, with every publication's codecs and flags), the quota charged
+        once for ``total``; both None when every publication was invalid. None (nothing
+        charged) when anything is not that plain: the caller then asks :meth:`produce` for
+        each publication, which refuses, records and throttles them one by one. ``kafka``:
+        as for :meth:`produce`."""
+        for hub in hubs:
+            if not self.allows(principal, SEND, hub):
+                return None
+        geo = self.runtime.geo
+        if geo is not None and geo.admission() is not None:
+            return None
+        ns = self.runtime.model
+        if ns is None:
+            return _ADMITTED
+        configured = ns.hubs
+        for hub in hubs:
+            hub_model = configured.get(hub)
+            if hub_model is not None and hub_model.status != "Active":
+                return None
+        if kafka and tier_rules.kafka_endpoint(ns) is not None:
+            return None
+        if total is None:
+            return _ADMITTED
+        if tier_rules.publication(ns, largest) is not None:
+            return None
+        if principal is not None and (principal.publisher is not None
+                                      or group_for(ns.application_groups, principal) is not None):
+            return None
+        quota = self.runtime.quota
+        if quota is not None and not quota.ingress_if_free(total.size, total.events, self.clock.now_ms()):
+            return None  # a throttle or a refusal: per publication, as produce() decides them
+        return _ADMITTED
 
     def address_refused(self, address: str) -> str | None:
         """Why the namespace's IP filter rules refuse a client at ``address``, else None."""

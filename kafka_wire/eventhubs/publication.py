@@ -80,14 +80,11 @@ def publish_batch(services: Services, runtime: NamespaceRuntime, principal, hub:
     if admission.denial:
         return Published(admission.denial)
     held_ms = 0
-    faults = services.faults
-    if faults is not None and faults.plan.active:  # injected storage faults (docs/faults.md)
+    plan = services.faults.plan if services.faults is not None else None
+    if plan is not None and plan.active:
         for partition, _e, _r, _h in batches:
-            failed, held = storage_fault(faults.plan, {
-                "namespace": runtime.name, "hub": hub, "partition": partition,
-                "client": client_id, "protocol": protocol})
+            failed, held = injected_storage_fault(plan, runtime.name, hub, partition, client_id, protocol)
             if failed is not None:
-                log.error("%s append to %s-%d failed: %s", protocol.upper(), hub, partition, failed)
                 return Published(Denial(Refusal.FAILED, failed))
             held_ms = max(held_ms, held)
     first = None
@@ -104,6 +101,18 @@ def publish_batch(services: Services, runtime: NamespaceRuntime, principal, hub:
         if observer is not None:
             observer.on_events(protocol, runtime.name, hub, partition, True, len(events), len(records))
     return Published(None, throttle_ms=admission.throttle_ms + held_ms, partition=first[0], sequence_number=first[1])
+
+
+def injected_storage_fault(plan, namespace: str, hub: str, partition: int, client_id: str | None,
+                           protocol: str) -> tuple[str | None, int]:
+    """The injected storage fault (docs/faults.md) an append to ``hub``'s ``partition`` meets
+    while ``plan`` is active, for every front end (Kafka's Produce, AMQP and HTTPS sends):
+    (why the append fails, logged here, or None; how long its answer is held, ms)."""
+    failed, held = storage_fault(plan, {"namespace": namespace, "hub": hub, "partition": partition,
+                                        "client": client_id, "protocol": protocol})
+    if failed is not None:
+        log.error("%s append to %s-%d failed: %s", protocol.upper(), hub, partition, failed)
+    return failed, held
 
 
 def _log_refusal(exc: log_errors.LogError) -> Refusal:

@@ -140,6 +140,16 @@ class ThroughputQuota:
                     self.ingress_events.take(events, now_ms))
         return self._throttled(delay, now_ms)
 
+    def ingress_if_free(self, nbytes: int, events: int, now_ms: int) -> bool:
+        """Account a publication that leaves the units out of debt, as ``ingress`` would
+        (no throttle, nothing counted); False, accounting nothing, for one that would not."""
+        in_bytes, in_events = self.ingress_bytes, self.ingress_events
+        if in_bytes.delay_after(nbytes, now_ms) or in_events.delay_after(events, now_ms):
+            return False
+        in_bytes.tokens -= nbytes  # both refilled to ``now_ms`` just above
+        in_events.tokens -= events
+        return True
+
     def egress_delay(self, now_ms: int) -> int:
         """ms until egress is out of debt: a Fetch arriving now gets no records."""
         delay = max(self.egress_bytes.delay_ms(now_ms), self.egress_events.delay_ms(now_ms))

@@ -57,25 +57,26 @@ def kafka_endpoint(ns: Namespace) -> Denial | None:
 
 
 def publication(ns: Namespace, info: BatchSummary) -> Denial | None:
+    # Every publication passes here: the common answer (None) builds no message.
     limit = ns.max_publication_bytes()
-    tier = ns.tier.value
+    lim = ns.limits
     if info.size > limit:
         return _violation("publication-size", Refusal.TOO_LARGE,
-                          f"a publication of {info.size} bytes exceeds the {tier} limit of "
+                          f"a publication of {info.size} bytes exceeds the {ns.tier.value} limit of "
                           f"{limit} bytes per event or batch: send smaller batches "
                           "(batch.size / linger) or smaller events")
-    refused = sorted(c for c in info.codecs if c and c not in ns.limits.compression)
+    refused = [c for c in info.codecs if c and c not in lim.compression]
     if refused:
-        names = ", ".join(CODECS.get(c, str(c)) for c in refused)
-        allowed = "gzip only" if ns.limits.compression else "none"
+        names = ", ".join(CODECS.get(c, str(c)) for c in sorted(refused))
+        allowed = "gzip only" if lim.compression else "none"
         return _violation("compression", Refusal.UNSUPPORTED,
-                          f"{names} compression is not supported on the {tier} tier "
+                          f"{names} compression is not supported on the {ns.tier.value} tier "
                           f"(allowed: {allowed}): set compression.type accordingly")
-    if info.transactional and not ns.limits.transactions:
+    if info.transactional and not lim.transactions:
         return transactions(ns)
-    if info.idempotent and not ns.limits.idempotence:
+    if info.idempotent and not lim.idempotence:
         return _violation("idempotence", Refusal.UNSUPPORTED,
-                          f"idempotent producers are not supported on the {tier} tier")
+                          f"idempotent producers are not supported on the {ns.tier.value} tier")
     return None
 
 
