@@ -54,9 +54,8 @@ def _sessions(ctx) -> FetchSessionCache:
     return ctx.services.fetch_sessions
 
 
-def _requested(request, ctx, version):
+def _requested(request, topics, version):
     """((topic, partition), offset, max_bytes, leader_epoch) per partition + unknown ids."""
-    topics = ctx.topics
     wanted, unknown = [], []
     for t in request.topics:
         name = t.topic
@@ -76,9 +75,8 @@ def _requested(request, ctx, version):
     return wanted, unknown, forgotten
 
 
-def _read_all(ctx, plan, max_bytes: int, read_committed: bool,
+def _read_all(ctx, ns, plan, max_bytes: int, read_committed: bool,
               no_data: bool = False) -> tuple[list[_Read], int]:
-    ns = ctx.namespace
     topics = ns.topics
     faults = ctx.services.faults and ctx.services.faults.partition_hook()
     reads, total = [], 0
@@ -168,7 +166,8 @@ def fetch(request, ctx):
     version = ctx.version
     if request.replica_id is not None and request.replica_id >= 0:
         return _encode(ctx, version, [], 0, Errors.NotLeaderForPartitionError.errno)
-    wanted, unknown, forgotten = _requested(request, ctx, version)
+    ns = ctx.namespace
+    wanted, unknown, forgotten = _requested(request, ns.topics, version)
     session, incremental = None, False
     if version >= 7 and (request.session_id or request.session_epoch != -1):  # (0, -1): no session
         try:
@@ -188,26 +187,26 @@ def fetch(request, ctx):
     session_id = session.session_id if session is not None else 0
     faults = ctx.services.faults
     gate = faults.fetch_gate if faults is not None else None  # paused fetches (fault injection)
-    delay = ctx.policy.egress_delay()
+    delay = ns.policy.egress_delay()
     if delay > 0:
         # Over the egress quota: no records now, come back after the throttle time.
         for hub in {key[0] for key, *_ in plan}:
             ctx.throttled_by(hub, delay)
-        reads, _total = _read_all(ctx, plan, max_bytes, read_committed, no_data=True)
+        reads, _total = _read_all(ctx, ns, plan, max_bytes, read_committed, no_data=True)
         return _encode(ctx, version, _select(reads, session, incremental) + unknown_reads, session_id)
 
-    reads, total = _read_all(ctx, plan, max_bytes, read_committed)
+    reads, total = _read_all(ctx, ns, plan, max_bytes, read_committed)
     has_error = any(r.error for r in reads) or unknown_reads
     if (total >= request.min_bytes or request.max_wait_ms <= 0 or has_error or not plan) and gate is None:
         return _finish(ctx, version, _select(reads, session, incremental) + unknown_reads, session_id)
     # Armed now, not when _wait starts a loop iteration later: an append in between
     # must wake this fetch, not leave it waiting out max_wait_ms.
     armed = ctx.topics.wait_for_data([k for k, *_ in plan])
-    return _wait(ctx, request, version, plan, max_bytes, read_committed, session, incremental,
+    return _wait(ctx, ns, request, version, plan, max_bytes, read_committed, session, incremental,
                  session_id, unknown_reads, reads, total, gate, armed)
 
 
-async def _wait(ctx, request, version, plan, max_bytes, read_committed, session, incremental,
+async def _wait(ctx, ns, request, version, plan, max_bytes, read_committed, session, incremental,
                 session_id, unknown_reads, reads, total, gate, armed):
     keys = [k for k, *_ in plan]
     topics = ctx.topics
@@ -220,7 +219,7 @@ async def _wait(ctx, request, version, plan, max_bytes, read_committed, session,
             r.records, r.aborted = _EMPTY, None
         return _encode(ctx, version, _select(reads, session, incremental) + unknown_reads, session_id)
     if gate is not None:
-        reads, total = _read_all(ctx, plan, max_bytes, read_committed)
+        reads, total = _read_all(ctx, ns, plan, max_bytes, read_committed)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + request.max_wait_ms / 1000.0
     while total < request.min_bytes and not any(r.error for r in reads):
@@ -234,7 +233,7 @@ async def _wait(ctx, request, version, plan, max_bytes, read_committed, session,
             pass
         finally:
             topics.forget_waiter(fut, keys)
-        reads, total = _read_all(ctx, plan, max_bytes, read_committed)
+        reads, total = _read_all(ctx, ns, plan, max_bytes, read_committed)
     if armed is not None:
         topics.forget_waiter(armed, keys)
     return _finish(ctx, version, _select(reads, session, incremental) + unknown_reads, session_id)

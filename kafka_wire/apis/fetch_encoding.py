@@ -16,7 +16,8 @@ from kafka_wire.raw_response import Raw
 _I16 = struct.Struct(">h").pack
 _I32 = struct.Struct(">i").pack
 _PART_HEAD = struct.Struct(">ihq").pack          # partition, error, high watermark
-_I64 = struct.Struct(">q").pack
+_PART_HEAD_V4 = struct.Struct(">ihqq").pack      # ..., last stable offset
+_PART_HEAD_V5 = struct.Struct(">ihqqq").pack     # ..., log start offset
 _ABORTED = struct.Struct(">qq").pack
 _ZERO_UUID = bytes(16)
 
@@ -81,11 +82,12 @@ def encode_fetch(version: int, topics: list, session_id: int, error: int = 0, th
             head += _name(name, flexible)
         head += _array_len(len(reads), flexible)
         for r in reads:
-            head += _PART_HEAD(r.partition, r.error, r.high_watermark)
-            if version >= 4:
-                head += _I64(r.last_stable)
             if version >= 5:
-                head += _I64(r.log_start)
+                head += _PART_HEAD_V5(r.partition, r.error, r.high_watermark, r.last_stable, r.log_start)
+            elif version >= 4:
+                head += _PART_HEAD_V4(r.partition, r.error, r.high_watermark, r.last_stable)
+            else:
+                head += _PART_HEAD(r.partition, r.error, r.high_watermark)
             if version >= 4:
                 aborted = r.aborted
                 head += _array_len(None if aborted is None else len(aborted), flexible)
