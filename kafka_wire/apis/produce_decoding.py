@@ -8,9 +8,9 @@ every served version decodes to what the codec decodes.
 from __future__ import annotations
 
 import struct
-import uuid
 
 from kafka_wire import codec
+from kafka_wire.apis.fetch_decoding import _uuid as topic_uuid
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -85,8 +85,7 @@ def decode_produce(frame: memoryview, pos: int, version: int) -> ProduceRequestV
         for _ in range(count):
             name = topic_id = None
             if version >= 13:
-                topic_id = uuid.UUID(bytes=bytes(frame[pos:pos + 16]))
-                pos += 16
+                topic_id, pos = topic_uuid(frame, pos)  # the ids seen kept: one per request, the same each time
             else:
                 name, pos = _string(frame, pos, flexible)
             pcount, pos = _count(frame, pos, flexible, "partition")
