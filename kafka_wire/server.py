@@ -52,6 +52,7 @@ _SCRATCH = 256 * 1024
 # fills it: idle connections (most of a thousand) then cost KiBs, not 256 KiB.
 _SCRATCH_IDLE = 16 * 1024
 _LEN = struct.Struct(">i")
+_JOIN_BELOW = 64 * 1024  # answers held up to this size (or of pieces under 2 KiB) leave joined
 _conn_ids = itertools.count(1)
 _clock = time.perf_counter
 _monotonic = time.monotonic
@@ -323,7 +324,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         if stamp is not None or delay:
             result = _faulty(result, stamp, delay)
-        if inspect.isawaitable(result):
+        if result.__class__ is not Raw and inspect.isawaitable(result):  # (Raw: the fast paths' answers)
             self._busy = True
             self._task = asyncio.ensure_future(result)
             self._task.add_done_callback(
@@ -405,11 +406,18 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _flush_out(self) -> None:
         """Send the answers held so far (large ones at once: the transport's
-        pause_writing must see them before more requests are handled)."""
-        out, self._out, self._out_bytes = self._out, [], 0
+        pause_writing must see them before more requests are handled). Small
+        pieces are joined into one ``write``: uvloop's ``writelines`` pays per
+        piece (a buffer export each: 100 pieces averaging 60 B cost 7.5 us, their join
+        and write 4.6), while copying costs per byte (~0.1 ns); large pieces (a
+        Fetch's mapped record batches) go as they are."""
+        out, self._out = self._out, []
+        size, self._out_bytes = self._out_bytes, 0
         if out and not self._closed:
             if len(out) == 1:
                 self.transport.write(out[0])
+            elif size <= _JOIN_BELOW or size < len(out) * 2048:
+                self.transport.write(b"".join(out))
             else:
                 self.transport.writelines(out)
 
