@@ -67,10 +67,10 @@ def test_the_js_sdk_meets_faults_it_set_from_outside(broker, node):
     quota = cases["quota-exceeded"]
     assert not quota["ok"] and quota["error"]["code"] == "QuotaExceededError"
     assert quota["error"]["retryable"] is False
-    # a sender cut off mid-send: the send in flight waits out its try (5 s here), then the
-    # retry succeeds
+    # a sender cut off mid-send: the send in flight waits out its try (tryMs: 2.5 s, 5 s under
+    # make soak), then the retry succeeds
     for name in ("detach-sender", "forced-sender"):
-        assert cases[name]["ok"] and cases[name]["ms"] >= 4500, (name, cases[name])
+        assert cases[name]["ok"] and cases[name]["ms"] >= 0.9 * result["tryMs"], (name, cases[name])
     assert cases["cbs-fail"]["ok"] and cases["management-fail"]["ok"]
     assert cases["management-fail"]["ids"] == ["0"]
     # a delayed disposition holds the send; one withheld past the try is OperationTimeoutError

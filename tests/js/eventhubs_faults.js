@@ -21,13 +21,18 @@
 //   management-fail: getPartitionIds meeting a $management read answered 503
 //   unavailable-receiver: a subscription whose first two attaches are refused
 //   withhold-flow-receiver: a receiver given no events for 2.5 s mid-stream
-// Prints one JSON object {cases: {...}, events: [...all read at the end...]} and exits 0;
-// {"error": ...} and exit 1 on a failure of its own; gives up after 200 s.
+// Prints one JSON object {cases: {...}, events: [...all read at the end...], tryMs, claimMs}
+// and exits 0; {"error": ...} and exit 1 on a failure of its own; gives up after 200 s.
+// KAFKA_WIRE_SOAK=1 (make soak) runs the SDK's own timings: a 5 s try for the cut sends and
+// the 10 s load-balancing interval for the stolen receiver's reclaim; else 2.5 s and 1 s.
 'use strict'
 const { EventHubConsumerClient, EventHubProducerClient, earliestEventPosition } = require('@azure/event-hubs')
 
 const out = (obj) => process.stdout.write(JSON.stringify(obj) + '\n')
 const [cs, hub, controlUrl, token] = process.argv.slice(2)
+const SOAK = !['', '0', undefined].includes(process.env.KAFKA_WIRE_SOAK)
+const TRY_MS = SOAK ? 5000 : 2500
+const CLAIM_MS = SOAK ? 10000 : 1000
 const describe = (err) => ({ name: err && err.name, code: err && err.code, retryable: err && err.retryable,
   message: String(err && err.message).slice(0, 300) })
 
@@ -139,9 +144,11 @@ const waitFor = async (predicate, ms) => {
 }
 
 // Subscribe from the start, wait for `before` events, set `fault`, send `more`, and see
-// whether all `before + more.length` events arrive; what processError got.
-async function receiveThrough(fault, before, more) {
-  const client = new EventHubConsumerClient('$Default', cs, hub, { retryOptions: { maxRetries: 3, retryDelayInMs: 200 } })
+// whether all `before + more.length` events arrive; what processError got. The subscription
+// claims its partition again (after a stolen link) every `claimMs`.
+async function receiveThrough(fault, before, more, claimMs = 10000) {
+  const client = new EventHubConsumerClient('$Default', cs, hub, { retryOptions: { maxRetries: 3, retryDelayInMs: 200 },
+    loadBalancingOptions: { updateIntervalInMs: claimMs } })
   const events = []
   const errors = []
   const sub = client.subscribe('0', {
@@ -172,8 +179,11 @@ async function main() {
   cases['detach-receiver'] = await receiveThrough(
     { kind: 'detach-receiver', scope: { hub, consumer_group: '$Default' }, params: { condition: 'amqp:link:detach-forced' } },
     1, [1, 2])
-  cases['forced-receiver'] = await receiveThrough({ kind: 'connection-forced', scope: { hub } }, 3, [3, 4])
-  cases['stolen'] = await receiveThrough({ kind: 'link-stolen', scope: { hub } }, 5, [5, 6])
+  // scoped to the consumer group: a send (no consumer group) does not match it, so it meets
+  // the receiver, not the send of 3 and 4
+  cases['forced-receiver'] = await receiveThrough(
+    { kind: 'connection-forced', scope: { hub, consumer_group: '$Default' } }, 3, [3, 4])
+  cases['stolen'] = await receiveThrough({ kind: 'link-stolen', scope: { hub } }, 5, [5, 6], CLAIM_MS)
   const retry = { maxRetries: 3, retryDelayInMs: 200 }
   const once = async (name, fault, value, retryOptions) => {
     await control('POST', fault)
@@ -190,8 +200,8 @@ async function main() {
   await once('unavailable-no-retry', { kind: 'partition-unavailable', scope: { hub } }, 103, { maxRetries: 0 })
   await once('quota-exceeded', { kind: 'quota-exceeded', scope: { hub } }, 104, retry)
   // a send in flight when its link or connection is cut waits out its try's timeout
-  // (rhea logs "unrecognised outcome: null"), then is retried: 5 s here, 60 s by default
-  const shortTry = { ...retry, timeoutInMs: 5000 }
+  // (rhea logs "unrecognised outcome: null"), then is retried: TRY_MS here, 60 s by default
+  const shortTry = { ...retry, timeoutInMs: TRY_MS }
   await step('detach-sender', sendTwice({ kind: 'detach-sender', scope: { hub } }, [105], [106], shortTry))
   await step('forced-sender', sendTwice({ kind: 'connection-forced', scope: { hub } }, [107], [108], shortTry))
   await once('cbs-fail', { kind: 'cbs-fail', scope: { hub } }, 109, retry)
@@ -212,7 +222,7 @@ async function main() {
   await control('DELETE')
   const stored = await readAll(3000)
   clearTimeout(timer)
-  out({ cases, fired: listing.fired.map((f) => f.kind), stored })
+  out({ cases, fired: listing.fired.map((f) => f.kind), stored, tryMs: TRY_MS, claimMs: CLAIM_MS })
 }
 
 main().then(() => process.exit(0), (err) => { out({ error: String((err && err.stack) || err) }); process.exit(1) })
