@@ -495,7 +495,7 @@ class LogSegment:
         i = hints.get(offset, -1) if hints is not None else -1
         if 0 <= i < entries and (rel_pos := bi.entry(i))[0] == offset - self.base_offset:
             start = rel_pos[1]  # the batch that starts at ``offset``
-            if self._last_offset_at(i) >= upper:
+            if self._last_offset_from(start) >= upper:
                 return _EMPTY
         else:
             loc = self.locate(offset)
@@ -506,36 +506,38 @@ class LogSegment:
                 return _EMPTY
         limit = start + max_bytes
         # Byte budget: batch m-1 is the last to start within it; it fits only if it ends there too.
+        after = bi.entry(i + 1) if i + 1 < entries else None  # (offset, position) of the next batch
         if self.size <= limit:
             j = entries - 1
-        elif i + 1 < entries and bi.position(i + 1) > limit:
+        elif after is not None and after[1] > limit:
             j = i - 1  # the first batch alone is over the budget
         else:
             m = bi.first_above(limit, 1, lo=i + 1)
             j = m - 2 if m < entries else entries - 2
         # Offset bound: only batches whose last offset is below ``upper``.
-        if j > i and self._last_offset_at(j) >= upper:
+        if j > i and self._last_offset_from(bi.position(j)) >= upper:
             k = bi.floor_offset(upper - 1 - self.base_offset)
-            if k >= 0 and self._last_offset_at(k) >= upper:
+            if k >= 0 and self._last_offset_from(bi.position(k)) >= upper:
                 k -= 1
             j = min(j, k)
         if j < i:
             if not min_one_batch:
                 return _EMPTY
             j = i
-        end = self.end_of(j)
+        if j != i:
+            after = bi.entry(j + 1) if j + 1 < entries else None
+        end = after[1] if after is not None else self.size
         if end > self.verified_end:
             end = self._verify(start, end)
         if hints is None:
             hints = self._read_hints = {}
         elif len(hints) >= 64:
             hints.clear()
-        hints[self.base_offset + bi.entry(j + 1)[0] if j + 1 < entries else self.next_offset] = j + 1
+        hints[self.base_offset + after[0] if after is not None else self.next_offset] = j + 1
         return self.view(start, end)
 
-    def _last_offset_at(self, i: int) -> int:
-        """Last offset of batch ``i`` (two fields of its header, not the whole)."""
-        pos = self.batch_index.position(i)
+    def _last_offset_from(self, pos: int) -> int:
+        """Last offset of the batch at ``pos`` (two fields of its header, not the whole)."""
         if pos + rb.HEADER_SIZE > self._map_len:
             self._remap()
         base, delta = _BASE_AND_LAST_DELTA.unpack_from(self._map, pos)  # type: ignore[arg-type]
