@@ -60,6 +60,9 @@ class FetchRequestView:
 
 def _length(frame, pos: int, flexible: bool, width: struct.Struct) -> tuple[int, int]:
     if flexible:
+        n = frame[pos]
+        if n < 0x80:  # a one-byte varint: nearly every length
+            return n - 1, pos + 1
         n, pos = codec.read_uvarint(frame, pos)
         return n - 1, pos
     return width.unpack_from(frame, pos)[0], pos + width.size
