@@ -19,12 +19,33 @@ _PART_HEAD = struct.Struct(">ihq").pack          # partition, error, high waterm
 _PART_HEAD_V4 = struct.Struct(">ihqq").pack      # ..., last stable offset
 _PART_HEAD_V5 = struct.Struct(">ihqqq").pack     # ..., log start offset
 _ABORTED = struct.Struct(">qq").pack
+_TOP_V7 = struct.Struct(">ihi").pack             # throttle time, error, session id
 _ZERO_UUID = bytes(16)
+_NO_REPLICA = _I32(-1)
+_NO_ENTRIES = _I32(0)
+_NULL_ARRAY = _I32(-1)
+# Records shorter than this are copied into the answer's one piece: cheaper than
+# writing them as a piece of their own (a consumer's small fetches).
+_COPY_BELOW = 2048
+_ID_BYTES: dict = {}  # topic id -> its 16 bytes (UUID.bytes builds them on every call)
+
+
+def _id_bytes(topic_id) -> bytes:
+    if topic_id is None:
+        return _ZERO_UUID
+    found = _ID_BYTES.get(topic_id)
+    if found is None:
+        found = topic_id.bytes
+        if len(_ID_BYTES) < 4096:
+            _ID_BYTES[topic_id] = found
+    return found
 
 
 def _uvarint(n: int) -> bytes:
     if n < 128:
         return _SMALL[n]
+    if n < 16384:
+        return bytes(((n & 0x7F) | 0x80, n >> 7))
     out = bytearray()
     while True:
         b = n & 0x7F
@@ -66,18 +87,18 @@ def _array_len(n: int | None, flexible: bool) -> bytes:
 def encode_fetch(version: int, topics: list, session_id: int, error: int = 0, throttle_ms: int = 0) -> Raw:
     """``topics``: [(name, topic_id, [read, ...])] where a read has partition,
     error, high_watermark, last_stable, log_start, aborted [(pid, first)] | None
-    and records (a buffer)."""
+    and records (a buffer). Records under _COPY_BELOW bytes are copied into the
+    answer (one piece to write), larger ones go out as the log's own views."""
     flexible = version >= 12
     chunks: list = []
-    head = bytearray()
-    if version >= 1:
-        head += _I32(throttle_ms)
     if version >= 7:
-        head += _I16(error) + _I32(session_id)
+        head = bytearray(_TOP_V7(throttle_ms, error, session_id))
+    else:
+        head = bytearray(_I32(throttle_ms))  # (v4+: always a throttle time)
     head += _array_len(len(topics), flexible)
     for name, topic_id, reads in topics:
         if version >= 13:
-            head += topic_id.bytes if topic_id is not None else _ZERO_UUID
+            head += _id_bytes(topic_id)
         else:
             head += _name(name, flexible)
         head += _array_len(len(reads), flexible)
@@ -90,20 +111,26 @@ def encode_fetch(version: int, topics: list, session_id: int, error: int = 0, th
                 head += _PART_HEAD(r.partition, r.error, r.high_watermark)
             if version >= 4:
                 aborted = r.aborted
-                head += _array_len(None if aborted is None else len(aborted), flexible)
-                for pid, first in aborted or ():
-                    head += _ABORTED(pid, first)
-                    if flexible:
-                        head += b"\x00"
+                if not aborted:
+                    head += (b"\x01" if flexible else _NO_ENTRIES) if aborted is not None else (
+                        b"\x00" if flexible else _NULL_ARRAY)
+                else:
+                    head += _array_len(len(aborted), flexible)
+                    for pid, first in aborted:
+                        head += _ABORTED(pid, first)
+                        if flexible:
+                            head += b"\x00"
             if version >= 11:
-                head += _I32(-1)  # preferred_read_replica
+                head += _NO_REPLICA  # preferred_read_replica
             records = r.records
             n = len(records)
             head += _uvarint(n + 1) if flexible else _I32(n)
-            if n:
+            if n >= _COPY_BELOW:
                 chunks.append(bytes(head))
                 chunks.append(records)
                 head = bytearray()
+            elif n:
+                head += records
             if flexible:
                 head += b"\x00"  # partition tagged fields
         if flexible:

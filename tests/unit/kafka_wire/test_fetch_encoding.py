@@ -32,7 +32,9 @@ reads = st.builds(
     _R, partition=st.integers(0, 2**31 - 1), error=st.integers(-1, 120),
     high_watermark=st.integers(-1, 2**62), last_stable=st.integers(-1, 2**62), log_start=st.integers(-1, 2**62),
     aborted=st.one_of(st.none(), st.lists(st.tuples(st.integers(0, 2**62), st.integers(0, 2**62)), max_size=3)),
-    records=st.binary(max_size=300))
+    # small (copied into the answer), around the copy limit, and past two-byte lengths (pieces of their own)
+    records=st.one_of(st.binary(max_size=300), st.binary(min_size=2040, max_size=2060),
+                      st.builds(lambda n: b"r" * n, st.integers(16_300, 16_500))))
 topics = st.lists(st.tuples(st.text(min_size=1, max_size=20), st.uuids(), st.lists(reads, min_size=1, max_size=3)),
                   max_size=3)
 
@@ -42,6 +44,12 @@ topics = st.lists(st.tuples(st.text(min_size=1, max_size=20), st.uuids(), st.lis
 def test_fast_fetch_encoding_matches_the_codec(version, topic_list, session_id, error):
     raw = encode_fetch(version, topic_list, session_id, error)
     body = b"".join(bytes(c) for c in raw.body)
+    # Large record sets are pieces of the answer as given (never copied); small ones are copied in.
+    pieces = {id(c) for c in raw.body}
+    for _name, _id, rs in topic_list:
+        for r in rs:
+            if len(r.records) >= 2:  # (b"" and one-byte bytes are shared objects)
+                assert (id(r.records) in pieces) == (len(r.records) >= 2048)
     decoded = codec.response_class(codec.ApiKey.Fetch).decode(body, version=version)
     if version >= 7:
         assert (decoded.error_code, decoded.session_id) == (error, session_id)
