@@ -151,6 +151,9 @@ def _select(reads: list[_Read], session, incremental: bool) -> list[_Read]:
 
 
 def _encode(ctx, version: int, reads: list[_Read], session_id: int, error: int = 0):
+    if len(reads) == 1:  # one partition: nothing to group
+        r = reads[0]
+        return encode_fetch(version, [(r.topic, r.topic_id, reads)], session_id, error, ctx.throttle_ms or 0)
     by_topic: dict[object, tuple] = {}
     for r in reads:
         key = r.topic if r.topic is not None else r.topic_id
