@@ -7,7 +7,7 @@ import time
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.faults.harness import read_to_end, values
+from tests.faults.harness import read_to_end, scaled, values
 
 
 def _read_all(bootstrap: str, topic: str, partitions: int) -> dict[int, list[bytes]]:
@@ -46,7 +46,8 @@ def test_acked_records_survive_kill_9_exactly_once_in_order(broker_process):
     t = threading.Thread(target=produce, daemon=True)
     t.start()
     deadline = time.monotonic() + 20
-    while sum(map(len, acked.values())) < 20_000 and time.monotonic() < deadline:
+    target = scaled(5_000, 20_000)   # acknowledged records before the kill (make soak: 20,000)
+    while sum(map(len, acked.values())) < target and time.monotonic() < deadline:
         time.sleep(0.05)
     proc.kill()
     stop.set()
