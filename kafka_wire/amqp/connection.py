@@ -91,6 +91,7 @@ class LinkHandler:
     # The largest message the link takes (None: the namespace's publication limit);
     # the connection refuses a larger one as its frames arrive, before a handler sees it.
     max_message_bytes: int | None = None
+    token_timer = None  # the check of the token that authorized the link (watch_token)
 
     def detach(self, condition: str, description: str) -> None:
         """End the link with an error, as the service does (a stolen partition,
@@ -137,6 +138,8 @@ class AmqpConnection(asyncio.Protocol):
         self._write_paused = False
         self._in_pump = False
         self.handlers: set[LinkHandler] = set()
+        # Receivers holding deliveries to settle once proton has written them (consume.py)
+        self.settling: set = set()
         # What proton holds for the peer until we free it: sessions with their links.
         self.sessions: dict[object, set] = {}
         self.links: set = set()
@@ -289,11 +292,17 @@ class AmqpConnection(asyncio.Protocol):
             self._auth_deadline.cancel()
             self._auth_deadline = None
         for handler in list(self.handlers):
+            # The link holds its handler in proton's record, out of the cycle collector's
+            # sight, and the handler holds the link: a cycle that kept the connection's
+            # proton objects (every delivery it sent) alive after it closed.
+            handler.link.kw_node = None
+            _cancel_token_timer(handler)  # it holds the handler (and so proton's objects) until it fires
             try:
                 handler.on_close()
             except Exception:
                 log.exception("closing a link of %s", self.peer)
         self.handlers.clear()
+        self.settling.clear()
         self.sessions.clear()
         self.links.clear()
         self._partial.clear()
@@ -374,6 +383,8 @@ class AmqpConnection(asyncio.Protocol):
             return
         while True:
             pending = engine.pending()
+            if self.settling and self._settle_sent():
+                pending = engine.pending()  # with the disposition of what was settled
             if pending < 0:  # everything sent and the connection closed
                 if self.transport is not None and not self._closed:
                     self._closed = True
@@ -393,6 +404,13 @@ class AmqpConnection(asyncio.Protocol):
             engine.pop(pending)
             self._write_parts(self.padder.feed_parts(chunk))
         self._schedule_tick()
+
+    def _settle_sent(self) -> bool:
+        """Let each receiver settle the deliveries proton has just written."""
+        settled = False
+        for handler in list(self.settling):  # each leaves the set once it holds none
+            settled = handler.settle_sent() or settled
+        return settled
 
     def _schedule_tick(self) -> None:
         if self.engine is None or self._closed:
@@ -596,6 +614,7 @@ class AmqpConnection(asyncio.Protocol):
         handler = getattr(link, "kw_node", None)
         if handler is not None:
             link.kw_node = None
+            _cancel_token_timer(handler)
             self.handlers.discard(handler)
             handler.on_close()
 
@@ -755,7 +774,7 @@ class AmqpConnection(asyncio.Protocol):
             else:
                 self.watch_token(handler, link, hub, right)
 
-        clock.call_later(max(delay, 0), check)
+        handler.token_timer = clock.call_later(max(delay, 0), check)
 
     def principal_for(self, hub: str, right: str) -> tuple[Principal | None, str | None]:
         """(principal, None) when this connection may exercise ``right`` on ``hub``,
@@ -776,6 +795,12 @@ class AmqpConnection(asyncio.Protocol):
                           f"has OAuth, a JWT) on $cbs first")
         held = "; ".join(str(p) for p in candidates)
         return None, f"{right} on event hub {hub!r} is not granted by the tokens of this connection ({held})"
+
+
+def _cancel_token_timer(handler: LinkHandler) -> None:
+    timer, handler.token_timer = handler.token_timer, None
+    if timer is not None:
+        timer.cancel()
 
 
 def refuse(link, condition: str, description: str) -> None:

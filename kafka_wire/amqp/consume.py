@@ -17,8 +17,9 @@ import logging
 import re
 from typing import TYPE_CHECKING
 
+from cproton import lib as _pn
 from cproton import pn_delivery, pn_delivery_settle, pn_link_advance, pn_link_credit, pn_link_send
-from proton import Link, symbol
+from proton import Delivery, Link, symbol
 
 from kafka_wire.amqp.connection import (INTERNAL, INVALID_FIELD, NOT_ALLOWED, NOT_FOUND, UNAUTHORIZED,
                                        LinkHandler, refuse)
@@ -182,6 +183,10 @@ def start_offset(plog, selector: str | None) -> int:
     return min(max(plog.offset_for_append_time(number, inclusive), start), end)
 
 
+_ACCEPTED = int(Delivery.ACCEPTED)
+# A receiver streaming a backlog settles what it sent at least this often (see settle_sent)
+SETTLE_EVERY = 65536           # deliveries
+SETTLE_EVERY_BYTES = 64 << 20  # bytes of events
 _RECEIVE_FAULTS = ("detach-receiver", "link-stolen", "connection-forced", "withhold-flow")
 
 
@@ -197,6 +202,11 @@ class ConsumeLink(LinkHandler):
         self._waiting = None
         self._tags = 0
         self._backlog: list[bytes] = []   # encoded events read but not yet sent (credit ran out)
+        # Deliveries sent unsettled, in order, until we settle them (see settle_sent): raw
+        # pointers, valid while the link is (dropped in on_close); the first one's tag number.
+        self._sent: list = []
+        self._sent_tag = 1
+        self._sent_bytes = 0
         self._withheld = False  # an injected withhold-flow holds the events until it ends
         self.runtime_metric = RUNTIME_METRIC in conn.desired_capabilities(link.name)
         open_link(link)
@@ -209,6 +219,9 @@ class ConsumeLink(LinkHandler):
         if self.closed:
             return
         self.closed = True
+        self._sent = []
+        self._sent_bytes = 0
+        self.conn.settling.discard(self)
         self._stop_waiting()
         readers = self.conn.server.readers.get(self.key)
         if readers is not None:
@@ -234,6 +247,7 @@ class ConsumeLink(LinkHandler):
         # was a third of the receive path's time.
         impl = link._impl
         settled = link.snd_settle_mode == Link.SND_SETTLED
+        sent = self._sent
         while pn_link_credit(impl) > 0 and conn.writable and not self.closed:
             if not self._backlog and not self._read():
                 break
@@ -244,10 +258,53 @@ class ConsumeLink(LinkHandler):
             while backlog and pn_link_credit(impl) > 0:
                 self._tags += 1
                 delivery = pn_delivery(impl, str(self._tags).encode())
-                pn_link_send(impl, backlog.pop())
+                event = backlog.pop()
+                pn_link_send(impl, event)
                 pn_link_advance(impl)
                 if settled:
                     pn_delivery_settle(delivery)
+                else:
+                    sent.append(delivery)
+                    self._sent_bytes += len(event)
+        if sent and (self._waiting is not None or len(sent) >= SETTLE_EVERY
+                     or self._sent_bytes >= SETTLE_EVERY_BYTES):
+            conn.settling.add(self)  # settled in the connection's flush, once written
+
+    def settle_sent(self) -> bool:
+        """Settle, on our side, the deliveries whose transfer proton has written (the
+        connection calls this after each ``pending`` while the link is in its
+        ``settling``); True when it settled any.
+
+        The SDKs attach in receive-settle-mode first and the Python SDK (pyamqp) never
+        sends a disposition for what it receives, so a delivery left unsettled stays in
+        proton with its buffer: about 3 KB of the broker's memory per 1 KiB event, for
+        as long as the link lives. Settling frees it to proton's pool, but proton then
+        tells the client in a disposition frame, and pyamqp reads frames in batches of
+        its prefetch count and grants credit only when its credit is used up: one frame
+        more than the transfers of a credit window leaves it waiting on its socket
+        timeout (0.2 s) before its next flow. So a link settles when it has sent all it
+        has (read to the partition's end, where the client waits anyway), or at least
+        every :data:`SETTLE_EVERY` deliveries or :data:`SETTLE_EVERY_BYTES` (one such
+        wait per that many). Never before the transfer is written: it would go out
+        pre-settled, against the snd-settle-mode unsettled the client asked for.
+        Settled as accepted: proton folds consecutive accepted settlements into one
+        disposition (a range of ids), and writes one per delivery without an outcome."""
+        sent = self._sent
+        pending, update, settle = _pn.pn_delivery_pending, _pn.pn_delivery_update, _pn.pn_delivery_settle
+        n = 0
+        for delivery in sent:
+            if pending(delivery):  # its transfer is not (all) written yet; nor those after it
+                break
+            update(delivery, _ACCEPTED)
+            settle(delivery)
+            n += 1
+        if n:
+            del sent[:n]
+            self._sent_tag += n
+        if not sent:
+            self._sent_bytes = 0
+            self.conn.settling.discard(self)
+        return n > 0
 
     def _injected(self, plan) -> bool:
         """True when an injected fault ended the link (or its connection) instead of
@@ -277,6 +334,8 @@ class ConsumeLink(LinkHandler):
 
     def on_delivery(self, delivery) -> None:
         if delivery.updated:  # the client accepted (or released) an event: done with it
+            if self._sent and int(delivery.tag) >= self._sent_tag:
+                return  # still in _sent: settle_sent settles it (settling it twice would not do)
             delivery.settle()
 
     def _read(self) -> bool:

@@ -1,0 +1,82 @@
+"""What a receiver's events cost the broker's memory: the Python SDK never settles
+what it receives, so the broker settles each delivery itself once the link has sent
+all it has (proton kept every one, with its buffer, for the link's life), and a
+closed connection's proton objects are freed (the check of the token that authorized
+a link held them until the token expired)."""
+from __future__ import annotations
+
+import gc
+import threading
+import weakref
+
+from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
+from cproton import lib as pn
+
+from kafka_wire.testing import EmulatedBroker
+
+from .conftest import sdk_cs, wait_for
+
+EVENTS = 600
+
+
+def _receiving(broker, hub: str, count: int):
+    """An SDK consumer of partition 0 from its start, on a thread; (client, got, thread)."""
+    client = EventHubConsumerClient.from_connection_string(sdk_cs(broker), consumer_group="$Default",
+                                                           eventhub_name=hub)
+    got: list = []
+    thread = threading.Thread(target=client.receive_batch, kwargs=dict(
+        on_event_batch=lambda ctx, events: got.extend(events), partition_id="0",
+        starting_position="-1", prefetch=100, max_batch_size=50), daemon=True)
+    thread.start()
+    return client, got, thread
+
+
+def _readers(broker) -> list:
+    """The broker's receive links (ConsumeLink handlers), read on its loop."""
+    return broker.call(lambda: [h for hs in broker.broker.amqp_server.readers.values() for h in hs])
+
+
+def test_a_receiver_that_read_all_holds_no_unsettled_deliveries(tmp_path):
+    with EmulatedBroker(tmp_path / "data", amqp=True) as broker:
+        broker.create_hub("hub", 1)
+        with EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name="hub") as p:
+            for start in range(0, EVENTS, 200):
+                p.send_batch([EventData(b"x" * 1024) for _ in range(200)], partition_id="0")
+        client, got, thread = _receiving(broker, "hub", EVENTS)
+        try:
+            assert wait_for(lambda: len(got) >= EVENTS, timeout=30), f"{len(got)} of {EVENTS} received"
+            [reader] = _readers(broker)
+            # the link is read to its end and waits: every delivery it sent is settled
+            assert wait_for(lambda: broker.call(lambda: pn.pn_link_unsettled(reader.link._impl)) == 0,
+                            timeout=10), broker.call(lambda: pn.pn_link_unsettled(reader.link._impl))
+            assert [e.sequence_number for e in got] == list(range(EVENTS))
+            # and events appended later still arrive, in order, after the settlement
+            with EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name="hub") as p:
+                p.send_batch([EventData(b"late %d" % i) for i in range(5)], partition_id="0")
+            assert wait_for(lambda: len(got) >= EVENTS + 5, timeout=30)
+            assert [e.sequence_number for e in got] == list(range(EVENTS + 5))
+            assert [e.body_as_str() for e in got[EVENTS:]] == [f"late {i}" for i in range(5)]
+        finally:
+            client.close()
+            thread.join(30)
+
+
+def test_a_closed_receivers_connection_is_freed(tmp_path):
+    with EmulatedBroker(tmp_path / "data", amqp=True) as broker:
+        broker.create_hub("hub", 1)
+        with EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name="hub") as p:
+            p.send_batch([EventData(b"event") for _ in range(10)], partition_id="0")
+        client, got, thread = _receiving(broker, "hub", 10)
+        try:
+            assert wait_for(lambda: len(got) >= 10, timeout=30)
+            [reader] = _readers(broker)
+            assert reader.token_timer is not None  # the SDK signed in with an expiring SAS token
+            conn = weakref.ref(reader.conn)
+            del reader
+        finally:
+            client.close()
+            thread.join(30)
+        assert wait_for(lambda: not _readers(broker), timeout=10)
+        # nothing (the token check's timer included) holds the closed connection
+        assert wait_for(lambda: gc.collect() is not None and conn() is None, timeout=10), \
+            gc.get_referrers(conn())
