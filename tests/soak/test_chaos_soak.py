@@ -6,7 +6,7 @@ hub at once. The history checker (kafka_wire/testing/history.py) then holds ever
 acknowledged event to "read exactly once per consumer group, in order per partition".
 
 Counts (acknowledged, read, lost, duplicated, faults fired by kind) go to
-test-artifacts/chaos-soak.json and are printed. `make test` runs a short soak (about a
+test-artifacts/chaos-soak.json and are printed. `make test` runs a short soak (about half a
 minute); `make soak` (KAFKA_WIRE_SOAK=1) a long one (minutes, bounded). The seed is
 $KAFKA_WIRE_SEED, else 28.
 """
@@ -38,7 +38,7 @@ SEED = int(os.environ.get("KAFKA_WIRE_SEED", "28"))
 HUB = "chaos"
 PARTITIONS = 3
 # (Kafka events, Python SDK events, JS SDK events, seconds the producers may take)
-SIZE = (20_000, 6_000, 3_000, 420) if SOAK else (2_000, 600, 400, 50)
+SIZE = (20_000, 6_000, 3_000, 420) if SOAK else (2_000, 600, 400, 30)
 DRAIN_S = 90 if SOAK else 45   # after the producers: for the consumers to read everything
 
 
