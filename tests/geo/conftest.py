@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from kafka_wire.log.batch import parse_header
 from kafka_wire.testing import EmulatedBroker
 
 NAMESPACE = "geonamespace1"
@@ -37,19 +40,39 @@ def geo(broker: EmulatedBroker):
     return broker.broker.services.namespaces[NAMESPACE].geo
 
 
+def log_bytes(logs, hub: str, partition: int) -> bytes:
+    """The bytes of every batch a LogManager holds for one partition, in order."""
+    plog = logs.get_log(hub, partition)
+    out, at = [], plog.log_start_offset
+    while at < plog.log_end_offset:
+        batches = plog.stored_batches(at, 1 << 20)
+        if not batches:
+            break
+        for _pos, _ms, view in batches:
+            out.append(bytes(view))
+        at = parse_header(out[-1]).last_offset + 1
+    return b"".join(out)
+
+
 def stored(broker: EmulatedBroker, location: str, hub: str = "orders", partition: int = 0) -> bytes:
     """The bytes of every batch a region holds for one partition (on the broker's loop)."""
-    def read() -> bytes:
-        g = geo(broker)
-        plog = g._stores[location].logs.get_log(hub, partition)
-        out, at = [], plog.log_start_offset
-        while at < plog.log_end_offset:
-            batches = plog.stored_batches(at, 1 << 20)
-            if not batches:
-                break
-            for _pos, _ms, view in batches:
-                out.append(bytes(view))
-            from kafka_wire.log.batch import parse_header
-            at = parse_header(out[-1]).last_offset + 1
-        return b"".join(out)
-    return broker.call(read)
+    return broker.call(lambda: log_bytes(geo(broker)._stores[location].logs, hub, partition))
+
+
+@pytest.fixture
+def offset_refusals(monkeypatch) -> list[str]:
+    """The broker's invalid-offset refusals as they happen (georeplication.start_offset
+    raising InvalidOffset): the SDKs retry a refused attach quietly, so a test counts here."""
+    from kafka_wire.amqp import georeplication
+
+    refusals: list[str] = []
+    checked = georeplication.start_offset
+
+    def counting(*args):
+        try:
+            return checked(*args)
+        except georeplication.InvalidOffset as exc:
+            refusals.append(str(exc))
+            raise
+    monkeypatch.setattr(georeplication, "start_offset", counting)
+    return refusals

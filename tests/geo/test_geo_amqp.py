@@ -16,7 +16,7 @@ from azure.eventhub._pyamqp.authentication import SASTokenAuth
 from azure.eventhub._pyamqp.error import RetryPolicy
 
 from kafka_wire.testing import EmulatedBroker
-from tests.geo.conftest import NAMESPACE, geo, geo_broker
+from tests.geo.conftest import geo, geo_broker
 
 CAP = b"com.microsoft:georeplication"
 INVALID = "com.microsoft:georeplication:invalid-offset"
@@ -265,22 +265,11 @@ def test_a_geo_offset_needs_listen_rights_first(geob):
     assert "unauthorized" in str(err).lower() or "401" in str(err), err
 
 
-def test_a_receiver_past_a_forced_promotions_cut_is_detached_not_rewound(geob, monkeypatch):
+def test_a_receiver_past_a_forced_promotions_cut_is_detached_not_rewound(geob, offset_refusals):
     """A receiver that read events the new primary lacks: its link is detached (not
     sent the partition again from the start, as a rewind on the shorter log did), and
     the SDK's re-attach from its own last offset is refused, again and again."""
-    from kafka_wire.amqp import georeplication
-
-    refused: list[str] = []
-    checked = georeplication.start_offset
-
-    def counting(*args):
-        try:
-            return checked(*args)
-        except georeplication.InvalidOffset as exc:
-            refused.append(str(exc))
-            raise
-    monkeypatch.setattr(georeplication, "start_offset", counting)
+    refused = offset_refusals
     g = geo(geob)
     send(geob, ["k0", "k1", "k2"])
     client = EventHubConsumerClient.from_connection_string(sdk_cs(geob), consumer_group="$Default",

@@ -23,7 +23,6 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import pytest
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
 from azure.eventhub.extensions.checkpointstoreblob import BlobCheckpointStore
 from azure.storage.blob import BlobServiceClient
@@ -173,19 +172,8 @@ def caught_up(b, location: str) -> bool:
     return b.call(lambda: geo(b).replica(location).lag_events) == 0
 
 
-def test_python_sdk_through_planned_and_forced_promotion(tmp_path, azurite, monkeypatch):
-    from kafka_wire.amqp import georeplication
-
-    refusals: list[str] = []   # the broker's invalid-offset refusals (the SDK retries quietly)
-    checked = georeplication.start_offset
-
-    def counting(*args):
-        try:
-            return checked(*args)
-        except georeplication.InvalidOffset as exc:
-            refusals.append(str(exc))
-            raise
-    monkeypatch.setattr(georeplication, "start_offset", counting)
+def test_python_sdk_through_planned_and_forced_promotion(tmp_path, azurite, offset_refusals):
+    refusals = offset_refusals   # the broker's invalid-offset refusals (the SDK retries quietly)
     container = BlobServiceClient.from_connection_string(azurite).create_container("geo-ckpt")
     store = BlobCheckpointStore.from_connection_string(azurite, "geo-ckpt")
     figures: dict = {}

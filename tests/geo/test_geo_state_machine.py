@@ -33,22 +33,14 @@ from kafka_wire.log.manager import LogManager
 from kafka_wire.log.records import read_events
 from kafka_wire.replication import attach
 from kafka_wire.topics import TopicManager
+from tests.geo.conftest import log_bytes
 
 LOCATIONS = ("westus", "eastus", "northeurope")
 PARTITIONS = 2
 
 
 def region_bytes(logs: LogManager, partition: int) -> bytes:
-    plog = logs.get_log("orders", partition)
-    out, at = [], plog.log_start_offset
-    while at < plog.log_end_offset:
-        batches = plog.stored_batches(at, 1 << 20)
-        if not batches:
-            break
-        for _pos, _ms, view in batches:
-            out.append(bytes(view))
-        at = next(h for _p, h in iter_batches(out[-1])).last_offset + 1
-    return b"".join(out)
+    return log_bytes(logs, "orders", partition)
 
 
 def values(logs: LogManager, partition: int) -> list[bytes]:
