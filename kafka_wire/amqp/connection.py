@@ -20,7 +20,10 @@ import itertools
 import logging
 from typing import TYPE_CHECKING
 
-from proton import Collector, Condition, Connection, Event, Terminus, Transport, symbol
+from cproton import ffi as _ffi
+from cproton import lib as _pn
+from proton import (Collector, Condition, Connection, Delivery, Event, EventType, Link, Session, Terminus,
+                    Transport, symbol)
 
 from kafka_wire.amqp import addresses, websocket
 from kafka_wire.amqp.frames import FramePadder, InputFrames
@@ -81,6 +84,38 @@ CONDITIONS: dict[Refusal, str] = {
 def condition_for(denial: Denial) -> Condition:
     """A refusal of the namespace as the AMQP error Event Hubs sends."""
     return Condition(CONDITIONS[denial.reason], denial.message)
+
+
+class _Event:
+    """A proton event as :meth:`AmqpConnection._dispatch` reads it. Proton's own
+    :class:`~proton.Event` wraps the event's delivery, link, session and connection
+    when it is made, a third of the send path's broker time (one event per transfer
+    frame); these are wrapped when asked for."""
+    __slots__ = ("_impl", "type")
+
+    def __init__(self, impl) -> None:
+        self._impl = impl
+        self.type = EventType.TYPES[_pn.pn_event_type(impl)]
+
+    @property
+    def delivery(self):
+        return Delivery.wrap(_pn.pn_event_delivery(self._impl))
+
+    @property
+    def link(self):
+        return Link.wrap(_pn.pn_event_link(self._impl))
+
+    @property
+    def session(self):
+        return Session.wrap(_pn.pn_event_session(self._impl))
+
+    @property
+    def connection(self):
+        return Connection.wrap(_pn.pn_event_connection(self._impl))
+
+    @property
+    def transport(self):  # only for a transport error: proton's event, as it reads it
+        return Event.wrap(self._impl).transport
 
 
 class LinkHandler:
@@ -362,17 +397,20 @@ class AmqpConnection(asyncio.Protocol):
             return
         self._in_pump = True
         try:
-            collector = self.collector
+            collector = self.collector._impl
+            peek, pop = _pn.pn_collector_peek, _pn.pn_collector_pop
+            null = _ffi.NULL
             while True:
-                event = collector.peek()
-                if event is None:
+                impl = peek(collector)
+                if impl == null:
                     break
+                event = _Event(impl)
                 try:
                     self._dispatch(event)
                 except Exception:
                     log.exception("AMQP connection %s: error handling %s", self.peer, event.type)
                     self._fail(INTERNAL, "the broker failed to handle a frame; see its log")
-                collector.pop()
+                pop(collector)
             self._flush()
         finally:
             self._in_pump = False
@@ -400,7 +438,10 @@ class AmqpConnection(asyncio.Protocol):
                     self._closed = True
                     return
                 break
-            chunk = engine.peek(pending)
+            # Into a buffer of our own (Transport.peek copies it twice more)
+            chunk = bytearray(pending)
+            if _pn.pn_transport_peek(engine._impl, _ffi.from_buffer(chunk), pending) < 0:
+                break
             engine.pop(pending)
             self._write_parts(self.padder.feed_parts(chunk))
         self._schedule_tick()
@@ -419,8 +460,11 @@ class AmqpConnection(asyncio.Protocol):
         if self._idle_expired(self.services.clock.now_ms()):
             return
         deadline = self.engine.tick(loop.time())
-        if self._tick is not None:
-            self._tick.cancel()
+        timer = self._tick
+        if timer is not None:
+            if deadline and timer.when() <= deadline:
+                return  # it fires first, ticks and schedules again: not replaced on every flush
+            timer.cancel()
             self._tick = None
         if deadline:
             self._tick = loop.call_at(deadline, self._on_tick)
@@ -504,8 +548,9 @@ class AmqpConnection(asyncio.Protocol):
                 handler.on_flow()
         elif kind == Event.DELIVERY:
             delivery = event.delivery
-            handler = getattr(delivery.link, "kw_node", None)
-            if delivery.link.is_receiver and not self._admit_transfer(delivery, handler):
+            link = delivery.link
+            handler = getattr(link, "kw_node", None)
+            if link.is_receiver and not self._admit_transfer(delivery, handler):
                 return
             if handler is not None:
                 handler.on_delivery(delivery)

@@ -35,7 +35,9 @@ class FramePadder:
     def feed_parts(self, data) -> list:
         """:meth:`feed`'s output as pieces for ``writelines``: megabytes of transfers
         are not joined into one new buffer first."""
-        buf = self._carry + bytes(data) if self._carry else bytes(data)
+        if not isinstance(data, (bytes, bytearray)):
+            data = bytes(data)
+        buf = self._carry + data if self._carry else data  # (not copied: only read, and views of)
         self._carry = b""
         out: list = []
         pos, end = 0, len(buf)
