@@ -212,6 +212,57 @@ def commit_read(consumer, topic: str, msgs) -> list | None:
         return None
 
 
+
+class AckedWriter:
+    """A producer thread writing ``rec-N`` round-robin to ``partitions`` of ``topic`` until
+    stopped (bounded: 2,000,000 records), with no retries: a record whose acknowledgement
+    was lost must not be written twice. ``acked[p]`` gets each value the broker
+    acknowledged on partition p, in order (a dict given in keeps what it held)."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: list[int],
+                 acked: dict[int, list[bytes]] | None = None) -> None:
+        self.topic, self.partitions = topic, list(partitions)
+        self.acked = acked if acked is not None else {p: [] for p in self.partitions}
+        self.lock = threading.Lock()
+        self._stop = threading.Event()
+        self._producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 2,
+                                   "message.send.max.retries": 0, "enable.idempotence": False,
+                                   "message.timeout.ms": 5000})
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        def cb(err, msg):
+            if err is None:
+                with self.lock:
+                    self.acked[msg.partition()].append(msg.value())
+        i = 0
+        while not self._stop.is_set() and i < 2_000_000:
+            try:
+                self._producer.produce(self.topic, b"rec-%08d" % i,
+                                       partition=self.partitions[i % len(self.partitions)], on_delivery=cb)
+                i += 1
+            except BufferError:
+                self._producer.poll(0.01)
+            self._producer.poll(0)
+        self._producer.flush(10)
+
+    def written(self) -> int:
+        """Acknowledged values on the partitions it writes (those given in included)."""
+        with self.lock:
+            return sum(len(self.acked[p]) for p in self.partitions)
+
+    def wait_for(self, count: int, timeout: float) -> None:
+        """Until ``written()`` reaches count or timeout s pass (the caller checks which)."""
+        deadline = time.monotonic() + timeout
+        while self.written() < count and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+
 def contoso_broker(directory: Path) -> EmulatedBroker:
     """Namespace contoso (tests/eventhubs/data/multi.toml: SAS policies, hubs orders and
     payments) over Kafka, AMQP and HTTP, data under ``directory``: the broker the fault

@@ -6,11 +6,12 @@ clean-shutdown marker until they are used."""
 from __future__ import annotations
 
 import re
-import threading
 import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.faults.harness import AckedWriter
 
 PARTITIONS = 600
 WRITTEN = range(0, 200)  # written when the broker is killed
@@ -81,42 +82,11 @@ def test_kill_9_with_600_partitions_recovers_each_on_first_use_and_keeps_every_a
     for part in WRITTEN:
         acked[part].append(b"second-%d" % part)
     del p
-    lock = threading.Lock()
-    stop = threading.Event()
-
-    def produce() -> None:
-        # No retries: a record whose acknowledgement was lost must not be written twice.
-        prod = Producer({"bootstrap.servers": proc.bootstrap_servers, "acks": "all", "linger.ms": 2,
-                         "message.send.max.retries": 0, "enable.idempotence": False,
-                         "message.timeout.ms": 5000})
-
-        def cb(err, msg):
-            if err is None:
-                with lock:
-                    acked[msg.partition()].append(msg.value())
-
-        i = 0
-        while not stop.is_set() and i < 2_000_000:  # bounded
-            try:
-                prod.produce(topic, b"rec-%08d" % i, partition=WRITTEN[i % len(WRITTEN)], on_delivery=cb)
-                i += 1
-            except BufferError:
-                prod.poll(0.01)
-            prod.poll(0)
-        prod.flush(10)
-
-    t = threading.Thread(target=produce, daemon=True)
-    t.start()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with lock:
-            if sum(len(acked[part]) for part in WRITTEN) >= 22 * len(WRITTEN):
-                break
-        time.sleep(0.05)
+    writer = AckedWriter(proc.bootstrap_servers, topic, WRITTEN, acked)
+    writer.wait_for(22 * len(WRITTEN), 30)
     proc.kill()  # records in flight: some acknowledged, some not
-    stop.set()
-    t.join(30)
-    assert sum(len(acked[part]) for part in WRITTEN) >= 7 * len(WRITTEN), "too little written before the kill"
+    writer.stop()
+    assert writer.written() >= 7 * len(WRITTEN), "too little written before the kill"
     # Those written since the start were opened, which took their marker: unclean now.
     unclean = [part for part in range(PARTITIONS) if not marker(proc.data_dir, topic, part)]
     assert set(WRITTEN) <= set(unclean)
