@@ -1,5 +1,5 @@
 """Pieces of the management-session tests (test_geo_dr, test_geo_management,
-test_geo_console): a broker with TLS, HTTP and AMQP on an inline TOML config, an
+test_geo_console; wait_for also test_geo_sdk_failover): a broker with TLS, HTTP and AMQP on an inline TOML config, an
 azure-mgmt-eventhub client as the subscription's owner, a Kafka producer and
 reader of hub ``orders``, and a wait on a condition."""
 from __future__ import annotations
@@ -56,12 +56,13 @@ def kafka_read(broker, password: str, partition: int = 0, group: str = "geo-read
         c.close()
 
 
-def wait_for(predicate, timeout: float = 15.0):
-    """predicate's first true value, polled every 50 ms; AssertionError after timeout s."""
+def wait_for(predicate, what: str = "", timeout: float = 30.0):
+    """predicate's first true value, polled every 50 ms; AssertionError naming ``what``
+    after timeout s."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
         time.sleep(0.05)
-    raise AssertionError(f"not true within {timeout} s: {predicate}")
+    raise AssertionError(f"timed out ({timeout} s) waiting for {what or predicate}")

@@ -30,6 +30,7 @@ from azure.storage.blob import BlobServiceClient
 from tests.conftest import JS, node_with
 from tests.faults.harness import scaled
 from tests.geo.conftest import geo, geo_broker
+from tests.geo.management import wait_for
 
 INVALID = "com.microsoft:georeplication:invalid-offset"
 PARTITIONS = ("0", "1")
@@ -43,16 +44,6 @@ def record(name: str, figures: dict) -> None:
     data = json.loads(ARTIFACT.read_text()) if ARTIFACT.exists() else {}
     data[name] = figures
     ARTIFACT.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
-
-
-def wait_for(predicate, what: str, timeout: float = 30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Producer:
