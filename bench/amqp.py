@@ -78,8 +78,16 @@ class Broker(BrokerProc):
         return out
 
     def threads(self) -> int:
+        return self._status("Threads:")
+
+    def heap_mb(self) -> float:
+        """The broker's anonymous resident memory now, MB (its heap: the log files it maps,
+        which readers touch, are resident too but the kernel's to drop)."""
+        return self._status("RssAnon:") / 1024
+
+    def _status(self, field: str) -> int:
         for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
-            if line.startswith("Threads:"):
+            if line.startswith(field):
                 return int(line.split()[1])
         return 0
 
@@ -337,6 +345,9 @@ def run_round(b: Broker, i: int, count: int, size: int, partitions: int) -> dict
     create_hub(b.bootstrap, kafka_hub, partitions)
     out["amqp_send"] = amqp_send(b, amqp_hub, count, size, partitions)
     out["amqp_receive"] = amqp_receive(b, amqp_hub, count, size, partitions)
+    # After the receiver's connection closed: what the broker still holds for it shows as growth
+    # from round to round (each round reads a new hub on a new connection).
+    out["amqp_receive"]["broker_heap_mb_after"] = b.heap_mb()
     out["kafka_produce"] = kafka_produce(b, kafka_hub, count, size, partitions)
     out["kafka_consume"] = kafka_consume(b, kafka_hub, count, size, partitions)
     s, r = out["amqp_send"], out["amqp_receive"]
@@ -439,6 +450,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label:44}{format(m, fmt):>10}{format(min(vals), fmt) + '-' + format(max(vals), fmt):>16}"
               f"{'<= ' + format(limit, fmt):>10}  {verdict}")
 
+    print("\nbroker anonymous RSS after each round's AMQP receive (MB): "
+          + ", ".join(f"{r['amqp_receive']['broker_heap_mb_after']:.0f}" for r in rounds))
     verified = {path: all(r["verified"][path] for r in rounds) for path in ("amqp", "kafka")}
     print("\nacknowledged == read back (per partition, sequence numbers 0..n-1 in order):", verified)
     if not args.no_json:
