@@ -64,8 +64,9 @@ def client_cpu_s() -> float:
 
 @dataclass
 class Broker(BrokerProc):
-    """bench.run's broker process (its CPU in ticks, stop), with the AMQP port."""
+    """bench.run's broker process (its CPU in ticks, stop), with the AMQP or HTTP port."""
     amqp_port: int = 0
+    http_port: int = 0
 
     def cpu_ns_by_thread(self) -> dict[int, int]:
         """Nanoseconds each thread has run (the scheduler's own sum, exact)."""
@@ -111,17 +112,20 @@ def _wait_listening(proc: subprocess.Popen, port: int, log: Path, timeout: float
     raise RuntimeError(f"broker did not listen on {port} within {timeout} s")
 
 
-def start_broker(work: Path) -> Broker:
-    port, amqp_port = free_port(), free_port()
+def start_broker(work: Path, second: str = "amqp") -> Broker:
+    """``kafka-wire serve`` with Kafka and one more front end, ``second`` ("amqp" or
+    "http", the other off), both listening; its port is ``amqp_port`` or ``http_port``."""
+    port, other = free_port(), free_port()
+    off = {"amqp": "--no-http", "http": "--no-amqp"}[second]
     log = work / "broker.log"
     proc = subprocess.Popen([sys.executable, "-m", "kafka_wire.cli", "--log-level", "WARNING", "serve",
                              "--data-dir", str(work / "data"), "--listen", f"127.0.0.1:{port}",
-                             "--amqp-listen", f"127.0.0.1:{amqp_port}", "--no-http"],
+                             f"--{second}-listen", f"127.0.0.1:{other}", off],
                             stdout=open(log, "wb"), stderr=subprocess.STDOUT, cwd=ROOT)
-    b = Broker("kafka-wire", proc, f"127.0.0.1:{port}", work, amqp_port=amqp_port)
+    b = Broker("kafka-wire", proc, f"127.0.0.1:{port}", work, **{f"{second}_port": other})
     try:
         _wait_listening(proc, port, log)
-        _wait_listening(proc, amqp_port, log)
+        _wait_listening(proc, other, log)
     except BaseException:
         b.stop()
         raise

@@ -14,7 +14,6 @@ import argparse
 import http.client
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -22,31 +21,17 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, TopicPartition
 
-from bench.amqp import Broker, _wait_listening, create_hub
+from bench.amqp import Broker, create_hub, start_broker
 from bench.small_requests import produce_small
 from kafka_wire.eventhubs import sas
-from kafka_wire.testing.ports import free_port
 
-ROOT = Path(__file__).resolve().parent.parent
 BATCH_TYPE = "application/vnd.microsoft.servicebus.json"
 HOST = "localhost"  # a plain host name selects the default namespace
 
 
 def start(work: Path) -> tuple[Broker, int]:
-    port, http_port = free_port(), free_port()
-    log = work / "broker.log"
-    proc = subprocess.Popen([sys.executable, "-m", "kafka_wire.cli", "--log-level", "WARNING", "serve",
-                             "--data-dir", str(work / "data"), "--listen", f"127.0.0.1:{port}",
-                             "--http-listen", f"127.0.0.1:{http_port}", "--no-amqp"],
-                            stdout=open(log, "wb"), stderr=subprocess.STDOUT, cwd=ROOT)
-    b = Broker("kafka-wire", proc, f"127.0.0.1:{port}", work)
-    try:
-        _wait_listening(proc, port, log)
-        _wait_listening(proc, http_port, log)
-    except BaseException:
-        b.stop()
-        raise
-    return b, http_port
+    b = start_broker(work, "http")
+    return b, b.http_port
 
 
 def stored(bootstrap: str, hub: str) -> int:
