@@ -12,6 +12,7 @@ import weakref
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
 from cproton import lib as pn
 
+from kafka_wire.amqp import consume
 from kafka_wire.testing import EmulatedBroker
 
 from .conftest import sdk_cs, wait_for
@@ -80,3 +81,38 @@ def test_a_closed_receivers_connection_is_freed(tmp_path):
         # nothing (the token check's timer included) holds the closed connection
         assert wait_for(lambda: gc.collect() is not None and conn() is None, timeout=10), \
             gc.get_referrers(conn())
+
+
+def test_a_streaming_receiver_settles_at_its_cap(tmp_path, monkeypatch):
+    """A link sending a backlog it has not caught up with settles at least every
+    SETTLE_EVERY deliveries (here 50, so the cap is reached many times), and the
+    SDK still reads every event once and in order."""
+    monkeypatch.setattr(consume, "SETTLE_EVERY", 50)
+    streaming: list[int] = []  # unsettled deliveries at each settlement made while not waiting
+    settle_sent = consume.ConsumeLink.settle_sent
+
+    def recorded(self):
+        if self._waiting is None:
+            streaming.append(len(self._sent))
+        return settle_sent(self)
+
+    monkeypatch.setattr(consume.ConsumeLink, "settle_sent", recorded)
+    total = 2_000
+    with EmulatedBroker(tmp_path / "data", amqp=True) as broker:
+        broker.create_hub("hub", 1)
+        with EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name="hub") as p:
+            for _ in range(0, total, 250):
+                p.send_batch([EventData(b"y" * 256) for _ in range(250)], partition_id="0")
+        client, got, thread = _receiving(broker, "hub", total)
+        try:
+            assert wait_for(lambda: len(got) >= total, timeout=60), f"{len(got)} of {total} received"
+            assert [e.sequence_number for e in got] == list(range(total))
+            [reader] = _readers(broker)
+            assert wait_for(lambda: broker.call(lambda: pn.pn_link_unsettled(reader.link._impl)) == 0,
+                            timeout=10)
+        finally:
+            client.close()
+            thread.join(30)
+    # settled mid-stream at the cap, never holding more than the cap and one credit window
+    assert any(n >= 50 for n in streaming), streaming
+    assert max(streaming) <= 50 + 100, streaming
