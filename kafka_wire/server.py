@@ -410,7 +410,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         small pieces (pipelined Produce answers) are joined into one ``write``:
         uvloop's ``writelines`` pays per piece (100 pieces averaging 60 B: 7.5 us
         of CPU, joined and written 4.6), but a join of larger pieces costs more
-        than it saves (8 pieces, 60 KB: 5.5 us as they are, 41 joined), and a
+        than it saves (8 pieces totalling 60 KB: 5.5 us as they are, 41 joined), and a
         Fetch's mapped record batches must go uncopied."""
         out, self._out = self._out, []
         size, self._out_bytes = self._out_bytes, 0

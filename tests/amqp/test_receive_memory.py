@@ -32,6 +32,13 @@ def _receiving(broker, hub: str, count: int):
     return client, got, thread
 
 
+def _fill(broker, hub: str, total: int, body: bytes, per_batch: int) -> None:
+    """``total`` events of ``body`` in partition 0 of ``hub``, sent by the SDK in batches."""
+    with EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name=hub) as p:
+        for _ in range(0, total, per_batch):
+            p.send_batch([EventData(body) for _ in range(per_batch)], partition_id="0")
+
+
 def _readers(broker) -> list:
     """The broker's receive links (ConsumeLink handlers), read on its loop."""
     return broker.call(lambda: [h for hs in broker.broker.amqp_server.readers.values() for h in hs])
@@ -40,9 +47,7 @@ def _readers(broker) -> list:
 def test_a_receiver_that_read_all_holds_no_unsettled_deliveries(tmp_path):
     with EmulatedBroker(tmp_path / "data", amqp=True) as broker:
         broker.create_hub("hub", 1)
-        with EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name="hub") as p:
-            for start in range(0, EVENTS, 200):
-                p.send_batch([EventData(b"x" * 1024) for _ in range(200)], partition_id="0")
+        _fill(broker, "hub", EVENTS, b"x" * 1024, 200)
         client, got, thread = _receiving(broker, "hub", EVENTS)
         try:
             assert wait_for(lambda: len(got) >= EVENTS, timeout=30), f"{len(got)} of {EVENTS} received"
@@ -100,9 +105,7 @@ def test_a_streaming_receiver_settles_at_its_cap(tmp_path, monkeypatch):
     total = 2_000
     with EmulatedBroker(tmp_path / "data", amqp=True) as broker:
         broker.create_hub("hub", 1)
-        with EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name="hub") as p:
-            for _ in range(0, total, 250):
-                p.send_batch([EventData(b"y" * 256) for _ in range(250)], partition_id="0")
+        _fill(broker, "hub", total, b"y" * 256, 250)
         client, got, thread = _receiving(broker, "hub", total)
         try:
             assert wait_for(lambda: len(got) >= total, timeout=60), f"{len(got)} of {total} received"
