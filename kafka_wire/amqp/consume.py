@@ -24,14 +24,14 @@ from proton import Delivery, Link, symbol
 from kafka_wire.amqp.connection import (INTERNAL, INVALID_FIELD, NOT_ALLOWED, NOT_FOUND, UNAUTHORIZED,
                                        LinkHandler, refuse)
 from kafka_wire.amqp import georeplication
-from kafka_wire.amqp.messages import encode_event, runtime_metric_annotations
+from kafka_wire.amqp.messages import runtime_metric_annotations
+from kafka_wire.amqp.outgoing import batch_events
 from kafka_wire.amqp.nodes import entity_not_found, hub_for, open_link
 from kafka_wire.eventhubs import geo_offsets
 from kafka_wire.eventhubs.rights import LISTEN
 from kafka_wire.eventhubs.model import DEFAULT_CONSUMER_GROUP
 from kafka_wire.log import batch as rb
 from kafka_wire.log import errors as log_errors
-from kafka_wire.log.records import read_events
 from kafka_wire.log_lines import RepeatedWarnings, client_address
 
 if TYPE_CHECKING:
@@ -378,6 +378,7 @@ class ConsumeLink(LinkHandler):
         # geo-replicated: offsets are SEGMENT:SEQUENCE (kafka_wire.amqp.georeplication)
         starts = None if runtime.geo is None else georeplication.history(runtime, self.hub,
                                                                          self.partition)
+        offsets = None if starts is None else (lambda sequence: georeplication.offset_of(starts, sequence))
         events = []
         nbytes = 0
         for position, append_ms, data in batches:
@@ -388,23 +389,16 @@ class ConsumeLink(LinkHandler):
             if header.attributes & (rb.CONTROL_BIT | rb.TRANSACTIONAL_BIT) and plog.hidden(header):
                 self.next_offset = header.last_offset + 1
                 continue
-            amqp_headers = bool(header.attributes & rb.AMQP_HEADERS_BIT)
-            base, skip = header.base_offset, self.next_offset - header.base_offset
             try:
-                records = read_events(data, header)
+                events += batch_events(data, header, self.next_offset - header.base_offset, position,
+                                       append_ms, bool(header.attributes & rb.AMQP_HEADERS_BIT),
+                                       metric, offsets)
             except log_errors.LogError as exc:  # a codec that is not installed, or bit rot
                 log.error("AMQP receiver of %s-%d: the batch at offset %d cannot be read: %s",
                           self.hub, self.partition, header.base_offset, exc)
                 self.detach(INTERNAL, f"the batch at sequence number {header.base_offset} cannot "
                                       f"be read: {exc}")
                 return False
-            for delta, key, value, headers in records:
-                if delta < skip:
-                    continue
-                events.append(encode_event(
-                    base + delta, rb.event_offset(position, delta) if starts is None else
-                    georeplication.offset_of(starts, base + delta), append_ms, key, value, headers,
-                    amqp_headers, metric))
             self.next_offset = header.last_offset + 1
         if not events:
             if self.next_offset >= min(plog.log_end_offset, upper) or not batches:

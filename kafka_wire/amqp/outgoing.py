@@ -1,0 +1,137 @@
+"""A stored batch's records as the encoded AMQP messages a receiver gets.
+
+The receive path's hot loop. :func:`batch_events` gives, for the records of one
+RecordBatch, exactly the bytes ``read_events`` then ``messages.encode_event``
+give record by record (a property test holds it to that), in one pass: an
+event with no headers, no key and no runtime metric (what the SDKs send) is
+written from per-batch templates straight off the record's bytes, without a
+tuple, a list or a call per record; any other record goes through
+``encode_event``. An uncompressed batch is not copied first (its records are
+read, and their values joined, from the log's own view).
+"""
+from __future__ import annotations
+
+import struct
+
+from kafka_wire.amqp import messages
+from kafka_wire.log import batch as rb
+from kafka_wire.log.batch import BatchHeader, read_varint
+from kafka_wire.log.errors import CorruptRecord
+from kafka_wire.log.records import records_bytes
+
+__all__ = ["batch_events"]
+
+_ANNOTATIONS_MAP32 = b"\x00\x53\x72\xd1"
+_SEQ_LONG = b"\xa3\x15x-opt-sequence-number\x81"
+_OFFSET_STR8 = b"\xa3\x0cx-opt-offset\xa1"
+_TIME_STAMP = b"\xa3\x13x-opt-enqueued-time\x83"
+# sequence number, the offset's str8 constructor and length (the text follows)
+_SEQ_OFFSET = struct.Struct(">q15sB")
+_I64 = struct.Struct(">q")
+_I32 = struct.Struct(">I")
+_II = struct.Struct(">II")
+# the annotation map's entries, less the offset's text
+_ENTRIES = len(_SEQ_LONG) + 8 + len(_OFFSET_STR8) + 1 + len(_TIME_STAMP) + 8
+_DATA8 = [b"\x00\x53\x75\xa0" + bytes((n,)) for n in range(256)]
+_DATA32 = b"\x00\x53\x75\xb0"
+_LAST = rb.EVENTS_PER_POSITION - 1
+
+
+def batch_events(data, header: BatchHeader, skip: int, position: int, append_ms: int,
+                 amqp_headers: bool, metric: bytes, offsets=None) -> list[bytes]:
+    """The messages of the records of the batch at the start of ``data`` whose
+    offset delta is at least ``skip``, in order. ``position``: the batch's Event
+    Hubs byte position; ``append_ms``: its append time; ``metric``: delivery
+    annotations for every event (or b""); ``offsets``: a function giving an
+    event's offset from its sequence number, where offsets are not the log's
+    (geo-replication). Raises CorruptRecord if the records do not parse,
+    UnsupportedCodec if the batch's codec is missing."""
+    if header.compression:
+        recs = records_bytes(data, header)
+    else:
+        recs = memoryview(data)[rb.HEADER_SIZE:header.size]
+    base = header.base_offset
+    position_base = position * rb.EVENTS_PER_POSITION
+    tail = _TIME_STAMP + _I64.pack(append_ms)
+    heads: dict[int, bytes] = {}  # by the offset text's length: the map's constructor and size
+    out: list[bytes] = []
+    add = out.append
+    pack = _SEQ_OFFSET.pack
+    encode = messages.encode_event
+    plain = messages._plain_event
+    varint = read_varint
+    p = 0
+    try:
+        for _ in range(header.records_count):
+            # length (the fields say where the record ends), attributes
+            p += 2 if recs[p] < 0x80 else (3 if recs[p + 1] < 0x80 else varint(recs, p)[1] - p + 1)
+            # timestamp delta: skipped (readers use the batch's time)
+            p += 1 if recs[p] < 0x80 else (2 if recs[p + 1] < 0x80 else varint(recs, p)[1] - p)
+            b = recs[p]
+            if b < 0x80:
+                delta, p = (b >> 1) ^ -(b & 1), p + 1
+            elif recs[p + 1] < 0x80:
+                z = (b & 0x7F) | (recs[p + 1] << 7)
+                delta, p = (z >> 1) ^ -(z & 1), p + 2
+            else:
+                delta, p = varint(recs, p)
+            b = recs[p]
+            if b == 1:  # a null key (zigzag -1): the common case
+                key, p = None, p + 1
+            else:
+                n, p = varint(recs, p)
+                key, p = (None, p) if n < 0 else (bytes(recs[p:p + n]), p + n)
+            b = recs[p]
+            if b < 0x80:
+                n, p = (b >> 1) ^ -(b & 1), p + 1
+            elif recs[p + 1] < 0x80:
+                z = (b & 0x7F) | (recs[p + 1] << 7)
+                n, p = (z >> 1) ^ -(z & 1), p + 2
+            else:
+                n, p = varint(recs, p)
+            if n < 0:
+                value = None
+            else:
+                value, p = recs[p:p + n], p + n
+            if recs[p] == 0:
+                headers = None
+                p += 1
+            else:
+                count, p = varint(recs, p)
+                headers = []
+                for _ in range(count):
+                    n, p = varint(recs, p)
+                    name, p = str(recs[p:p + n], "utf-8", "replace"), p + n
+                    n, p = varint(recs, p)
+                    if n >= 0:
+                        headers.append((name, bytes(recs[p:p + n])))
+                        p += n
+                    else:
+                        headers.append((name, None))
+            if delta < skip:
+                continue
+            sequence = base + delta
+            offset = (position_base + (delta if delta < _LAST else _LAST) if offsets is None
+                      else offsets(sequence))
+            if headers or metric:
+                add(encode(sequence, offset, append_ms, key, None if value is None else bytes(value),
+                           headers or [], amqp_headers, metric))
+            elif key is not None:
+                add(plain(sequence, offset, append_ms, key, value))
+            else:
+                text = str(offset).encode()
+                size = len(text)
+                head = heads.get(size)
+                if head is None:
+                    head = heads[size] = _ANNOTATIONS_MAP32 + _II.pack(_ENTRIES + size + 4, 6) + _SEQ_LONG
+                if value is None:
+                    add(b"".join((head, pack(sequence, _OFFSET_STR8, size), text, tail, _DATA8[0])))
+                else:
+                    n = len(value)
+                    add(b"".join((head, pack(sequence, _OFFSET_STR8, size), text, tail,
+                                  _DATA8[n] if n < 256 else _DATA32 + _I32.pack(n), value)))
+        if p > len(recs):
+            raise IndexError("records run past the batch")
+    except (IndexError, UnicodeDecodeError) as exc:
+        raise CorruptRecord(f"records of the batch at offset {header.base_offset} do not parse: {exc}") from None
+    return out
