@@ -44,6 +44,7 @@ _repeats = RepeatedWarnings(log)
 _ids = itertools.count(1)
 
 MAX_FRAME = 65536
+SPLICE_ROOM = 128  # a transfer frame's header and performative, padded, with room to spare
 # Advertised in our open frame, as the service advertises 120 s; a connection that
 # sends nothing for this long is closed with amqp:connection:forced, as the service
 # closes an inactive one: the SDKs retry that condition and reconnect on their next
@@ -175,6 +176,8 @@ class AmqpConnection(asyncio.Protocol):
         self.handlers: set[LinkHandler] = set()
         # Receivers holding deliveries to settle once proton has written them (consume.py)
         self.settling: set = set()
+        self.tags = 0  # the last delivery tag a receiver used: unique on the connection (frames.py)
+        self._forgotten: list = []  # ended receivers whose unwritten payloads go after a flush
         # What proton holds for the peer until we free it: sessions with their links.
         self.sessions: dict[object, set] = {}
         self.links: set = set()
@@ -444,7 +447,23 @@ class AmqpConnection(asyncio.Protocol):
                 break
             engine.pop(pending)
             self._write_parts(self.padder.feed_parts(chunk))
+        if self._forgotten:
+            # Proton writes no transfer of a link after the flush that held its detach
+            forgotten, self._forgotten = self._forgotten, []
+            for owner in forgotten:
+                self.padder.forget(owner)
         self._schedule_tick()
+
+    def largest_spliced(self) -> int:
+        """The largest event a receiver hands the padder rather than proton (see
+        frames.FramePadder): what fits in one frame the client takes."""
+        remote = self.engine.remote_max_frame_size if self.engine is not None else 0
+        return (remote or MAX_FRAME) - SPLICE_ROOM
+
+    def forget_payloads(self, owner) -> None:
+        """``owner`` (a receiver) has ended: after the next flush, the padder drops
+        what it holds of it that proton did not write."""
+        self._forgotten.append(owner)
 
     def _settle_sent(self) -> bool:
         """Let each receiver settle the deliveries proton has just written."""

@@ -200,12 +200,11 @@ class ConsumeLink(LinkHandler):
         self.key = key
         self.closed = False
         self._waiting = None
-        self._tags = 0
         self._backlog: list[bytes] = []   # encoded events read but not yet sent (credit ran out)
         # Deliveries sent unsettled, in order, until we settle them (see settle_sent): raw
         # pointers, valid while the link is (dropped in on_close); the first one's tag number.
         self._sent: list = []
-        self._sent_tag = 1
+        self._sent_tags: list[int] = []  # their tags' numbers
         self._sent_bytes = 0
         self._withheld = False  # an injected withhold-flow holds the events until it ends
         self.runtime_metric = RUNTIME_METRIC in conn.desired_capabilities(link.name)
@@ -220,8 +219,10 @@ class ConsumeLink(LinkHandler):
             return
         self.closed = True
         self._sent = []
+        self._sent_tags = []
         self._sent_bytes = 0
         self.conn.settling.discard(self)
+        self.conn.forget_payloads(self)
         self._stop_waiting()
         readers = self.conn.server.readers.get(self.key)
         if readers is not None:
@@ -248,10 +249,15 @@ class ConsumeLink(LinkHandler):
         # calls convert their arguments at a Python call's cost each).
         impl = link._impl
         settled = link.snd_settle_mode == Link.SND_SETTLED
-        sent = self._sent
+        sent, sent_tags = self._sent, self._sent_tags
         credit, new_delivery, send, advance = (_pn.pn_link_credit, _pn.pn_delivery, _pn.pn_link_send,
                                                _pn.pn_link_advance)
         from_buffer = _ffi.from_buffer
+        # Proton gets each delivery empty and the padder puts the event in its transfer
+        # frame (frames.FramePadder): proton copied each event twice, a quarter of this
+        # path. One that does not fit in a frame the client takes goes through proton.
+        payloads = conn.padder.payloads
+        most = conn.largest_spliced()
         while credit(impl) > 0 and conn.writable and not self.closed:
             if not self._backlog and not self._read():
                 break
@@ -259,18 +265,25 @@ class ConsumeLink(LinkHandler):
             if plan is not None and plan.active and self._injected(plan):
                 return
             backlog = self._backlog
+            tags = conn.tags
             while backlog and credit(impl) > 0:
-                self._tags += 1
-                tag = str(self._tags).encode()
+                tags += 1
+                tag = b"%d" % tags
                 delivery = new_delivery(impl, (len(tag), from_buffer(tag)))
                 event = backlog.pop()
-                send(impl, event, len(event))
+                if len(event) <= most:
+                    payloads[tag] = (event, self, tags)
+                else:
+                    payloads[tag] = (None, self, tags)  # (recorded written all the same)
+                    send(impl, event, len(event))
                 advance(impl)
                 if settled:
                     _pn.pn_delivery_settle(delivery)
                 else:
                     sent.append(delivery)
+                    sent_tags.append(tags)
                     self._sent_bytes += len(event)
+            conn.tags = tags
         if sent and (self._waiting is not None or len(sent) >= SETTLE_EVERY
                      or self._sent_bytes >= SETTLE_EVERY_BYTES):
             conn.settling.add(self)  # settled in the connection's flush, once written
@@ -294,18 +307,20 @@ class ConsumeLink(LinkHandler):
         pre-settled, against the snd-settle-mode unsettled the client asked for.
         Settled as accepted: proton folds consecutive accepted settlements into one
         disposition (a range of ids), and writes one per delivery without an outcome."""
-        sent = self._sent
+        sent, tags = self._sent, self._sent_tags
+        written = self.conn.padder.written.get(self, 0)  # the last tag whose transfer is written
         pending, update, settle = _pn.pn_delivery_pending, _pn.pn_delivery_update, _pn.pn_delivery_settle
         n = 0
         for delivery in sent:
-            if pending(delivery):  # its transfer is not (all) written yet; nor those after it
+            # its transfer not (all) written yet, nor those after it (proton writes a link's in order)
+            if tags[n] > written or pending(delivery):
                 break
             update(delivery, _ACCEPTED)
             settle(delivery)
             n += 1
         if n:
             del sent[:n]
-            self._sent_tag += n
+            del tags[:n]
         if not sent:
             self._sent_bytes = 0
             self.conn.settling.discard(self)
@@ -339,7 +354,7 @@ class ConsumeLink(LinkHandler):
 
     def on_delivery(self, delivery) -> None:
         if delivery.updated:  # the client accepted (or released) an event: done with it
-            if self._sent and int(delivery.tag) >= self._sent_tag:
+            if self._sent and int(delivery.tag) >= self._sent_tags[0]:
                 return  # still in _sent: settle_sent settles it (settling it twice would not do)
             delivery.settle()
 

@@ -83,7 +83,13 @@ class RawAmqp:
             self.eof = True
             self.transport.close_tail()
         else:
-            self.transport.push(data)
+            view = memoryview(data)
+            while len(view):  # in pieces of what proton takes at once (its capacity)
+                room = self.transport.capacity()
+                if room <= 0:
+                    break
+                self.transport.push(bytes(view[:room]))
+                view = view[room:]
         while self.collector.peek() is not None:  # state is read off the endpoints
             self.collector.pop()
 
