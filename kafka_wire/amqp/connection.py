@@ -185,6 +185,7 @@ class AmqpConnection(asyncio.Protocol):
         self._partial_bytes = 0
         self._auth_deadline: asyncio.TimerHandle | None = None
         self.scanner = None
+        self.padder: FramePadder | None = None
         # AMQP over WebSockets: the first bytes decide (b"GET " is an upgrade request)
         self._sniff: bytearray | None = bytearray()
         self._handshake: websocket.Handshake | None = None
@@ -341,6 +342,10 @@ class AmqpConnection(asyncio.Protocol):
                 log.exception("closing a link of %s", self.peer)
         self.handlers.clear()
         self.settling.clear()
+        self._forgotten.clear()
+        if self.padder is not None:  # it holds receivers (and so proton's objects) by their tags
+            self.padder.payloads.clear()
+            self.padder.written.clear()
         self.sessions.clear()
         self.links.clear()
         self._partial.clear()
