@@ -268,7 +268,7 @@ class ConsumeLink(LinkHandler):
             tags = conn.tags
             while backlog and credit(impl) > 0:
                 tags += 1
-                tag = b"%d" % tags
+                tag = b"e%d" % tags  # (not a bare number: other nodes' replies use those)
                 delivery = new_delivery(impl, (len(tag), from_buffer(tag)))
                 event = backlog.pop()
                 if len(event) <= most:
@@ -354,7 +354,7 @@ class ConsumeLink(LinkHandler):
 
     def on_delivery(self, delivery) -> None:
         if delivery.updated:  # the client accepted (or released) an event: done with it
-            if self._sent and int(delivery.tag) >= self._sent_tags[0]:
+            if self._sent and int(delivery.tag[1:]) >= self._sent_tags[0]:
                 return  # still in _sent: settle_sent settles it (settling it twice would not do)
             delivery.settle()
 

@@ -30,15 +30,14 @@ class FramePadder:
     keeps the link's and session's state (ids, credit, windows, settlement)
     without copying the event twice, and the event goes into the transfer frame
     here, by the delivery's tag (unique on the connection) in :attr:`payloads`.
-    A transfer that carries one is recorded in :attr:`written` (its owner's last
-    tag written)."""
+    A transfer of one is recorded in :attr:`written` (its owner's last tag written)."""
 
     def __init__(self) -> None:
         self._carry = b""
         self._header_done = False
         self.payloads: dict[bytes, tuple] = {}  # tag -> (payload, owner, tag number)
         self.written: dict = {}  # owner -> the tag number of its last transfer written
-        self.lost = 0  # empty transfers found without their payload (see _splice)
+        self.lost = 0  # empty transfers found without their payload (tests look at it)
 
     def feed(self, data) -> bytes:
         return b"".join(self.feed_parts(data))
@@ -46,7 +45,7 @@ class FramePadder:
     def feed_parts(self, data) -> list:
         """:meth:`feed`'s output as pieces for ``writelines``: megabytes of transfers
         are not joined into one new buffer first."""
-        if not isinstance(data, (bytes, bytearray)):
+        if not isinstance(data, bytes):  # (the tags are looked up by slices of it)
             data = bytes(data)
         buf = self._carry + data if self._carry else data  # (not copied: only read, and views of)
         self._carry = b""
@@ -63,6 +62,8 @@ class FramePadder:
         start = pos  # a run of bytes passed on whole (frames that need nothing, payloads)
         unpack = _SIZE.unpack_from
         startswith = buf.startswith
+        payloads, written = self.payloads, self.written
+        pop = payloads.pop
         while end - pos >= 8:
             size = unpack(buf, pos)[0]
             if end - pos < size:
@@ -71,21 +72,37 @@ class FramePadder:
             if size > 13 and startswith(_TRANSFER8, pos + 8) and buf[pos + 4] == 2 and buf[pos + 5] == 0:
                 # A transfer as proton writes it (list8 after a smallulong descriptor),
                 # one per event sent: its performative rewritten in one piece, its
-                # payload left in the run that follows (not copied here).
+                # payload left in the run that follows (not copied here), or one a
+                # receiver left here put after it (see _splice_any; inline: once an event).
                 lsize = buf[pos + 12]
                 pad = 11 - buf[pos + 13]
                 if 0 < pad and lsize + pad < 256:
                     items_end = pos + 13 + lsize
                     if start < pos:
                         out.append(view[start:pos])
-                    payload = self._splice(buf, pos + 14, items_end == pos + size) if self.payloads else None
-                    if payload is None:
+                    entry = None
+                    if payloads:
+                        q = pos + 14  # the handle, then the delivery-id: uint0, smalluint or uint
+                        q += 1 if buf[q] == 0x43 else (2 if buf[q] == 0x52 else _UINT_SIZE.get(buf[q], 1))
+                        q += 1 if buf[q] == 0x43 else (2 if buf[q] == 0x52 else _UINT_SIZE.get(buf[q], 1))
+                        if buf[q] == 0xA0:  # the delivery-tag, a vbin8
+                            tag = buf[q + 2:q + 2 + buf[q + 1]]
+                            entry = pop(tag, None)
+                            if entry is None:
+                                if items_end == pos + size:
+                                    self.lost += 1
+                            elif entry[0] is not None and items_end != pos + size:
+                                payloads[tag] = entry  # another link's transfer with that tag
+                                entry = None
+                            else:
+                                written[entry[1]] = entry[2]
+                    if entry is None or entry[0] is None:
                         out.append(_SIZE.pack(size + pad) + buf[pos + 4:pos + 11]
                                    + _LIST8_HEAD[lsize + pad] + buf[pos + 14:items_end] + _NULLS[pad])
                     else:
-                        out.append(_SIZE.pack(size + pad + len(payload)) + buf[pos + 4:pos + 11]
-                                   + _LIST8_HEAD[lsize + pad] + buf[pos + 14:items_end] + _NULLS[pad])
-                        out.append(payload)
+                        payload = entry[0]
+                        out += (_SIZE.pack(size + pad + len(payload)) + buf[pos + 4:pos + 11]
+                                + _LIST8_HEAD[lsize + pad] + buf[pos + 14:items_end] + _NULLS[pad], payload)
                     start = items_end
                     pos += size
                     continue
@@ -110,38 +127,26 @@ class FramePadder:
             self._carry = buf[pos:]
         return out
 
-    def _splice(self, buf, items: int, empty: bool):
-        """The payload for the transfer whose fields (a list8's items) start at
-        ``items``, taken from :attr:`payloads` (None if it has none: a delivery
-        proton carries itself has an entry without one, to be recorded written)."""
-        q = items + _UINT_SIZE.get(buf[items], 1)      # past the handle
-        q += _UINT_SIZE.get(buf[q], 1)                 # past the delivery-id
-        if buf[q] != 0xA0:                             # the delivery-tag, a vbin8
-            return None
-        entry = self.payloads.pop(bytes(buf[q + 2:q + 2 + buf[q + 1]]), None)
-        if entry is None:
-            if empty:
-                self.lost += 1  # an empty transfer without a payload here (tests look at it)
-            return None
-        self.written[entry[1]] = entry[2]
-        return entry[0]
-
     def _splice_any(self, buf, pos: int, size: int):
-        """:meth:`_splice` for a transfer in any encoding (decoded with proton)."""
+        """The payload for the transfer at ``pos``, in any encoding (decoded with
+        proton), taken from :attr:`payloads` (None if it has none: a delivery proton
+        carries itself has an entry without one, to be recorded written). The fast
+        path in :meth:`feed_parts` does the same for the transfers proton writes."""
         from proton import Data
 
         data = Data()
         try:
-            data.decode(bytes(buf[pos + buf[pos + 4] * 4:pos + size]))
+            used = data.decode(bytes(buf[pos + buf[pos + 4] * 4:pos + size]))
             data.rewind()
             data.next()
             fields = data.get_object().value
             tag = bytes(fields[2])
         except Exception:
             return None
-        entry = self.payloads.pop(tag, None)
-        if entry is None:
-            return None
+        entry = self.payloads.get(tag)
+        if entry is None or (entry[0] is not None and used != size - buf[pos + 4] * 4):
+            return None  # not ours, or another link's transfer with that tag (it has a payload)
+        del self.payloads[tag]
         self.written[entry[1]] = entry[2]
         return entry[0]
 
