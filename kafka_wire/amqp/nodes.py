@@ -10,9 +10,13 @@ request's message id.
 from __future__ import annotations
 
 import logging
+import threading
 from collections import deque
 from typing import TYPE_CHECKING, Callable
 
+from cproton import PN_EOS
+from cproton import ffi as _ffi
+from cproton import lib as _pn
 from proton import Delivery, Link, Message
 
 from kafka_wire.amqp import addresses
@@ -103,13 +107,68 @@ def hub_for(conn: AmqpConnection, link, address: addresses.Address):
     return view
 
 
-def received(link, delivery) -> bytes | None:
+def received(link, delivery) -> bytearray | None:
     """A transfer's whole message, once its last frame is in (None before)."""
-    if not delivery.readable or delivery.partial:
+    size = _complete(delivery)
+    if size is None:
         return None
-    raw = link.recv(delivery.pending)
+    raw = bytearray(size)
+    n = _recv(link, raw, size)
+    return None if n is None else raw[:n] if n < size else raw
+
+
+def received_view(link, delivery) -> memoryview | None:
+    """:func:`received`'s message as a view of a buffer this thread reuses: valid until
+    the thread's next call, and the caller must keep nothing of it past its own.
+
+    A megabyte allocated per batch, with the batch's records allocated beside it, is
+    handed back to the system by the allocator and faulted in again each time: that
+    and cproton's wrapper of ``pn_link_recv`` (``Receiver.recv``: a zeroed buffer, then
+    a copy of it) were a sixth of the broker's time on the send path."""
+    size = _complete(delivery)
+    if size is None:
+        return None
+    buf = getattr(_scratch, "buf", None)
+    if buf is None or len(buf) < size or _exported(buf):
+        buf = bytearray(size)
+        if size <= MAX_SCRATCH:
+            _scratch.buf = buf
+    n = _recv(link, buf, size)
+    return None if n is None else memoryview(buf)[:n]
+
+
+MAX_SCRATCH = 4 << 20  # a larger message gets a buffer of its own
+_scratch = threading.local()  # (one receive buffer per broker loop: tests run several)
+
+
+def _exported(buf: bytearray) -> bool:
+    """Is a view of ``buf`` still alive (kept past its use)? Then it is not reused."""
+    try:
+        buf.append(0)  # a bytearray with views cannot change size
+    except BufferError:
+        return True
+    buf.pop()
+    return False
+
+
+def _complete(delivery) -> int | None:
+    """The size of ``delivery``'s message, once all of it is in."""
+    impl = delivery._impl
+    if not _pn.pn_delivery_readable(impl) or _pn.pn_delivery_partial(impl):
+        return None
+    return _pn.pn_delivery_pending(impl)
+
+
+def _recv(link, buf: bytearray, size: int) -> int | None:
+    """Read the current delivery's ``size`` bytes into ``buf`` (proton's C call, as
+    consume.py makes them) and move past it; how many came, None if none did."""
+    n = _pn.pn_link_recv(link._impl, _ffi.from_buffer(buf), size)
+    if n == PN_EOS:  # (as Receiver.recv: nothing to read)
+        link.advance()
+        return None
+    link._check(n)
     link.advance()
-    return raw
+    return n
 
 
 class RequestLink(LinkHandler):

@@ -17,8 +17,8 @@ from proton import Condition, Delivery
 
 from kafka_wire.amqp.connection import (NOT_ALLOWED, NOT_FOUND, RESOURCE_LIMIT, SERVER_BUSY,
                                         UNAUTHORIZED, LinkHandler, condition_for, refuse)
-from kafka_wire.amqp.messages import MessageError, batch_messages, decode_message
-from kafka_wire.amqp.nodes import hub_for, open_link, received
+from kafka_wire.amqp.messages import MessageError, batch_messages, decode_message, plain_batch
+from kafka_wire.amqp.nodes import hub_for, open_link, received_view
 from kafka_wire.eventhubs.rights import SEND
 from kafka_wire.eventhubs.publication import choose_partition, publish
 
@@ -67,7 +67,7 @@ class PublishLink(LinkHandler):
         self.closed = True
 
     def on_delivery(self, delivery) -> None:
-        raw = received(self.link, delivery)
+        raw = received_view(self.link, delivery)
         if raw is None:
             return
         link = self.link
@@ -81,23 +81,33 @@ class PublishLink(LinkHandler):
             delivery.update(Delivery.REJECTED)
             delivery.settle()
 
-    def _publish(self, raw: bytes, delivery) -> Condition | None:
-        """Append the transfer; None when done (settled here or after a throttle)."""
+    def _publish(self, raw: memoryview, delivery) -> Condition | None:
+        """Append the transfer (a view of a buffer reused for the next one: nothing of
+        it is kept past the append); None when done (settled here or after a throttle)."""
         conn = self.conn
         runtime = conn.namespace
-        try:
-            outer = decode_message(raw)
-            messages = batch_messages(outer) or [outer]
-        except MessageError as exc:
-            return Condition("amqp:decode-error", str(exc))
-        if not messages:
-            return Condition(NOT_ALLOWED, "an empty batch")
-        if self.publisher is not None:
-            messages = [m._replace(partition_key=self.publisher) for m in messages]
+        # Nearly every transfer is a batch of events that are a body and at most a
+        # partition key: read in one pass. Any other goes through the general decoder.
+        messages = plain_batch(raw)
+        if messages is not None:
+            if self.publisher is not None:
+                messages.key = self.publisher
+            key = messages.key
+        else:
+            try:
+                outer = decode_message(raw)
+                messages = batch_messages(outer) or [outer]
+            except MessageError as exc:
+                return Condition("amqp:decode-error", str(exc))
+            if not messages:
+                return Condition(NOT_ALLOWED, "an empty batch")
+            if self.publisher is not None:
+                messages = [m._replace(partition_key=self.publisher) for m in messages]
+            key = messages[0].partition_key
         view = runtime.topics.get(self.hub)
         if view is None:
             return Condition(NOT_FOUND, f"event hub {self.hub!r} was deleted")
-        partition = choose_partition(self.partition, messages[0].partition_key, view.partitions,
+        partition = choose_partition(self.partition, key, view.partitions,
                                      lambda: runtime.next_partition(self.hub, view.partitions))
         plan = conn.fault_plan
         if plan is not None and plan.active:

@@ -19,7 +19,7 @@ from proton import Data
 from kafka_wire.log import batch as rb
 from kafka_wire.log.records import compress, encode_record, encode_varint
 
-__all__ = ["Incoming", "encode_value", "records_batch", "PROPERTIES_HEADER"]
+__all__ = ["Incoming", "PlainEvents", "encode_value", "records_batch", "PROPERTIES_HEADER"]
 
 # What a record has no place for (an AMQP message's header, annotations, properties
 # section, footer, body shape) is stored whole as a header of this name in batches
@@ -40,6 +40,23 @@ class Incoming(NamedTuple):
     amqp_only: bytes | None = None
 
 
+class PlainEvents:
+    """Events that are each a body and nothing else but a partition key, the same for
+    all: what nearly every AMQP batch holds, read without an :class:`Incoming` each
+    (:func:`kafka_wire.amqp.messages.plain_batch`). Stored as those would be."""
+    __slots__ = ("key", "bodies")
+
+    def __init__(self, key: str | None, bodies: list) -> None:
+        self.key = key
+        self.bodies = bodies  # bytes-like, views of the transfer until the batch is built
+
+    def __len__(self) -> int:
+        return len(self.bodies)
+
+    def keys(self) -> list[str | None]:
+        return [self.key] * len(self.bodies)
+
+
 def encode_value(obj) -> bytes:
     """A Python value (str, int, float, bool, None) as its AMQP encoding, for an
     application property made outside AMQP (a REST send's user properties)."""
@@ -48,9 +65,11 @@ def encode_value(obj) -> bytes:
     return bytes(data.encode())
 
 
-def records_batch(messages: Iterable[Incoming], now_ms: int, codec: int = 0) -> bytearray:
+def records_batch(messages: Iterable[Incoming] | PlainEvents, now_ms: int, codec: int = 0) -> bytearray:
     """One RecordBatch v2 holding ``messages`` (offsets from 0, the log assigns
     the base), timestamped ``now_ms``, flagged as holding AMQP-encoded headers."""
+    if isinstance(messages, PlainEvents):
+        return _batch(_plain_records(messages), len(messages), now_ms, codec)
     records: list = []
     count = 0
     varint = encode_varint
@@ -69,6 +88,44 @@ def records_batch(messages: Iterable[Incoming], now_ms: int, codec: int = 0) -> 
                 headers = [*headers, (PROPERTIES_HEADER, m.amqp_only)]
             records.append(encode_record(i, 0, key, value, headers))
         count = i + 1
+    return _batch(records, count, now_ms, codec)
+
+
+def _plain_records(events: PlainEvents) -> list:
+    """The records of ``events`` as parts to join: what the loop of
+    :func:`records_batch` writes for a body without headers, with each record's
+    fixed parts (its length, the key, the body's length) made once per body size."""
+    key = events.key
+    if key is None:
+        tail_key = b"\x01"  # a null key's length, -1
+    else:
+        encoded = key.encode("utf-8")
+        tail_key = encode_varint(len(encoded)) + encoded
+    varint = encode_varint
+    parts: list = []
+    extend = parts.extend
+    last_n = -1
+    heads: dict = {}
+    tail = b""
+    for i, value in enumerate(events.bodies):
+        n = len(value)
+        if n != last_n:
+            last_n, tail, heads = n, tail_key + varint(n), {}
+        offset = varint(i)
+        # each record's end (no headers) and the next one's length, attributes and
+        # timestamp delta: they depend only on the sizes of the offset delta and the body
+        head = heads.get(len(offset))
+        if head is None:
+            head = heads[len(offset)] = b"\x00" + varint(3 + len(offset) + len(tail) + n) + b"\x00\x00"
+        extend((head, offset, tail, value))
+    if parts:
+        parts[0] = parts[0][1:]  # (the first record has no record before it to end)
+        parts.append(b"\x00")
+    return parts
+
+
+def _batch(records: list, count: int, now_ms: int, codec: int) -> bytearray:
+    """The RecordBatch around ``records`` (parts to join), ``count`` of them."""
     if codec:
         return rb.encode_batch(
             base_offset=0, partition_leader_epoch=0, attributes=codec | rb.AMQP_HEADERS_BIT,

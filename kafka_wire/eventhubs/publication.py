@@ -12,12 +12,12 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Callable, NamedTuple
 
-from kafka_wire.eventhubs.events import Incoming, records_batch
+from kafka_wire.eventhubs.events import Incoming, PlainEvents, records_batch
 from kafka_wire.eventhubs.partition_key import partition_for_key
 from kafka_wire.eventhubs.refusals import Denial, Refusal
 from kafka_wire.fault_plan import storage_fault
 from kafka_wire.log import errors as log_errors
-from kafka_wire.log.batch import BatchSummary, summarize, validate_records
+from kafka_wire.log.batch import BatchSummary, parse_header, summarize, validate_records
 
 if TYPE_CHECKING:
     from kafka_wire.context import NamespaceRuntime, Services
@@ -46,7 +46,7 @@ def choose_partition(explicit: int | None, key: str | None, partitions: int,
 
 
 def publish(services: Services, runtime: NamespaceRuntime, principal, hub: str, partition: int,
-            events: list[Incoming], nbytes: int, timeout_ms: int, client_id: str | None,
+            events: list[Incoming] | PlainEvents, nbytes: int, timeout_ms: int, client_id: str | None,
             protocol: str) -> Published:
     """Admit and append ``events`` (``nbytes`` as sent) to ``hub``'s ``partition``."""
     return publish_batch(services, runtime, principal, hub, {partition: events}, nbytes, timeout_ms,
@@ -54,7 +54,7 @@ def publish(services: Services, runtime: NamespaceRuntime, principal, hub: str, 
 
 
 def publish_batch(services: Services, runtime: NamespaceRuntime, principal, hub: str,
-                  groups: dict[int, list[Incoming]], nbytes: int, timeout_ms: int,
+                  groups: dict[int, list[Incoming] | PlainEvents], nbytes: int, timeout_ms: int,
                   client_id: str | None, protocol: str) -> Published:
     """Admit one publication (``nbytes`` as sent) whose events go to several partitions
     (``groups``: partition -> events) as a whole, then append each partition's batch:
@@ -70,12 +70,14 @@ def publish_batch(services: Services, runtime: NamespaceRuntime, principal, hub:
     batches = []
     for partition, events in groups.items():
         records = records_batch(events, now_ms)
-        batches.append((partition, events, records, validate_records(records)))
+        # (the batch is ours: its header read back without a second CRC pass over it)
+        headers = [parse_header(records)] if len(events) else validate_records(records)
+        batches.append((partition, events, records, headers))
     summary = _combined([summarize(headers, len(records)) for _p, _e, records, headers in batches])
     admission = runtime.policy.produce(
         principal, hub, summary, timeout_ms, client_id,
-        lambda: [e.partition_key.encode() if e.partition_key is not None else None
-                 for _p, events, _r, _h in batches for e in events],
+        lambda: [k.encode() if k is not None else None
+                 for _p, events, _r, _h in batches for k in _keys(events)],
         kafka=False)
     if admission.denial:
         return Published(admission.denial)
@@ -101,6 +103,12 @@ def publish_batch(services: Services, runtime: NamespaceRuntime, principal, hub:
         if observer is not None:
             observer.on_events(protocol, runtime.name, hub, partition, True, len(events), len(records))
     return Published(None, throttle_ms=admission.throttle_ms + held_ms, partition=first[0], sequence_number=first[1])
+
+
+def _keys(events: list[Incoming] | PlainEvents) -> list[str | None]:
+    if isinstance(events, PlainEvents):
+        return events.keys()
+    return [e.partition_key for e in events]
 
 
 def injected_storage_fault(plan, namespace: str, hub: str, partition: int, client_id: str | None,
