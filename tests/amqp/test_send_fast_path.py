@@ -11,7 +11,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from kafka_wire.amqp.messages import MessageError, batch_messages, decode_message, plain_batch
-from kafka_wire.eventhubs.events import Incoming, PlainEvents, records_batch
+from kafka_wire.eventhubs.events import _HEADS, Incoming, PlainEvents, records_batch
 
 NOW = 1_700_000_000_000
 
@@ -321,3 +321,43 @@ def test_a_kept_receive_view_is_never_overwritten():
     again = received_view(receiver, receiver.current)
     assert bytes(again) == b"d" * 100
     assert again.obj is nodes._scratch.buf  # reused once nothing holds it
+
+
+def _sdk_batch(bodies: list[bytes], key: str | None, wide: bool = True) -> bytes:
+    annotations = b"" if key is None else _map(0x72, [_text(0xA3, KEY_NAME) + _text(0xA1, key.encode())],
+                                               False)
+    head = PLAIN_HEADERS[3] + annotations if key is not None else b""
+    return head + b"".join(_data(head + _data(b, wide), wide) for b in bodies)
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@example(count=8193, size=3, key=None, at=None, column=0, value=0)  # offset deltas of 1, 2 and 3 bytes
+@example(count=70, size=0, key="k", at=69, column=0, value=0)
+@given(count=st.sampled_from([2, 3, 63, 64, 65, 130]), size=st.sampled_from([0, 1, 5, 240, 300]),
+       key=keys, at=st.one_of(st.none(), st.integers(0, 129)), column=st.integers(0, 60),
+       value=st.integers(0, 255))
+def test_batches_of_alike_events_are_read_as_the_general_path_reads_them(count, size, key, at, column,
+                                                                          value):
+    """Equal-sized events read together (a regular expression checks they begin alike),
+    and such a batch with one byte of one event changed, before its body or in it."""
+    raw = bytearray(_sdk_batch([bytes([i % 256]) * size for i in range(count)], key, wide=size % 2 == 0))
+    if at is not None:
+        prefix = len(_sdk_batch([], key))
+        event_size = (len(raw) - prefix) // count
+        raw[prefix + (at % count) * event_size + column % event_size] = value
+    fast = _check(bytes(raw))
+    if at is None:  # (read together: the bodies' one size is known)
+        assert fast is not None and len(fast) == count and fast.key == key and fast.size == size
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(st.lists(st.tuples(st.integers(1, 300), st.sampled_from([0, 1, 64, 1000]), keys), min_size=1,
+                max_size=12))
+def test_records_of_alike_events_are_the_same_however_their_heads_were_kept(batches):
+    """The heads of equal-sized records are kept from batch to batch (longer or shorter
+    batches, other sizes and keys between): always what the general path writes."""
+    for count, size, key in batches:
+        bodies = [bytes([i % 256]) * size for i in range(count)]
+        events = [Incoming(key, [], b, [b], None) for b in bodies]
+        assert bytes(records_batch(PlainEvents(key, bodies, size), NOW)) == bytes(records_batch(events, NOW))
+        assert size in [s for s, _key in _HEADS]  # kept for the next batch
