@@ -264,13 +264,17 @@ class ConsumeLink(LinkHandler):
             plan = conn.fault_plan
             if plan is not None and plan.active and self._injected(plan):
                 return
+            # as many as the credit allows, in order (the backlog is popped from its end)
             backlog = self._backlog
-            tags = conn.tags
-            while backlog and credit(impl) > 0:
+            cut = len(backlog) - min(len(backlog), credit(impl))
+            events = backlog[cut:]
+            del backlog[cut:]
+            events.reverse()
+            first = tags = conn.tags
+            for event in events:
                 tags += 1
                 tag = b"e%d" % tags  # (not a bare number: other nodes' replies use those)
                 delivery = new_delivery(impl, (len(tag), from_buffer(tag)))
-                event = backlog.pop()
                 if len(event) <= most:
                     payloads[tag] = (event, self, tags)
                 else:
@@ -281,9 +285,10 @@ class ConsumeLink(LinkHandler):
                     _pn.pn_delivery_settle(delivery)
                 else:
                     sent.append(delivery)
-                    sent_tags.append(tags)
-                    self._sent_bytes += len(event)
             conn.tags = tags
+            if not settled:
+                sent_tags.extend(range(first + 1, tags + 1))
+                self._sent_bytes += sum(map(len, events))
         if sent and (self._waiting is not None or len(sent) >= SETTLE_EVERY
                      or self._sent_bytes >= SETTLE_EVERY_BYTES):
             conn.settling.add(self)  # settled in the connection's flush, once written
