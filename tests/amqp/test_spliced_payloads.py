@@ -67,6 +67,20 @@ def _receive(client: RawAmqp, link, count: int) -> list[bytes]:
     return got
 
 
+def _read_partition(client: RawAmqp, ssn, name: str, partition: int, count: int) -> list[Message]:
+    """``count`` events of ``partition`` read from its start by a new receiver ``name``."""
+    link = ssn.receiver(name)
+    link.source.address = f"hub/ConsumerGroups/$Default/Partitions/{partition}"
+    link.open()
+    link.flow(200)
+    events = []
+    for raw in _receive(client, link, count):
+        m = Message()
+        m.decode(raw)
+        events.append(m)
+    return events
+
+
 @pytest.mark.parametrize("max_frame", [1024, 16384])
 def test_every_event_arrives_whole_and_in_order_whatever_its_size_against_the_frame(broker, max_frame):
     partition = {1024: 0, 16384: 1}[max_frame]
@@ -76,17 +90,7 @@ def test_every_event_arrives_whole_and_in_order_whatever_its_size_against_the_fr
         client.transport.max_frame_size = max_frame
         client.open()
         conn = _server_connection(broker, client)
-        ssn = client.session()
-        link = ssn.receiver("r")
-        link.source.address = f"hub/ConsumerGroups/$Default/Partitions/{partition}"
-        link.open()
-        link.flow(200)
-        got = _receive(client, link, len(bodies))
-        events = []
-        for raw in got:
-            m = Message()
-            m.decode(raw)
-            events.append(m)
+        events = _read_partition(client, client.session(), "r", partition, len(bodies))
         assert [bytes(m.body) for m in events] == bodies
         assert [m.annotations["x-opt-sequence-number"] for m in events] == list(range(len(bodies)))
         # Read to its end: every delivery settled on the broker's side, no payload held
@@ -131,15 +135,5 @@ def test_a_link_detached_with_events_unwritten_leaves_no_payload_behind(broker):
                         timeout=10), broker.call(lambda: len(conn.padder.payloads))
         assert broker.call(lambda: conn.padder.lost) == 0
         # and the connection still serves a receiver afterwards, from the start
-        ssn = client.session()
-        link = ssn.receiver("after")
-        link.source.address = "hub/ConsumerGroups/$Default/Partitions/2"
-        link.open()
-        link.flow(200)
-        got = _receive(client, link, len(bodies))
-        values = []
-        for raw in got:
-            m = Message()
-            m.decode(raw)
-            values.append(bytes(m.body))
-        assert values == bodies
+        events = _read_partition(client, client.session(), "after", 2, len(bodies))
+        assert [bytes(m.body) for m in events] == bodies
