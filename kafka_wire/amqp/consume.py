@@ -96,8 +96,8 @@ def attach(conn: AmqpConnection, link, address: Address) -> LinkHandler | None:
         return None
     handler = ConsumeLink(conn, link, view.name, address.partition, start,
                           None if epoch is None else int(epoch), key, principal)
-    # Fetched after _admit: a receiver it displaced removed an emptied set from the registry.
-    conn.server.readers.setdefault(key, set()).add(handler)
+    # After _admit: a receiver it displaced removed an emptied set from the registry.
+    conn.server.add_reader(key, handler)
     return handler
 
 
@@ -224,11 +224,7 @@ class ConsumeLink(LinkHandler):
         self.conn.settling.discard(self)
         self.conn.forget_payloads(self)
         self._stop_waiting()
-        readers = self.conn.server.readers.get(self.key)
-        if readers is not None:
-            readers.discard(self)
-            if not readers:
-                self.conn.server.readers.pop(self.key, None)
+        self.conn.server.remove_reader(self.key, self)
 
     def _stop_waiting(self) -> None:
         if self._waiting is not None:
@@ -399,6 +395,9 @@ class ConsumeLink(LinkHandler):
         starts = None if runtime.geo is None else georeplication.history(runtime, self.hub,
                                                                          self.partition)
         offsets = None if starts is None else (lambda sequence: georeplication.offset_of(starts, sequence))
+        where = (self.key[0], self.key[1], self.partition)
+        shared = (self.conn.server.shared_events if not metric and offsets is None
+                  and self.conn.server.partition_readers.get(where, 0) > 1 else None)
         events = []
         nbytes = 0
         for position, append_ms, data in batches:
@@ -409,10 +408,18 @@ class ConsumeLink(LinkHandler):
             if header.attributes & (rb.CONTROL_BIT | rb.TRANSACTIONAL_BIT) and plog.hidden(header):
                 self.next_offset = header.last_offset + 1
                 continue
+            skip = self.next_offset - header.base_offset
+            amqp_headers = bool(header.attributes & rb.AMQP_HEADERS_BIT)
             try:
-                events += batch_events(data, header, self.next_offset - header.base_offset, position,
-                                       append_ms, bool(header.attributes & rb.AMQP_HEADERS_BIT),
-                                       metric, offsets)
+                if shared is not None and header.records_count == header.last_offset_delta + 1:
+                    # (one record per offset delta from 0: the skip is an index)
+                    cached = shared.events(
+                        (where, header.base_offset, header.crc, position, append_ms), header.size,
+                        lambda: batch_events(data, header, 0, position, append_ms, amqp_headers, b"", None))
+                    events += cached[skip:] if skip > 0 else cached
+                else:
+                    events += batch_events(data, header, skip, position, append_ms, amqp_headers, metric,
+                                           offsets)
             except log_errors.LogError as exc:  # a codec that is not installed, or bit rot
                 log.error("AMQP receiver of %s-%d: the batch at offset %d cannot be read: %s",
                           self.hub, self.partition, header.base_offset, exc)

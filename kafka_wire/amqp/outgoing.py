@@ -12,6 +12,7 @@ read, and their values joined, from the log's own view).
 from __future__ import annotations
 
 import struct
+from collections import OrderedDict
 
 from kafka_wire.amqp import messages
 from kafka_wire.log import batch as rb
@@ -19,7 +20,7 @@ from kafka_wire.log.batch import BatchHeader, read_varint
 from kafka_wire.log.errors import CorruptRecord
 from kafka_wire.log.records import records_bytes
 
-__all__ = ["batch_events"]
+__all__ = ["batch_events", "SharedEvents"]
 
 _ANNOTATIONS_MAP32 = b"\x00\x53\x72\xd1"
 _SEQ_LONG = b"\xa3\x15x-opt-sequence-number\x81"
@@ -135,3 +136,38 @@ def batch_events(data, header: BatchHeader, skip: int, position: int, append_ms:
     except (IndexError, UnicodeDecodeError) as exc:
         raise CorruptRecord(f"records of the batch at offset {header.base_offset} do not parse: {exc}") from None
     return out
+
+
+class SharedEvents:
+    """The messages of batches read lately, for the other receivers of the same
+    partition (other consumer groups, or more readers of one group): each batch is
+    encoded once while several read it. Least recently used batches go first past
+    ``max_bytes`` (counted as the batches' stored size). Receivers that ask for
+    the runtime metric or read geo-replicated offsets encode their own."""
+
+    def __init__(self, max_bytes: int = 16 << 20) -> None:
+        self.max_bytes = max_bytes
+        self._batches: OrderedDict[tuple, tuple[list[bytes], int]] = OrderedDict()
+        self._bytes = 0
+        self.hits = self.misses = 0
+
+    def events(self, key: tuple, size: int, encode) -> list[bytes]:
+        """The messages of the batch ``key`` names (stored ``size`` bytes), from
+        ``encode()`` the first time."""
+        entry = self._batches.get(key)
+        if entry is not None:
+            self._batches.move_to_end(key)
+            self.hits += 1
+            return entry[0]
+        self.misses += 1
+        events = encode()
+        self._batches[key] = (events, size)
+        self._bytes += size
+        while self._bytes > self.max_bytes and len(self._batches) > 1:
+            _, (_, dropped) = self._batches.popitem(last=False)
+            self._bytes -= dropped
+        return events
+
+    def clear(self) -> None:
+        self._batches.clear()
+        self._bytes = 0

@@ -9,6 +9,7 @@ import logging
 from kafka_wire.amqp import websocket
 from kafka_wire.amqp.connection import AmqpConnection
 from kafka_wire.amqp.limits import ConnectionLimits
+from kafka_wire.amqp.outgoing import SharedEvents
 from kafka_wire.context import Services
 
 log = logging.getLogger(__name__)
@@ -21,6 +22,10 @@ class AmqpServer:
         self.connections: set[AmqpConnection] = set()
         # (namespace, hub, consumer group, partition) -> its receive links
         self.readers: dict[tuple[str, str, str, int], set] = {}
+        # (namespace, hub, partition) -> its receive links, all groups: when more than one,
+        # they share the messages they read (outgoing.SharedEvents)
+        self.partition_readers: dict[tuple[str, str, int], int] = {}
+        self.shared_events = SharedEvents()
         self._servers: list[asyncio.base_events.Server] = []  # AMQP, AMQPS
         self.bytes_in = self.events_in = self.bytes_out = self.events_out = 0
 
@@ -30,6 +35,27 @@ class AmqpServer:
                                           ssl=ssl, reuse_address=True)
         self._servers.append(server)
         return server.sockets[0].getsockname()[:2]
+
+    def add_reader(self, key: tuple[str, str, str, int], handler) -> None:
+        self.readers.setdefault(key, set()).add(handler)
+        where = (key[0], key[1], key[3])
+        self.partition_readers[where] = self.partition_readers.get(where, 0) + 1
+
+    def remove_reader(self, key: tuple[str, str, str, int], handler) -> None:
+        readers = self.readers.get(key)
+        if readers is None or handler not in readers:
+            return
+        readers.discard(handler)
+        if not readers:
+            self.readers.pop(key, None)
+        where = (key[0], key[1], key[3])
+        left = self.partition_readers.get(where, 1) - 1
+        if left > 0:
+            self.partition_readers[where] = left
+        else:
+            self.partition_readers.pop(where, None)
+        if not self.partition_readers:
+            self.shared_events.clear()  # nobody reads over AMQP: hold nothing
 
     def count_in(self, nbytes: int, events: int) -> None:
         self.bytes_in += nbytes
