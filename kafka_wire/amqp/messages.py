@@ -360,9 +360,10 @@ _PREFIX_SECTIONS = (_HEADER, _DELIVERY_ANN, _MESSAGE_ANN, _PROPERTIES, _APP_PROP
 def plain_batch(buf: memoryview) -> PlainEvents | None:
     """What ``batch_messages(decode_message(buf))`` reads, without an :class:`Incoming`
     per event, when that is a batch whose every event is a data section, after at most
-    a header saying only ``durable`` and message annotations holding only the partition
-    key, and all the events' keys are the same; None for anything else (then those
-    read it, and say why it is wrong, if it is: nothing here raises)."""
+    a header saying only ``durable``, message annotations holding only the partition
+    key and properties holding nothing (see :func:`_keyed_inner`), and all the events'
+    keys are the same; None for anything else (then those read it, and say why it is
+    wrong, if it is: nothing here raises)."""
     try:
         return _plain_batch(buf)
     except Exception:  # noqa: BLE001 - truncated, bad UTF-8, proton's DataException...
@@ -471,39 +472,53 @@ def _events(buf: memoryview, pos: int, end: int, outer_key: str | None) -> Plain
 
 
 def _keyed_inner(inner: memoryview) -> tuple[str | None, memoryview] | None:
-    """A batch's inner message that is a data section after at most a header saying only
-    ``durable`` and message annotations holding only a text partition key: (the key or
-    None, the body), as ``_decode(inner, strict=True)`` reads them; None for any other."""
+    """A batch's inner message whose body is one data section, at its end, after at most
+    (in any order, once each) a header saying only ``durable``, message annotations
+    holding nothing or only a text partition key, and a properties section holding
+    nothing (what the Python and JavaScript SDKs send): (the key or None, the body), as
+    ``_decode(inner, strict=True)`` reads them; None for any other."""
     plain = _plain_inner(inner)
     if plain is not None:
         return None, plain.body
     end, pos = len(inner), 0
-    if inner[0] == 0 and inner[1] == 0x53 and inner[2] == _HEADER:
-        if inner[3] not in _LISTS:
+    key = None
+    seen = []
+    while inner[pos] == 0 and inner[pos + 1] == 0x53:
+        code, constructor = inner[pos + 2], inner[pos + 3]
+        if code == _DATA:
+            plain = _plain_inner(inner[pos:])  # (filling the rest)
+            return None if plain is None else (key, plain.body)
+        if code in seen:
             return None
-        pos = _skip(inner, 3)
-        if pos > end or _more_than_durable(inner, 3, pos):
+        seen.append(code)
+        if code == _HEADER or code == _PROPERTIES:
+            if constructor not in _LISTS:
+                return None
+            after = _skip(inner, pos + 3)
+            if after > end or (_more_than_durable(inner, pos + 3, after) if code == _HEADER
+                               else _has_values(inner, pos + 3, after)):
+                return None
+        elif code == _MESSAGE_ANN:
+            if constructor == 0xC1:  # map8: size, count, the entries
+                after, count, entry = pos + 5 + inner[pos + 4], inner[pos + 5], pos + 6
+            elif constructor == 0xD1:
+                size, count = struct.unpack_from(">II", inner, pos + 4)
+                after, entry = pos + 8 + size, pos + 12
+            else:
+                return None
+            if count == 2 and inner[entry:entry + len(_KEY_ENTRY)] == _KEY_ENTRY:
+                value = entry + len(_KEY_ENTRY)
+                if inner[value] not in (0xA1, 0xA3, 0xB1, 0xB3) or _skip(inner, value) != after:
+                    return None
+                key = _text(inner, value)
+            elif count != 0 or entry != after:
+                return None
+            if after > end:
+                return None
+        else:
             return None
-    if inner[pos] != 0 or inner[pos + 1] != 0x53 or inner[pos + 2] != _MESSAGE_ANN:
-        return None
-    code = inner[pos + 3]
-    if code == 0xC1:  # map8: size, count, the entries
-        after, count, entry = pos + 5 + inner[pos + 4], inner[pos + 5], pos + 6
-    elif code == 0xD1:
-        size, count = struct.unpack_from(">II", inner, pos + 4)
-        after, entry = pos + 8 + size, pos + 12
-    else:
-        return None
-    if count != 2 or inner[entry:entry + len(_KEY_ENTRY)] != _KEY_ENTRY:
-        return None
-    value = entry + len(_KEY_ENTRY)
-    if inner[value] not in (0xA1, 0xA3, 0xB1, 0xB3) or _skip(inner, value) != after or after > end:
-        return None
-    key = _text(inner, value)
-    plain = _plain_inner(inner[after:])  # the data section, filling the rest
-    if plain is None or after == end:
-        return None
-    return key, plain.body
+        pos = after
+    return None
 
 
 def split_batch(outer: Incoming) -> list[Incoming]:

@@ -46,6 +46,11 @@ PLAIN_HEADERS = [b"\x00\x53\x70\x45", b"\x00\x53\x70\xc0\x02\x01\x41",
                  b"\x00\x53\x70\xc0\x03\x02\x41\x40", b"\x00\x53\x70\xc0\x07\x05\x56\x01\x40\x40\x40\x40",
                  b"\x00\x53\x70\xd0\x00\x00\x00\x05\x00\x00\x00\x01\x41"]
 OTHER_HEADERS = [b"\x00\x53\x70\xc0\x04\x02\x41\x50\x05", b"\x00\x53\x70\x40", b"\x00\x53\x70\xa1\x01x"]
+# What else the SDKs' events carry that holds nothing: empty message annotations and
+# properties (the JavaScript SDK's, with a list0 header, before each body).
+EMPTY_ANNOTATIONS = [_map(0x72, [], False), _map(0x72, [], True)]
+EMPTY_PROPERTIES = [b"\x00\x53\x73\x45", b"\x00\x53\x73\xc0\x03\x02\x40\x40",
+                    b"\x00\x53\x73\xd0\x00\x00\x00\x06\x00\x00\x00\x02\x40\x40"]
 KEY_NAME = b"x-opt-partition-key"
 KEY_CODES = [0xA1, 0xA3, 0xB1, 0xB3]
 keys = st.one_of(st.none(), st.sampled_from(["k1", "k2", "", "ключ"]))
@@ -110,6 +115,12 @@ def inner_messages(draw) -> tuple[bytes, bool, str | None]:
         annotations, canonical = draw(key_annotations(key))
         sections.insert(len(sections) - 1, annotations)
         sdk = sdk and canonical
+    elif shape != "other" and draw(st.booleans()):
+        sections.insert(len(sections) - 1, draw(st.sampled_from(EMPTY_ANNOTATIONS)))
+    if shape != "other" and draw(st.booleans()):
+        sections.insert(len(sections) - 1, draw(st.sampled_from(EMPTY_PROPERTIES)))
+    if shape != "other" and draw(st.booleans()):  # the sections before the body in any order
+        sections = [*draw(st.permutations(sections[:-1])), sections[-1]]
     if shape == "other":
         for _ in range(draw(st.integers(1, 3))):
             extra = draw(st.one_of(st.sampled_from(OTHER_SECTIONS), st.sampled_from(OTHER_HEADERS),
@@ -133,17 +144,20 @@ def sdk_events(draw) -> list[tuple[bytes, bool, str | None]]:
         body = draw(st.sampled_from([b"", b"x", b"y" * 250, b"z" * 300]))
         wide = draw(st.booleans())
         key = draw(keys)
-        header = draw(st.sampled_from([b"", PLAIN_HEADERS[3], PLAIN_HEADERS[0], OTHER_HEADERS[0]]))
+        header = draw(st.sampled_from([b"", PLAIN_HEADERS[3], PLAIN_HEADERS[0], PLAIN_HEADERS[4],
+                                       OTHER_HEADERS[0]]))
         sdk = header != OTHER_HEADERS[0]
+        js = draw(st.booleans())  # the JavaScript SDK's: empty annotations and properties too
+        properties = EMPTY_PROPERTIES[0] if js else b""
         if key is None:
-            message = header + _data(body, wide)
+            message = header + (EMPTY_ANNOTATIONS[1] if js else b"") + properties + _data(body, wide)
         else:
             if draw(st.booleans()):
                 ann, canonical = draw(key_annotations(key))
                 sdk = sdk and canonical
             else:
-                ann = _map(0x72, [_text(0xA3, KEY_NAME) + _text(0xA1, key.encode())], False)
-            message = header + ann + _data(body, wide)
+                ann = _map(0x72, [_text(0xA3, KEY_NAME) + _text(0xA1, key.encode())], js)
+            message = header + ann + properties + _data(body, wide)
         if draw(st.integers(0, 4)) == 0:  # what reads as one more event if this one is misread
             message += _data(_data(b"", wide), wide)
             sdk = False
@@ -222,6 +236,10 @@ def _check(raw: bytes) -> PlainEvents | None:
 # an event with its own key, then one without (the batch has none): keys differ
 @example((_data(_KEYED_K1 + _data(b"a", True), True) + _data(_data(b"b", True), True), False))
 @example((_data(_KEYED_K1 + _data(b"a", False), False) + _data(_data(b"b", False), False), False))
+# properties that hold something; annotations whose count says no entries, before a key's
+@example((_data(b"\x00\x53\x73\xc0\x04\x01\xa1\x01x" + _data(b"a", True), True), False))
+@example((_data(_map(0x72, [_text(0xA3, KEY_NAME) + _text(0xA1, b"k")], False, 0) + _data(b"a", True), True),
+          False))
 @given(transfers())
 def test_one_pass_reading_is_the_general_paths(case):
     raw, expected = case
