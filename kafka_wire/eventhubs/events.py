@@ -142,9 +142,9 @@ def _alike_records(bodies: list, size: int, tail_key: bytes) -> list:
             # the record before's end (no headers), then length, attributes, timestamp delta
             more.append(b"\x00" + encode_varint(3 + len(offset) + len(tail) + size) + b"\x00\x00" + offset + tail)
         heads = [*heads, *more]
-        if len(_HEADS) >= _HEADS_KEPT:
+        if len(_HEADS) >= _HEADS_KEPT and (size, tail_key) not in _HEADS:
             _HEADS.clear()
-        _HEADS[(size, tail_key)] = heads
+        _HEADS[(size, tail_key)] = heads[:_HEADS_LONGEST]
     parts = [b""] * (2 * count + 1)
     parts[0:2 * count:2] = heads[:count]
     parts[1:2 * count:2] = bodies
@@ -154,7 +154,8 @@ def _alike_records(bodies: list, size: int, tail_key: bytes) -> list:
 
 
 _HEADS: dict[tuple[int, bytes], list[bytes]] = {}  # (body size, key's part) -> records' heads
-_HEADS_KEPT = 8  # (each a list as long as the largest batch of its size)
+_HEADS_KEPT = 8  # (each a list as long as the largest batch of its size, up to:)
+_HEADS_LONGEST = 4096  # (a megabyte of tiny events has tens of thousands: made again each time)
 
 
 def _batch(records: list, count: int, now_ms: int, codec: int) -> bytearray:

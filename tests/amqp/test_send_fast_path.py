@@ -369,6 +369,7 @@ def test_batches_of_alike_events_are_read_as_the_general_path_reads_them(count, 
 
 
 @settings(max_examples=100, deadline=None, derandomize=True)
+@example([(5000, 3, None), (4500, 3, None), (5000, 3, None), (10, 3, "k")])  # longer than those kept
 @given(st.lists(st.tuples(st.integers(1, 300), st.sampled_from([0, 1, 64, 1000]), keys), min_size=1,
                 max_size=12))
 def test_records_of_alike_events_are_the_same_however_their_heads_were_kept(batches):
