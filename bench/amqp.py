@@ -23,14 +23,20 @@ Every phase checks that what was acknowledged is what is read back: per
 partition, the sequence numbers (offsets) 0..n-1 in order, once each, with
 n the events acknowledged to that partition. Writes JSON to bench/results/.
 
-    python -m bench.amqp [--quick] [--events N] [--size 1024] [--partitions 2] [--repeat 3]
+    python -m bench.amqp [--quick] [--events N] [--size 1024] [--spread 0.5] [--partitions 2] [--repeat 3]
+
+``--spread`` sends events of sizes drawn within ``--size`` ± that fraction (1,000 seeded
+bodies in turn), as applications' events differ: the broker's send path has a shortcut
+for a batch of events all of one size, which the default (one body) takes.
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
+import random
 import socket
 import statistics
 import subprocess
@@ -52,6 +58,7 @@ from kafka_wire.eventhubs import connection_string
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 PER = 100_000                    # figures are CPU seconds per this many events
+SEED = 30                        # of the event bodies (--spread)
 BROKER_SHARE_TARGET = 0.10       # broker CPU / client CPU, AMQP (issue 30)
 AMQP_KAFKA_TARGET = 3.0          # AMQP broker CPU per event / Kafka broker CPU per record (issue 30)
 TIMEOUT_S = 300.0
@@ -194,9 +201,25 @@ class Contiguity:
 
 
 # -- AMQP ---------------------------------------------------------------------------------
-def amqp_send(b: Broker, hub: str, count: int, size: int, partitions: int) -> dict:
-    """``count`` events of ``size`` bytes in full batches, to the partitions in turn."""
-    body = os.urandom(size)
+def event_bodies(size: int, spread: float) -> list[bytes]:
+    """The bodies the phases send, in turn: one of ``size`` bytes, or with ``spread`` (a
+    fraction) 1,000 of sizes drawn evenly within ``size`` ± that much (seeded: the same
+    on every run), so no two events in a row are alike as applications' events are not."""
+    rng = random.Random(SEED)
+    if not spread:
+        return [rng.randbytes(size)]
+    low, high = size_range(size, spread)
+    return [rng.randbytes(rng.randint(low, high)) for _ in range(1000)]
+
+
+def size_range(size: int, spread: float) -> tuple[int, int]:
+    return max(0, int(size * (1 - spread))), int(size * (1 + spread))
+
+
+def amqp_send(b: Broker, hub: str, count: int, size: int, partitions: int, spread: float = 0.0) -> dict:
+    """``count`` events of ``size`` bytes (± ``spread``) in full batches, to the partitions in turn."""
+    pool = event_bodies(size, spread)
+    bodies = itertools.cycle(pool)  # (the one a full batch refused is skipped)
     acked = [0] * partitions
     producer = EventHubProducerClient.from_connection_string(b.amqp_cs(), eventhub_name=hub)
     try:
@@ -209,7 +232,7 @@ def amqp_send(b: Broker, hub: str, count: int, size: int, partitions: int) -> di
                 n = 0
                 while sent + n < count:
                     try:
-                        batch.add(EventData(body))
+                        batch.add(EventData(next(bodies)))
                     except ValueError:  # the batch is full
                         break
                     n += 1
@@ -228,10 +251,11 @@ def amqp_send(b: Broker, hub: str, count: int, size: int, partitions: int) -> di
 
 
 def amqp_receive(b: Broker, hub: str, count: int, size: int, partitions: int, prefetch: int = 3000,
-                 batch_size: int = 1000) -> dict:
+                 batch_size: int = 1000, spread: float = 0.0) -> dict:
     """receive_batch from ``-1`` on every partition (one client, no checkpoint
     store: it reads them all) until ``count`` events arrived."""
     seen = Contiguity(partitions)
+    low, high = size_range(size, spread)
     lock = threading.Lock()
     done = threading.Event()
     errors: list = []
@@ -244,7 +268,7 @@ def amqp_receive(b: Broker, hub: str, count: int, size: int, partitions: int, pr
         first, last = events[0], events[-1]
         body = next(iter(first.body), b"")  # one body per batch: the client's cost stays the SDK's
         with lock:
-            if len(body) != size:
+            if not low <= len(body) <= high:
                 bad_bodies[0] += 1
             seen.run(p, first.sequence_number, last.sequence_number, len(events))
             if seen.count >= count:
@@ -274,8 +298,8 @@ def amqp_receive(b: Broker, hub: str, count: int, size: int, partitions: int, pr
 
 
 # -- Kafka --------------------------------------------------------------------------------
-def kafka_produce(b: Broker, hub: str, count: int, size: int, partitions: int) -> dict:
-    value = os.urandom(size)
+def kafka_produce(b: Broker, hub: str, count: int, size: int, partitions: int, spread: float = 0.0) -> dict:
+    pool = event_bodies(size, spread)
     acked_offsets: list[list[int]] = [[] for _ in range(partitions)]
     errors: list = []
 
@@ -294,7 +318,7 @@ def kafka_produce(b: Broker, hub: str, count: int, size: int, partitions: int) -
         for i in range(count):
             while True:
                 try:
-                    p.produce(hub, value, partition=i % partitions, on_delivery=cb)
+                    p.produce(hub, pool[i % len(pool)], partition=i % partitions, on_delivery=cb)
                     break
                 except BufferError:
                     p.poll(0.005)
@@ -309,10 +333,11 @@ def kafka_produce(b: Broker, hub: str, count: int, size: int, partitions: int) -
     return out
 
 
-def kafka_consume(b: Broker, hub: str, count: int, size: int, partitions: int) -> dict:
+def kafka_consume(b: Broker, hub: str, count: int, size: int, partitions: int, spread: float = 0.0) -> dict:
     """By assignment, every partition from offset 0; every record's partition
     and offset are checked (contiguous, in order, once)."""
     seen = Contiguity(partitions)
+    low, high = size_range(size, spread)
     bad_bodies = 0
     c = Consumer({"bootstrap.servers": b.bootstrap, "group.id": "bench-amqp", "enable.auto.commit": False,
                   "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760,
@@ -325,7 +350,7 @@ def kafka_consume(b: Broker, hub: str, count: int, size: int, partitions: int) -
                 msgs = c.consume(1000, 1.0)
                 if not msgs:
                     continue
-                bad_bodies += len(msgs[0].value() or b"") != size
+                bad_bodies += not low <= len(msgs[0].value() or b"") <= high
                 for msg in msgs:
                     if msg.error():
                         if msg.error().code() != KafkaError._PARTITION_EOF:
@@ -342,18 +367,18 @@ def kafka_consume(b: Broker, hub: str, count: int, size: int, partitions: int) -
 
 
 # -- a round, and the report --------------------------------------------------------------
-def run_round(b: Broker, i: int, count: int, size: int, partitions: int) -> dict:
+def run_round(b: Broker, i: int, count: int, size: int, partitions: int, spread: float = 0.0) -> dict:
     out: dict = {}
     amqp_hub, kafka_hub = f"amqp-{i}", f"kafka-{i}"
     create_hub(b.bootstrap, amqp_hub, partitions)
     create_hub(b.bootstrap, kafka_hub, partitions)
-    out["amqp_send"] = amqp_send(b, amqp_hub, count, size, partitions)
-    out["amqp_receive"] = amqp_receive(b, amqp_hub, count, size, partitions)
+    out["amqp_send"] = amqp_send(b, amqp_hub, count, size, partitions, spread)
+    out["amqp_receive"] = amqp_receive(b, amqp_hub, count, size, partitions, spread=spread)
     # After the receiver's connection closed: what the broker still holds for it shows as growth
     # from round to round (each round reads a new hub on a new connection).
     out["amqp_receive"]["broker_heap_mb_after"] = b.heap_mb()
-    out["kafka_produce"] = kafka_produce(b, kafka_hub, count, size, partitions)
-    out["kafka_consume"] = kafka_consume(b, kafka_hub, count, size, partitions)
+    out["kafka_produce"] = kafka_produce(b, kafka_hub, count, size, partitions, spread)
+    out["kafka_consume"] = kafka_consume(b, kafka_hub, count, size, partitions, spread)
     s, r = out["amqp_send"], out["amqp_receive"]
     kp, kc = out["kafka_produce"], out["kafka_consume"]
     out["verified"] = {
@@ -384,6 +409,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="20,000 events per phase instead of 100,000")
     ap.add_argument("--events", type=int, help="events per phase (default 100,000; --quick 20,000)")
     ap.add_argument("--size", type=int, default=1024, help="event body bytes (default 1024)")
+    ap.add_argument("--spread", type=float, default=0.0,
+                    help="event sizes drawn evenly within size ± this fraction, e.g. 0.5 (default 0: all one size)")
     ap.add_argument("--partitions", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=3, help="rounds (default 3); figures are medians")
     ap.add_argument("--no-json", action="store_true", help="do not write bench/results/")
@@ -397,11 +424,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         idle = idle_cpu_util(b)
         # Warm-up: first-use costs (imports, SDK and broker code paths) are not what we measure.
-        run_round(b, 0, min(count, 2_000), args.size, args.partitions)
+        run_round(b, 0, min(count, 2_000), args.size, args.partitions, args.spread)
         for i in range(1, args.repeat + 1):
             print(f"round {i}/{args.repeat}: {count:,} events x {args.size} B, {args.partitions} partitions ...",
                   flush=True)
-            rounds.append(run_round(b, i, count, args.size, args.partitions))
+            rounds.append(run_round(b, i, count, args.size, args.partitions, args.spread))
         threads = b.threads()
     finally:
         b.stop()  # removes the work directory too
@@ -462,7 +489,8 @@ def main(argv: list[str] | None = None) -> int:
         RESULTS.mkdir(parents=True, exist_ok=True)
         path = RESULTS / f"amqp-{time.strftime('%Y%m%d-%H%M%S')}.json"
         path.write_text(json.dumps({
-            "benchmark": "amqp", "events": count, "event_bytes": args.size, "partitions": args.partitions,
+            "benchmark": "amqp", "events": count, "event_bytes": args.size, "size_spread": args.spread,
+            "partitions": args.partitions,
             "repeat": args.repeat, "broker_idle_cpu_util": idle, "broker_threads": threads,
             "loadavg_before": load_before, "loadavg_after": load_after,
             "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
