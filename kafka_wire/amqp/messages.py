@@ -398,10 +398,17 @@ def _alike(buf: memoryview, pos: int, end: int, outer_key: str | None) -> PlainE
     if first is None:
         return None
     n = len(first.bodies[0])
+    if size - n > _ALIKE_BEFORE:
+        return None
     before = bytes(buf[pos:pos + size - n])
     if _alike_pattern(before, n).fullmatch(buf, pos, end) is None:
         return None
     return PlainEvents(first.key, [buf[s:s + n] for s in range(pos + size - n, end - n + 1, size)], n)
+
+
+# The longest run of bytes before the body read this way: the patterns are cached (by
+# re too), and a client's padded headers should not fill the cache with megabytes.
+_ALIKE_BEFORE = 256
 
 
 @functools.lru_cache(maxsize=64)

@@ -380,3 +380,15 @@ def test_records_of_alike_events_are_the_same_however_their_heads_were_kept(batc
         events = [Incoming(key, [], b, [b], None) for b in bodies]
         assert bytes(records_batch(PlainEvents(key, bodies, size), NOW)) == bytes(records_batch(events, NOW))
         assert size in [s for s, _key in _HEADS]  # kept for the next batch
+
+
+def test_alike_events_with_long_heads_are_read_one_at_a_time():
+    """Events whose bytes before the body are long (a durable header padded with 300
+    nulls) are not read with a pattern (they would fill its cache): one at a time, still
+    as the general path reads them."""
+    header = b"\x00\x53\x70\xd0" + struct.pack(">II", 4 + 301, 301) + b"\x41" + b"\x40" * 300
+    raw = b"".join(_data(header + _data(b"body", False), True) for _ in range(5))
+    fast = _check(raw)
+    assert fast is not None and len(fast) == 5 and fast.size is None
+    short = _check(b"".join(_data(PLAIN_HEADERS[4] + _data(b"body", False), True) for _ in range(5)))
+    assert short is not None and short.size == 4
