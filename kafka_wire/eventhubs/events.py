@@ -17,7 +17,7 @@ from typing import Iterable, NamedTuple
 from proton import Data
 
 from kafka_wire.log import batch as rb
-from kafka_wire.log.records import compress, encode_record, encode_varint
+from kafka_wire.log.records import _SMALL_VARINTS, compress, encode_record, encode_varint
 
 __all__ = ["Incoming", "PlainEvents", "encode_value", "records_batch", "PROPERTIES_HEADER"]
 
@@ -94,8 +94,7 @@ def records_batch(messages: Iterable[Incoming] | PlainEvents, now_ms: int, codec
 
 def _plain_records(events: PlainEvents) -> list:
     """The records of ``events`` as parts to join: what the loop of
-    :func:`records_batch` writes for a body without headers, with each record's
-    fixed parts (its length, the key, the body's length) made once per body size."""
+    :func:`records_batch` writes for a body without headers."""
     key = events.key
     if key is None:
         tail_key = b"\x01"  # a null key's length, -1
@@ -104,23 +103,21 @@ def _plain_records(events: PlainEvents) -> list:
         tail_key = encode_varint(len(encoded)) + encoded
     if events.size is not None:
         return _alike_records(events.bodies, events.size, tail_key)
-    varint = encode_varint
+    # Varints from the log's table of small ones, without a call each (a quarter of a
+    # microsecond an event, half this loop's time).
+    bodies = events.bodies
+    varint, small = encode_varint, _SMALL_VARINTS
+    offsets = small[1:len(bodies) + 1] if len(bodies) < len(small) - 1 else map(varint, range(len(bodies)))
+    fixed = 3 + len(tail_key)  # attributes, timestamp delta and headers count; the key
     parts: list = []
     extend = parts.extend
-    last_n = -1
-    heads: dict = {}
-    tail = b""
-    for i, value in enumerate(events.bodies):
+    for offset, value in zip(offsets, bodies):
         n = len(value)
-        if n != last_n:
-            last_n, tail, heads = n, tail_key + varint(n), {}
-        offset = varint(i)
-        # each record's end (no headers) and the next one's length, attributes and
-        # timestamp delta: they depend only on the sizes of the offset delta and the body
-        head = heads.get(len(offset))
-        if head is None:
-            head = heads[len(offset)] = b"\x00" + varint(3 + len(offset) + len(tail) + n) + b"\x00\x00"
-        extend((head, offset, tail, value))
+        size = small[n + 1] if n < 16382 else varint(n)
+        length = fixed + len(offset) + len(size) + n
+        # (the record before's end: no headers), length, attributes, timestamp delta
+        extend((b"\x00" + (small[length + 1] if length < 16382 else varint(length)) + b"\x00\x00",
+                offset, tail_key, size, value))
     if parts:
         parts[0] = parts[0][1:]  # (the first record has no record before it to end)
         parts.append(b"\x00")

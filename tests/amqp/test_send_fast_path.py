@@ -271,6 +271,7 @@ def test_sdk_batches_are_read_in_one_pass(bodies, key, header, wide):
 
 @settings(max_examples=200, deadline=None, derandomize=True)
 @example(sizes=[5] * 9000, key=None)  # offset deltas of one, two and three bytes
+@example(sizes=[0, 1] * 8200, key="k")  # more than the log's table of small varints
 @example(sizes=[70] * 70 + [3000] * 3 + [0], key="k")
 @given(sizes=st.lists(st.sampled_from([0, 1, 63, 64, 127, 128, 300, 8191, 8192, 20000]), min_size=1,
                       max_size=150), key=keys)
