@@ -23,11 +23,17 @@ Every phase checks that what was acknowledged is what is read back: per
 partition, the sequence numbers (offsets) 0..n-1 in order, once each, with
 n the events acknowledged to that partition. Writes JSON to bench/results/.
 
-    python -m bench.amqp [--quick] [--events N] [--size 1024] [--spread 0.5] [--partitions 2] [--repeat 3]
+    python -m bench.amqp [--quick] [--events N] [--size 1024] [--spread 0.5] [--partitions 2]
+                         [--receivers 2] [--repeat 3]
 
 ``--spread`` sends events of sizes drawn within ``--size`` ± that fraction (1,000 seeded
 bodies in turn), as applications' events differ: the broker's send path has a shortcut
 for a batch of events all of one size, which the default (one body) takes.
+
+``--receivers N`` (2-5) adds a phase after the receive: N clients read the same partitions
+at once (``$Default``, no owner level), under one meter, each checked as above; its broker
+CPU is per event delivered (N x events), printed beside one receiver's of the same round,
+as receivers of one partition share each batch's encoded messages (amqp/outgoing.SharedEvents).
 """
 from __future__ import annotations
 
@@ -251,48 +257,62 @@ def amqp_send(b: Broker, hub: str, count: int, size: int, partitions: int, sprea
 
 
 def amqp_receive(b: Broker, hub: str, count: int, size: int, partitions: int, prefetch: int = 3000,
-                 batch_size: int = 1000, spread: float = 0.0) -> dict:
-    """receive_batch from ``-1`` on every partition (one client, no checkpoint
-    store: it reads them all) until ``count`` events arrived."""
-    seen = Contiguity(partitions)
+                 batch_size: int = 1000, spread: float = 0.0, receivers: int = 1) -> dict:
+    """receive_batch from ``-1`` on every partition until ``count`` events arrived, by
+    ``receivers`` clients at once (each its own connection in ``$Default``, no owner level,
+    no checkpoint store: each reads every partition), under one meter; the figures are per
+    event delivered (``receivers`` x ``count``), and each receiver's events are checked."""
+    seens = [Contiguity(partitions) for _ in range(receivers)]
     low, high = size_range(size, spread)
     lock = threading.Lock()
-    done = threading.Event()
+    done = [threading.Event() for _ in range(receivers)]
     errors: list = []
     bad_bodies = [0]
 
-    def on_batch(context, events):
-        if not events:
-            return
-        p = int(context.partition_id)
-        first, last = events[0], events[-1]
-        body = next(iter(first.body), b"")  # one body per batch: the client's cost stays the SDK's
-        with lock:
-            if not low <= len(body) <= high:
-                bad_bodies[0] += 1
-            seen.run(p, first.sequence_number, last.sequence_number, len(events))
-            if seen.count >= count:
-                done.set()
+    def on_batch_of(i: int):
+        seen = seens[i]
 
-    client = EventHubConsumerClient.from_connection_string(
+        def on_batch(context, events):
+            if not events:
+                return
+            p = int(context.partition_id)
+            first, last = events[0], events[-1]
+            body = next(iter(first.body), b"")  # one body per batch: the client's cost stays the SDK's
+            with lock:
+                if not low <= len(body) <= high:
+                    bad_bodies[0] += 1
+                seen.run(p, first.sequence_number, last.sequence_number, len(events))
+                if seen.count >= count:
+                    done[i].set()
+        return on_batch
+
+    clients = [EventHubConsumerClient.from_connection_string(
         b.amqp_cs(), consumer_group="$Default", eventhub_name=hub,
         load_balancing_interval=1)  # its loop sleeps one interval before it notices close()
-    thread = threading.Thread(target=client.receive_batch, kwargs=dict(
-        on_event_batch=on_batch, on_error=lambda ctx, err: errors.append(err), max_batch_size=batch_size,
+        for _ in range(receivers)]
+    threads = [threading.Thread(target=client.receive_batch, kwargs=dict(
+        on_event_batch=on_batch_of(i), on_error=lambda ctx, err: errors.append(err), max_batch_size=batch_size,
         max_wait_time=None, prefetch=prefetch, starting_position="-1"), daemon=True)
+        for i, client in enumerate(clients)]
     with Meter(b) as m:
-        thread.start()
+        for thread in threads:
+            thread.start()
         deadline = time.monotonic() + TIMEOUT_S
-        while not done.wait(0.2) and thread.is_alive() and time.monotonic() < deadline:
-            pass
+        for d, thread in zip(done, threads):
+            while not d.wait(0.2) and thread.is_alive() and time.monotonic() < deadline:
+                pass
         m.stop()
-    client.close()
-    thread.join(30)
-    if seen.count < count and errors:
-        raise RuntimeError(f"AMQP receive failed after {seen.count} events: {errors[0]!r}")
-    out = m.figures(seen.count)
-    out.update(mb_per_s=seen.count * size / m.seconds / 1e6, read=seen.count,
-               read_per_partition=list(seen.next), in_order=seen.ok and not bad_bodies[0],
+    for client in clients:
+        client.close()
+    for thread in threads:
+        thread.join(30)
+    read = sum(seen.count for seen in seens)
+    if read < count * receivers and errors:
+        raise RuntimeError(f"AMQP receive failed after {read} events: {errors[0]!r}")
+    out = m.figures(read)
+    out.update(mb_per_s=read * size / m.seconds / 1e6, read=read, receivers=receivers,
+               read_per_partition=[list(seen.next) for seen in seens] if receivers > 1 else list(seens[0].next),
+               in_order=all(seen.ok for seen in seens) and not bad_bodies[0],
                errors=[repr(e) for e in errors[:3]])
     return out
 
@@ -367,7 +387,8 @@ def kafka_consume(b: Broker, hub: str, count: int, size: int, partitions: int, s
 
 
 # -- a round, and the report --------------------------------------------------------------
-def run_round(b: Broker, i: int, count: int, size: int, partitions: int, spread: float = 0.0) -> dict:
+def run_round(b: Broker, i: int, count: int, size: int, partitions: int, spread: float = 0.0,
+              receivers: int = 1) -> dict:
     out: dict = {}
     amqp_hub, kafka_hub = f"amqp-{i}", f"kafka-{i}"
     create_hub(b.bootstrap, amqp_hub, partitions)
@@ -377,13 +398,20 @@ def run_round(b: Broker, i: int, count: int, size: int, partitions: int, spread:
     # After the receiver's connection closed: what the broker still holds for it shows as growth
     # from round to round (each round reads a new hub on a new connection).
     out["amqp_receive"]["broker_heap_mb_after"] = b.heap_mb()
+    if receivers > 1:  # the same events again, by several receivers at once (outgoing.SharedEvents)
+        out["amqp_receive_n"] = amqp_receive(b, amqp_hub, count, size, partitions, spread=spread,
+                                             receivers=receivers)
     out["kafka_produce"] = kafka_produce(b, kafka_hub, count, size, partitions, spread)
     out["kafka_consume"] = kafka_consume(b, kafka_hub, count, size, partitions, spread)
     s, r = out["amqp_send"], out["amqp_receive"]
     kp, kc = out["kafka_produce"], out["kafka_consume"]
     out["verified"] = {
         "amqp": s["acked"] == count and r["read"] == count and r["in_order"]
-        and r["read_per_partition"] == s["acked_per_partition"],
+        and r["read_per_partition"] == s["acked_per_partition"]
+        and ("amqp_receive_n" not in out or (out["amqp_receive_n"]["read"] == count * receivers
+                                              and out["amqp_receive_n"]["in_order"]
+                                              and all(seen == s["acked_per_partition"]
+                                                      for seen in out["amqp_receive_n"]["read_per_partition"]))),
         "kafka": kp["acked"] == count and kp["offsets_ok"] and kc["read"] == count and kc["in_order"]
         and kc["read_per_partition"] == kp["acked_per_partition"],
     }
@@ -412,6 +440,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--spread", type=float, default=0.0,
                     help="event sizes drawn evenly within size ± this fraction, e.g. 0.5 (default 0: all one size)")
     ap.add_argument("--partitions", type=int, default=2)
+    ap.add_argument("--receivers", type=int, default=1, choices=range(1, 6), metavar="N",
+                    help="also receive with N receivers at once, 1-5 (the broker's receivers per partition "
+                         "in one consumer group); figures per event delivered (default 1: not run)")
     ap.add_argument("--repeat", type=int, default=3, help="rounds (default 3); figures are medians")
     ap.add_argument("--no-json", action="store_true", help="do not write bench/results/")
     args = ap.parse_args(argv)
@@ -424,11 +455,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         idle = idle_cpu_util(b)
         # Warm-up: first-use costs (imports, SDK and broker code paths) are not what we measure.
-        run_round(b, 0, min(count, 2_000), args.size, args.partitions, args.spread)
+        run_round(b, 0, min(count, 2_000), args.size, args.partitions, args.spread, args.receivers)
         for i in range(1, args.repeat + 1):
             print(f"round {i}/{args.repeat}: {count:,} events x {args.size} B, {args.partitions} partitions ...",
                   flush=True)
-            rounds.append(run_round(b, i, count, args.size, args.partitions, args.spread))
+            rounds.append(run_round(b, i, count, args.size, args.partitions, args.spread, args.receivers))
         threads = b.threads()
     finally:
         b.stop()  # removes the work directory too
@@ -443,6 +474,8 @@ def main(argv: list[str] | None = None) -> int:
 
     phases = [("AMQP send (send_batch)", "amqp_send"), ("AMQP receive (receive_batch)", "amqp_receive"),
               ("Kafka produce", "kafka_produce"), ("Kafka consume", "kafka_consume")]
+    if args.receivers > 1:
+        phases.insert(2, (f"AMQP receive, {args.receivers} receivers", "amqp_receive_n"))
     cols = [("events/s", "events_per_s", ",.0f"), ("broker CPU s/100k", "broker_cpu_s_per_100k", ".2f"),
             ("client CPU s/100k", "client_cpu_s_per_100k", ".2f"), ("broker/client %", "broker_over_client", ".0%"),
             ("broker CPU util", "broker_cpu_util", ".0%")]
@@ -481,6 +514,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label:44}{format(m, fmt):>10}{format(min(vals), fmt) + '-' + format(max(vals), fmt):>16}"
               f"{'<= ' + format(limit, fmt):>10}  {verdict}")
 
+    if args.receivers > 1:
+        # Per event delivered, beside one receiver's in the same rounds: what sharing a batch's
+        # encoded messages between the receivers of a partition saves.
+        many = [r["amqp_receive_n"]["broker_cpu_s_per_100k"] / r["amqp_receive"]["broker_cpu_s_per_100k"]
+                for r in rounds]
+        print(f"\nAMQP receive, broker CPU per event delivered: 1 receiver "
+              f"{med('amqp_receive', 'broker_cpu_s_per_100k') * 1e6 / PER:.2f} us, {args.receivers} receivers "
+              f"{med('amqp_receive_n', 'broker_cpu_s_per_100k') * 1e6 / PER:.2f} us; ratio per round, median "
+              f"{statistics.median(many):.2f} ({min(many):.2f}-{max(many):.2f})")
+        summary["receivers_n_over_1"] = {"median": statistics.median(many), "per_round": many}
     print("\nbroker anonymous RSS after each round's AMQP receive (MB): "
           + ", ".join(f"{r['amqp_receive']['broker_heap_mb_after']:.0f}" for r in rounds))
     verified = {path: all(r["verified"][path] for r in rounds) for path in ("amqp", "kafka")}
@@ -490,7 +533,7 @@ def main(argv: list[str] | None = None) -> int:
         path = RESULTS / f"amqp-{time.strftime('%Y%m%d-%H%M%S')}.json"
         path.write_text(json.dumps({
             "benchmark": "amqp", "events": count, "event_bytes": args.size, "size_spread": args.spread,
-            "partitions": args.partitions,
+            "partitions": args.partitions, "receivers": args.receivers,
             "repeat": args.repeat, "broker_idle_cpu_util": idle, "broker_threads": threads,
             "loadavg_before": load_before, "loadavg_after": load_after,
             "machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
