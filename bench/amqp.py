@@ -94,6 +94,15 @@ class Broker(BrokerProc):
     def threads(self) -> int:
         return self._status("Threads:")
 
+    def minor_faults(self) -> int:
+        """Minor page faults so far, every thread (/proc/PID/stat's minflt): memory the
+        allocator takes from and gives back to the kernel shows here."""
+        try:
+            stat = Path(f"/proc/{self.proc.pid}/stat").read_text()
+            return int(stat[stat.rindex(")") + 2:].split()[7])
+        except (OSError, ValueError, IndexError):
+            return 0
+
     def heap_mb(self) -> float:
         """The broker's anonymous resident memory now, MB (its heap: the log files it maps,
         which readers touch, are resident too but the kernel's to drop)."""
@@ -153,6 +162,7 @@ class Meter:
 
     def __enter__(self) -> "Meter":
         self.ticks0, self.threads0 = self.broker.cpu_seconds(), self.broker.cpu_ns_by_thread()
+        self.faults0 = self.broker.minor_faults()
         self.t0, self.c0 = time.perf_counter(), client_cpu_s()
         return self
 
@@ -162,6 +172,7 @@ class Meter:
         self.client_cpu = client_cpu_s() - self.c0
         after = self.broker.cpu_ns_by_thread()
         self.broker_cpu_ticks = self.broker.cpu_seconds() - self.ticks0
+        self.broker_faults = self.broker.minor_faults() - self.faults0
         # Per thread, so a broker thread that started meanwhile counts from zero.
         self.broker_cpu = sum(ns - self.threads0.get(tid, 0) for tid, ns in after.items()) / 1e9
         if not after:  # no schedstat: the ticks it is
@@ -175,7 +186,8 @@ class Meter:
         return {"events": events, "seconds": self.seconds,
                 "events_per_s": events / self.seconds if self.seconds else float("nan"),
                 "broker_cpu_s": self.broker_cpu, "broker_cpu_s_from_ticks": self.broker_cpu_ticks,
-                "client_cpu_s": self.client_cpu,
+                "client_cpu_s": self.client_cpu, "broker_minor_faults": self.broker_faults,
+                "broker_minor_faults_per_100k": self.broker_faults / events * PER if events else float("nan"),
                 "broker_cpu_s_per_100k": self.broker_cpu / events * PER if events else float("nan"),
                 "client_cpu_s_per_100k": self.client_cpu / events * PER if events else float("nan"),
                 "broker_over_client": self.broker_cpu / self.client_cpu if self.client_cpu else float("nan"),
@@ -478,7 +490,8 @@ def main(argv: list[str] | None = None) -> int:
         phases.insert(2, (f"AMQP receive, {args.receivers} receivers", "amqp_receive_n"))
     cols = [("events/s", "events_per_s", ",.0f"), ("broker CPU s/100k", "broker_cpu_s_per_100k", ".2f"),
             ("client CPU s/100k", "client_cpu_s_per_100k", ".2f"), ("broker/client %", "broker_over_client", ".0%"),
-            ("broker CPU util", "broker_cpu_util", ".0%")]
+            ("broker CPU util", "broker_cpu_util", ".0%"),
+            ("broker faults/100k", "broker_minor_faults_per_100k", ",.0f")]
     print(f"\n{count:,} events x {args.size} B, {args.partitions} partitions, median of {args.repeat} "
           f"round(s) (min-max below); {os.cpu_count()} CPUs, load average {load_before:.2f} before, "
           f"{load_after:.2f} after; broker idle CPU {idle:.1%}")
