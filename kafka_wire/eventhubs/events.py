@@ -17,7 +17,7 @@ from typing import Iterable, NamedTuple
 from proton import Data
 
 from kafka_wire.log import batch as rb
-from kafka_wire.log.records import _SMALL_VARINTS, compress, encode_record, encode_varint
+from kafka_wire.log.records import SMALL_VARINTS, compress, encode_record, encode_varint
 
 __all__ = ["Incoming", "PlainEvents", "encode_value", "records_batch", "PROPERTIES_HEADER"]
 
@@ -106,7 +106,7 @@ def _plain_records(events: PlainEvents) -> list:
     # Varints from the log's table of small ones, without a call each (a quarter of a
     # microsecond an event, half this loop's time).
     bodies = events.bodies
-    varint, small = encode_varint, _SMALL_VARINTS
+    varint, small = encode_varint, SMALL_VARINTS
     offsets = small[1:len(bodies) + 1] if len(bodies) < len(small) - 1 else map(varint, range(len(bodies)))
     fixed = 3 + len(tail_key)  # attributes, timestamp delta and headers count; the key
     parts: list = []
