@@ -385,7 +385,7 @@ class AmqpConnection(asyncio.Protocol):
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None
-        self.padder = FramePadder()
+        self.padder = FramePadder(self.peer)
         self.scanner = InputFrames(MAX_FRAME)
 
     def _push(self, data: bytes) -> None:

@@ -11,13 +11,17 @@ any AMQP peer reads the same frame).
 """
 from __future__ import annotations
 
+import logging
 import struct
+
+from kafka_wire.log_lines import RepeatedWarnings, client_address
 
 __all__ = ["FramePadder", "FIELDS"]
 
 # descriptor code -> fields of the performative (AMQP 1.0 part 2.7)
 FIELDS = {0x10: 10, 0x11: 8, 0x12: 14, 0x13: 11, 0x14: 11, 0x15: 6, 0x16: 3, 0x17: 1, 0x18: 1}
 _SIZE = struct.Struct(">I")
+_repeats = RepeatedWarnings(logging.getLogger(__name__))
 _LIST8 = struct.Struct(">BB")
 _LIST32 = struct.Struct(">II")
 
@@ -32,12 +36,13 @@ class FramePadder:
     here, by the delivery's tag (unique on the connection) in :attr:`payloads`.
     A transfer of one is recorded in :attr:`written` (its owner's last tag written)."""
 
-    def __init__(self) -> None:
+    def __init__(self, peer: str = "?") -> None:
+        self.peer = peer  # for the log line of a lost payload
         self._carry = b""
         self._header_done = False
         self.payloads: dict[bytes, tuple] = {}  # tag -> (payload, owner, tag number)
         self.written: dict = {}  # owner -> the tag number of its last transfer written
-        self.lost = 0  # empty transfers found without their payload (tests look at it)
+        self.lost = 0  # empty transfers found without their payload (see _lose)
 
     def feed(self, data) -> bytes:
         return b"".join(self.feed_parts(data))
@@ -90,7 +95,7 @@ class FramePadder:
                             entry = pop(tag, None)
                             if entry is None:
                                 if items_end == pos + size:
-                                    self.lost += 1
+                                    self._lose(tag)
                             elif entry[0] is not None and items_end != pos + size:
                                 payloads[tag] = entry  # another link's transfer with that tag
                                 entry = None
@@ -149,6 +154,14 @@ class FramePadder:
         del self.payloads[tag]
         self.written[entry[1]] = entry[2]
         return entry[0]
+
+    def _lose(self, tag: bytes) -> None:
+        # An empty transfer whose payload is not here reaches the client as an empty
+        # event: never expected (a bug), so said, once a minute per client.
+        self.lost += 1
+        _repeats.warn("amqp-lost-payload", client_address(self.peer),
+                      f"AMQP connection from {self.peer}: the transfer of delivery {tag!r} "
+                      f"went out without its event (an empty message; {self.lost} so far)")
 
     def forget(self, owner) -> None:
         """``owner``'s link has ended: drop the payloads proton did not write."""
