@@ -258,12 +258,13 @@ def _pad_with_error(buf: bytes, view: memoryview, pos: int, size: int, body: int
 PAD_ROOM = 32  # the most FramePadder adds to a frame (nulls, a list8 made a list32), and more
 
 
-def _smaller_frames(frame: bytes, doff: int) -> bytes | None:
-    """The client's ``open`` with a max-frame-size :data:`PAD_ROOM` smaller (at
-    least 512), for proton to size its frames by: the padder lengthens frames
-    proton fills to the limit, and a client refuses one past it. None to leave it."""
+def rewrite_performative(frame: bytes, doff: int, change) -> bytes | None:
+    """``frame`` (whole, its body at ``doff``) with its performative's fields
+    replaced by ``change(fields)`` (a list, trailing ones maybe omitted); None when
+    ``change`` returns None or the performative does not decode (proton, reading
+    it, reports a bad frame itself). For rare frames: decoded with proton."""
     from proton import Data
-    from proton._data import Described, uint
+    from proton._data import Described
 
     data = Data()
     try:
@@ -272,18 +273,33 @@ def _smaller_frames(frame: bytes, doff: int) -> bytes | None:
         data.next()
         described = data.get_object()
         fields = list(described.value)
-    except Exception:  # proton will report the bad frame itself
+    except Exception:
         return None
-    if len(fields) < 3 or fields[2] is None or int(fields[2]) >= 0xFFFFFFFF:
+    fields = change(fields)
+    if fields is None:
         return None
-    smaller = max(512, int(fields[2]) - PAD_ROOM)  # (512, the least a peer may take, stays)
-    if smaller == int(fields[2]):
-        return None
-    fields[2] = uint(smaller)
     out = Data()
     out.put_object(Described(described.descriptor, fields))
     body = out.encode()
     return _SIZE.pack(doff + len(body)) + frame[4:doff] + body
+
+
+def _smaller_frames(frame: bytes, doff: int) -> bytes | None:
+    """The client's ``open`` with a max-frame-size :data:`PAD_ROOM` smaller (at
+    least 512), for proton to size its frames by: the padder lengthens frames
+    proton fills to the limit, and a client refuses one past it. None to leave it."""
+    from proton._data import uint
+
+    def smaller(fields: list) -> list | None:
+        if len(fields) < 3 or fields[2] is None or int(fields[2]) >= 0xFFFFFFFF:
+            return None
+        size = max(512, int(fields[2]) - PAD_ROOM)  # (512, the least a peer may take, stays)
+        if size == int(fields[2]):
+            return None
+        fields[2] = uint(size)
+        return fields
+
+    return rewrite_performative(frame, doff, smaller)
 
 
 class InputFrames:

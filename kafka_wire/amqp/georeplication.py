@@ -22,6 +22,7 @@ import logging
 import struct
 from typing import TYPE_CHECKING
 
+from kafka_wire.amqp.frames import rewrite_performative
 from kafka_wire.eventhubs import geo_offsets as go
 
 if TYPE_CHECKING:
@@ -168,30 +169,20 @@ def _with_offer(frame: bytes, doff: int, pending: set[str]) -> bytes | None:
     """An attach frame with ``com.microsoft:georeplication`` among its offered
     capabilities (field 11), if its link is pending; None to leave it."""
     from proton import UNDESCRIBED, Array, Data, symbol
-    from proton._data import Described
 
-    data = Data()
-    try:
-        data.decode(frame[doff:])
-        data.rewind()
-        data.next()
-        attach = data.get_object()
-        fields = list(attach.value)
-    except Exception:  # not ours to judge: proton wrote it
-        return None
-    name = str(fields[0]) if fields and fields[0] is not None else None
-    if name not in pending:
-        return None
-    pending.discard(name)
-    fields += [None] * (14 - len(fields))
-    offered = fields[11]
-    have = [] if offered is None else list(getattr(offered, "elements", None) or
-                                            (offered if isinstance(offered, (list, tuple)) else [offered]))
-    fields[11] = Array(UNDESCRIBED, Data.SYMBOL, *[symbol(str(s)) for s in have], symbol(CAPABILITY))
-    out = Data()
-    out.put_object(Described(attach.descriptor, fields))
-    body = out.encode()
-    return _SIZE.pack(doff + len(body)) + frame[4:doff] + body
+    def offered(fields: list) -> list | None:
+        name = str(fields[0]) if fields and fields[0] is not None else None
+        if name not in pending:
+            return None
+        pending.discard(name)
+        fields += [None] * (14 - len(fields))
+        offered = fields[11]
+        have = [] if offered is None else list(getattr(offered, "elements", None) or
+                                                (offered if isinstance(offered, (list, tuple)) else [offered]))
+        fields[11] = Array(UNDESCRIBED, Data.SYMBOL, *[symbol(str(s)) for s in have], symbol(CAPABILITY))
+        return fields
+
+    return rewrite_performative(frame, doff, offered)
 
 
 # -- management ----------------------------------------------------------------------
