@@ -26,7 +26,9 @@ import logging
 import os
 import struct
 import sys
+import threading
 from array import array
+from contextlib import nullcontext
 from itertools import islice
 from pathlib import Path
 from typing import NamedTuple
@@ -49,6 +51,7 @@ class _EntryFile:
     # nothing reads while it is active: see OffsetIndex.
     DEFER_ENTRIES = 0
     _pending: bytes | bytearray = b""  # entries not written yet (DEFER_ENTRIES); b"" when none
+    _pending_lock = nullcontext()  # a Lock for files that defer (see BatchIndex)
 
     def __init__(self, path: Path, max_bytes: int):
         self.path = path
@@ -62,6 +65,8 @@ class _EntryFile:
         self._first: tuple | None = None
         self._last: tuple | None = None
         self.entries = 0  # pending ones included
+        if self.DEFER_ENTRIES:
+            self._pending_lock = threading.Lock()
         if path.exists():
             size = path.stat().st_size
             self.file_bytes = size
@@ -102,9 +107,10 @@ class _EntryFile:
                 self.write_pending()
             except OSError as exc:  # kept: the next append or trim writes them
                 logger.warning("%s: cannot write index entries: %s", self.path, exc)
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        with self._pending_lock:  # not while a lock-free reader writes pending entries through it
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
 
     @property
     def is_full(self) -> bool:
@@ -191,8 +197,10 @@ class _EntryFile:
         self.file_bytes = length
         self._remap(length)
 
-    def append(self, data: bytes, count: int) -> None:
-        """Append ``count`` packed entries with one pwrite. Raises OSError."""
+    def append(self, data: bytes, count: int, defer: bool = True) -> None:
+        """Append ``count`` packed entries with one pwrite, or keep them in memory
+        (DEFER_ENTRIES) unless ``defer`` is False: then they and any kept before are
+        written now. Raises OSError, as if nothing was appended."""
         if self._fd is None:
             if not self._capacity:
                 raise RuntimeError(f"{self.path.name} is not open for append")
@@ -203,31 +211,44 @@ class _EntryFile:
             self._resize(max(self._capacity * 2, self.entries + count))
         size = self.ENTRY.size
         if self.DEFER_ENTRIES:
-            if self._pending:
-                self._pending += data
-            else:
-                self._pending = bytearray(data)
-            if len(self._pending) >= self.DEFER_ENTRIES * size:
-                try:
-                    self._write_pending_at(self.entries + count)
-                except BaseException:
-                    del self._pending[-len(data):]  # as if not appended: the caller undoes the rest
-                    raise
+            with self._pending_lock:
+                if self._pending:
+                    self._pending += data
+                else:
+                    self._pending = bytearray(data)
+                if not defer or len(self._pending) >= self.DEFER_ENTRIES * size:
+                    try:
+                        self._write_pending_at(self.entries + count)
+                    except BaseException:
+                        del self._pending[-len(data):]  # as if not appended: the caller undoes the rest
+                        raise
+                self._appended(data, count, size)
         else:
             _pwrite_all(self._fd, data, self.HEADER_SIZE + self.entries * size)
+            self._appended(data, count, size)
+
+    def _appended(self, data: bytes, count: int, size: int) -> None:
         if not self.entries:
             self._first = self.ENTRY.unpack_from(data, 0)
         self._last = self.ENTRY.unpack_from(data, (count - 1) * size)
-        self.entries += count
+        self.entries += count  # last: a reader writing what is pending sees pending and entries agree
+
+    @property
+    def pending_entries(self) -> int:
+        """Entries appended but not written to the file yet."""
+        return len(self._pending) // self.ENTRY.size
 
     def write_pending(self) -> None:
         """Write the entries kept in memory (before the file is read, trimmed, fsynced or
-        its descriptor closed). Raises OSError, keeping them."""
+        its descriptor closed). Raises OSError, keeping them. Safe from a thread that
+        does not hold the partition's lock (lock-free readers of .batches)."""
         if self._pending:
-            self._write_pending_at(self.entries)
+            with self._pending_lock:
+                if self._pending:
+                    self._write_pending_at(self.entries)
 
     def _write_pending_at(self, end: int) -> None:
-        # ``end``: the entry count once every pending one is written.
+        # ``end``: the entry count once every pending one is written. Under _pending_lock.
         pending = self._pending
         fd = self._fd
         if fd is None:
@@ -242,10 +263,11 @@ class _EntryFile:
     def truncate_entries(self, count: int) -> None:
         """Forget entries >= count. Stale bytes past the end are overwritten by
         later appends or cut by trim(); a reopen after a crash rebuilds."""
-        if self._pending:
-            written = self.entries - len(self._pending) // self.ENTRY.size
-            del self._pending[max(0, count - written) * self.ENTRY.size:]
-        self.entries = min(self.entries, count)
+        with self._pending_lock:
+            if self._pending:
+                written = self.entries - len(self._pending) // self.ENTRY.size
+                del self._pending[max(0, count - written) * self.ENTRY.size:]
+            self.entries = min(self.entries, count)
         self._first = self._last = None  # read again from the file when asked
 
     def trim(self) -> None:
@@ -272,7 +294,8 @@ class _EntryFile:
     def close(self) -> None:
         """Release the map and descriptor; entries still pending are dropped (a sealed
         file has none: trim() wrote them; a deleted one needs none)."""
-        self._pending = b""
+        with self._pending_lock:
+            self._pending = b""
         self._unmap()
         if self._fd is not None:
             os.close(self._fd)
@@ -369,6 +392,13 @@ class BatchIndex(_EntryFile):
     ENTRY = struct.Struct(">IIq")
     HEADER_SIZE = BATCH_INDEX_HEADER.size
     GROWABLE = True
+    # Entries wait in memory as the sparse indexes' do, but only those recovery rebuilds exactly
+    # from the .log (LogSegment.append says which: the batch carries its append time), so a
+    # crash changes no enqueued time. Readers in this process see them (reading the file writes
+    # them first, from any thread: _pending_lock); readers in other processes (Capture's
+    # PartitionReader) see them once written: at 64, roll, close, fsync, idle close, and the
+    # log flusher's pass about once a second (PartitionLog.write_pending_entries).
+    DEFER_ENTRIES = 64
 
     def __init__(self, path: Path):
         super().__init__(path, max_bytes=0)

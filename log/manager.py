@@ -276,6 +276,7 @@ class LogManager:
             if log.closed:
                 continue
             log.flush_rolled()  # Kafka fsyncs a rolled segment in the background too
+            log.write_pending_entries()  # other processes' readers see what was appended
             ms = log.config.flush_ms
             if ms is None or log.closed:
                 continue

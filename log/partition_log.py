@@ -873,6 +873,23 @@ class PartitionLog:
             _flush_sealed(seg, self.directory, self._lock, lambda seg=seg: any(s is seg for s in self._segments))
         return len(rolled)
 
+    def write_pending_entries(self) -> None:
+        """Write the active segment's .batches entries kept in memory, so readers in other
+        processes (Capture) see every batch within a flusher pass (the log flusher calls
+        this about once a second). Skipped while another thread holds the log."""
+        segments = self.__dict__.get("_segments")
+        if not segments or not segments[-1].batch_index.pending_entries:
+            return
+        if not self._lock.acquire(blocking=False):
+            return
+        try:
+            if not self._closed:
+                self._segments[-1].batch_index.write_pending()
+        except OSError as exc:  # kept: the next append, roll or close writes them
+            logger.warning("%s: cannot write .batches entries: %s", self.directory, exc)
+        finally:
+            self._lock.release()
+
     def maybe_flush(self, now_ms: int) -> None:
         """For a periodic task: fsync if flush.ms has elapsed with unflushed data."""
         with self._lock:

@@ -5,11 +5,14 @@ nothing here may disturb the writer or trust more than it has finished:
 
 - Only batches listed in ``.batches`` are read, and each is checked (its
   header names the offset the entry says, magic 2, whole inside the file,
-  CRC-32C valid) before it is used. The broker writes the ``.log`` bytes and
-  then the ``.batches`` entry before it acknowledges a produce, so a batch
-  passing these checks is one the broker has appended; the first entry that
-  fails them (a zero-filled preallocated tail, a write in flight, an append
-  being undone) ends the readable log.
+  CRC-32C valid) before it is used. The broker writes the ``.log`` bytes
+  before it acknowledges a produce, and the ``.batches`` entry then or soon
+  after: entries recovery can rebuild exactly wait in the broker's memory
+  until its log flusher's pass (about once a second), a roll, a close or 64
+  of them (``index.BatchIndex``), so this reader may trail the broker by
+  that much. A batch passing these checks is one the broker has appended;
+  the first entry that fails them (a zero-filled preallocated tail, a write
+  in flight, an append being undone) ends the readable log.
 - Files are read with ``os.pread``, never mapped: the broker shrinks a
   preallocated ``.log`` when it seals a segment, and touching a mapped page
   past the new end would kill this process with SIGBUS.

@@ -376,7 +376,8 @@ class LogSegment:
                 max_ts, max_off = header.max_timestamp, header.base_offset
             since += header.size
             pos += header.size
-        self.batch_index.append(b"".join(dense), len(dense))
+        self.batch_index.append(b"".join(dense), len(dense), times is None and self._times_rise_to(append_time_ms)
+                                and all(h.max_timestamp == append_time_ms for h in headers))
         if sparse:
             self.offset_index.append(b"".join(sparse), len(sparse))
         if timed:
@@ -391,7 +392,9 @@ class LogSegment:
         rel = header.base_offset - base
         since = self._bytes_since_index
         max_ts = self.max_timestamp
-        self.batch_index.append(_PACK_BATCH(rel, pos, append_time_ms), 1)
+        bi = self.batch_index
+        bi.append(_PACK_BATCH(rel, pos, append_time_ms), 1,
+                  header.max_timestamp == append_time_ms and self._times_rise_to(append_time_ms))
         if since > self.config.index_interval_bytes and pos > 0:
             oi, ti = self.offset_index, self.time_index
             if oi.entries < oi.max_entries:  # hints: skipped rather than failed when full
@@ -406,6 +409,16 @@ class LogSegment:
         size = header.batch_length + rb.LOG_OVERHEAD
         self._bytes_since_index = since + size
         self.next_offset = header.base_offset + header.last_offset_delta + 1
+
+    def _times_rise_to(self, append_time_ms: int) -> bool:
+        """Would recovery give a batch appended now at ``append_time_ms`` that time, were
+        its .batches entry lost? It takes a lost entry's time from the batch's max
+        timestamp, raised to the entry before's time: so the batch must carry its
+        append time (LogAppendTime) and the times before must not pass it. A segment's
+        first entry never waits: other processes' readers would take the zeros where it
+        belongs, (0, 0, 0), for an entry naming the first batch (log.reader)."""
+        last = self.batch_index.last_entry()
+        return last is not None and last[2] <= append_time_ms
 
     def index_room(self) -> int:
         """Entries the sparse indexes can still take."""

@@ -91,6 +91,9 @@ def test_offline_log_end_offset_ignores_a_torn_last_batch_without_repairing_it(b
     _produce(broker.bootstrap_servers, "torn", 1, 5)
     _produce(broker.bootstrap_servers, "torn", 1, 7)
     pdir = broker.data_dir / NS / "torn-0"
+    deadline = time.monotonic() + 10  # a running broker lists new batches for other processes each second
+    while PartitionReader(pdir).end_offset() < 12 and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert PartitionReader(pdir).end_offset() == 12
     broker.stop()
     (log_file,) = pdir.glob("*.log")
