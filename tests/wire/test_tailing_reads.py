@@ -9,7 +9,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 
 def test_a_tailing_consumer_sees_every_acknowledged_record_at_once(broker):
-    broker.create_hub("tail", partitions=1)
+    broker.create_hub("tail", partitions=2)
     producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "acks": "all", "linger.ms": 0})
     consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "tail",
                          "enable.auto.commit": False, "fetch.wait.max.ms": 10})
@@ -17,7 +17,11 @@ def test_a_tailing_consumer_sees_every_acknowledged_record_at_once(broker):
     acked: list[tuple[int, bytes, int]] = []
     seen: list[tuple[int, bytes, int]] = []
     plog = broker.call(lambda: broker.broker.services.default.topics.log("tail", 0))
-    waiting = 0  # rounds whose newest entries were still in memory when read
+    # Partition 1, which no consumer reads (a consumer's Fetch writes what waits as soon as it
+    # reads), is read here right after each acknowledgement.
+    unread = broker.call(lambda: broker.broker.services.default.topics.log("tail", 1))
+    unread_end = 0
+    waiting = 0  # rounds whose newest entries of partition 1 were still in memory when read
 
     def delivered(err, msg):
         assert err is None, err
@@ -26,16 +30,18 @@ def test_a_tailing_consumer_sees_every_acknowledged_record_at_once(broker):
     try:
         for round_ in range(40):  # 40 acknowledged requests of 1-5 records, each read back before the next
             for i in range(1 + round_ % 5):
-                producer.produce("tail", b"r%d-%d" % (round_, i), on_delivery=delivered)
+                producer.produce("tail", b"r%d-%d" % (round_, i), on_delivery=delivered, partition=0)
+            producer.produce("tail", b"unread", partition=1)
             assert producer.flush(10) == 0
+            unread_end += 1
 
             def read_newest():  # on the broker's loop, as a Fetch would
-                pending = plog.active_segment.batch_index.pending_entries
-                return pending, bytes(plog.read(acked[-1][0], 1 << 20))
+                pending = unread.active_segment.batch_index.pending_entries
+                return pending, bytes(unread.read(unread_end - 1, 1 << 20))
 
             pending, data = broker.call(read_newest)
             waiting += pending > 0
-            assert data, f"round {round_}: the acknowledged offset {acked[-1][0]} does not read"
+            assert data, f"round {round_}: partition 1's acknowledged offset {unread_end - 1} does not read"
             deadline = time.monotonic() + 10
             while len(seen) < len(acked) and time.monotonic() < deadline:
                 msg = consumer.poll(0.5)
