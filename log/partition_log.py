@@ -253,7 +253,9 @@ class PartitionLog:
             for header in headers:
                 rb.patch_base_offset(buf, pos, offset)
                 size = header.batch_length + rb.LOG_OVERHEAD
-                if log_append_time:
+                # A batch the broker built already stamped (Event Hubs sends) keeps its CRC: no second pass.
+                if log_append_time and (header.max_timestamp != append_time
+                                        or not header.attributes & rb.TIMESTAMP_TYPE_BIT):
                     rb.stamp_log_append_time(buf, pos, size, header.attributes, append_time)
                 stored.append(_header_at(buf, pos))
                 idempotent = idempotent or header.producer_id >= 0

@@ -66,11 +66,15 @@ def encode_value(obj) -> bytes:
     return bytes(data.encode())
 
 
-def records_batch(messages: Iterable[Incoming] | PlainEvents, now_ms: int, codec: int = 0) -> bytearray:
+def records_batch(messages: Iterable[Incoming] | PlainEvents, now_ms: int, codec: int = 0,
+                  log_append_time: bool = False) -> bytearray:
     """One RecordBatch v2 holding ``messages`` (offsets from 0, the log assigns
-    the base), timestamped ``now_ms``, flagged as holding AMQP-encoded headers."""
+    the base), timestamped ``now_ms``, flagged as holding AMQP-encoded headers.
+    ``log_append_time``: stamped as the log stamps a LogAppendTime hub's batches
+    appended at ``now_ms``, so its CRC is computed once, here, not again there."""
+    attributes = codec | rb.AMQP_HEADERS_BIT | (rb.TIMESTAMP_TYPE_BIT if log_append_time else 0)
     if isinstance(messages, PlainEvents):
-        return _batch(_plain_records(messages), len(messages), now_ms, codec)
+        return _batch(_plain_records(messages), len(messages), now_ms, attributes)
     records: list = []
     count = 0
     varint = encode_varint
@@ -89,7 +93,7 @@ def records_batch(messages: Iterable[Incoming] | PlainEvents, now_ms: int, codec
                 headers = [*headers, (PROPERTIES_HEADER, m.amqp_only)]
             records.append(encode_record(i, 0, key, value, headers))
         count = i + 1
-    return _batch(records, count, now_ms, codec)
+    return _batch(records, count, now_ms, attributes)
 
 
 def _plain_records(events: PlainEvents) -> list:
@@ -155,18 +159,19 @@ _HEADS_KEPT = 8  # (each a list as long as the largest batch of its size, up to:
 _HEADS_LONGEST = 4096  # (a megabyte of tiny events has tens of thousands: made again each time)
 
 
-def _batch(records: list, count: int, now_ms: int, codec: int) -> bytearray:
+def _batch(records: list, count: int, now_ms: int, attributes: int) -> bytearray:
     """The RecordBatch around ``records`` (parts to join), ``count`` of them."""
+    codec = attributes & rb.COMPRESSION_MASK
     if codec:
         return rb.encode_batch(
-            base_offset=0, partition_leader_epoch=0, attributes=codec | rb.AMQP_HEADERS_BIT,
+            base_offset=0, partition_leader_epoch=0, attributes=attributes,
             last_offset_delta=count - 1, base_timestamp=now_ms, max_timestamp=now_ms,
             producer_id=rb.NO_PRODUCER_ID, producer_epoch=-1, base_sequence=rb.NO_SEQUENCE,
             records_count=count, records=compress(codec, b"".join(records)))
     # rb.encode_batch's bytes, with the records joined once straight into the batch
     # (a megabyte of events was joined, then zero-filled and copied into the batch).
     buf = _EMPTY.join([_HEADER_ROOM, *records])
-    rb.HEADER.pack_into(buf, 0, 0, len(buf) - rb.LOG_OVERHEAD, 0, 2, 0, rb.AMQP_HEADERS_BIT,
+    rb.HEADER.pack_into(buf, 0, 0, len(buf) - rb.LOG_OVERHEAD, 0, 2, 0, attributes,
                         count - 1, now_ms, now_ms, rb.NO_PRODUCER_ID, -1, rb.NO_SEQUENCE, count)
     _UINT32.pack_into(buf, rb.CRC_OFFSET, rb.batch_crc(buf, 0, len(buf)))
     return buf

@@ -69,7 +69,9 @@ def publish_batch(services: Services, runtime: NamespaceRuntime, principal, hub:
     now_ms = services.clock.now_ms()
     batches = []
     for partition, events in groups.items():
-        records = records_batch(events, now_ms)
+        plog = runtime.topics.log(hub, partition)
+        # Stamped here where the log would stamp it (a LogAppendTime hub): one CRC pass, not two.
+        records = records_batch(events, now_ms, log_append_time=plog is not None and plog.config.log_append_time)
         # (the batch is ours: its header read back without a second CRC pass over it)
         headers = [parse_header(records)] if len(events) else validate_records(records)
         batches.append((partition, events, records, headers))
