@@ -413,6 +413,7 @@ def run_round(b: Broker, i: int, count: int, size: int, partitions: int, spread:
     if receivers > 1:  # the same events again, by several receivers at once (outgoing.SharedEvents)
         out["amqp_receive_n"] = amqp_receive(b, amqp_hub, count, size, partitions, spread=spread,
                                              receivers=receivers)
+        out["amqp_receive_n"]["broker_heap_mb_after"] = b.heap_mb()
     out["kafka_produce"] = kafka_produce(b, kafka_hub, count, size, partitions, spread)
     out["kafka_consume"] = kafka_consume(b, kafka_hub, count, size, partitions, spread)
     s, r = out["amqp_send"], out["amqp_receive"]
@@ -538,7 +539,9 @@ def main(argv: list[str] | None = None) -> int:
               f"{statistics.median(many):.2f} ({min(many):.2f}-{max(many):.2f})")
         summary["receivers_n_over_1"] = {"median": statistics.median(many), "per_round": many}
     print("\nbroker anonymous RSS after each round's AMQP receive (MB): "
-          + ", ".join(f"{r['amqp_receive']['broker_heap_mb_after']:.0f}" for r in rounds))
+          + ", ".join(f"{r['amqp_receive']['broker_heap_mb_after']:.0f}" for r in rounds)
+          + ("" if args.receivers == 1 else f"; after the {args.receivers} receivers': "
+             + ", ".join(f"{r['amqp_receive_n']['broker_heap_mb_after']:.0f}" for r in rounds)))
     verified = {path: all(r["verified"][path] for r in rounds) for path in ("amqp", "kafka")}
     print("\nacknowledged == read back (per partition, sequence numbers 0..n-1 in order):", verified)
     if not args.no_json:
