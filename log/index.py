@@ -40,6 +40,11 @@ from .mapping import Map, map_read_only, release_map  # noqa: F401  (re-exported
 logger = logging.getLogger(__name__)
 
 
+# Held only around a pwrite of waiting entries (or a change to them): one for every file, which
+# costs no memory per partition; the writers are the event loop and the log flusher's thread.
+_PENDING_LOCK = threading.Lock()
+
+
 class _EntryFile:
     """Fixed-size big-endian entries after an optional header."""
 
@@ -51,7 +56,7 @@ class _EntryFile:
     # nothing reads while it is active: see OffsetIndex.
     DEFER_ENTRIES = 0
     _pending: bytes | bytearray = b""  # entries not written yet (DEFER_ENTRIES); b"" when none
-    _pending_lock = nullcontext()  # a Lock for files that defer (see BatchIndex)
+    _pending_lock = nullcontext()  # _PENDING_LOCK for files that defer (see BatchIndex)
 
     def __init__(self, path: Path, max_bytes: int):
         self.path = path
@@ -66,7 +71,7 @@ class _EntryFile:
         self._last: tuple | None = None
         self.entries = 0  # pending ones included
         if self.DEFER_ENTRIES:
-            self._pending_lock = threading.Lock()
+            self._pending_lock = _PENDING_LOCK
         if path.exists():
             size = path.stat().st_size
             self.file_bytes = size
