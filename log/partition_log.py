@@ -879,7 +879,9 @@ class PartitionLog:
         """Write the active segment's .batches entries kept in memory, so readers in other
         processes (Capture) see every batch within a flusher pass (the log flusher calls
         this about once a second). Skipped while another thread holds the log."""
-        segments = self.__dict__.get("_segments")
+        if not self.loaded:  # (a lazy log not used yet has nothing waiting: not loaded for this)
+            return
+        segments = self._segments
         if not segments or not segments[-1].batch_index.pending_entries:
             return
         if not self._lock.acquire(blocking=False):

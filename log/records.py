@@ -73,13 +73,14 @@ def _encode_varint(value: int) -> bytes:
 
 
 # Lengths and deltas are nearly always small: a table answers them (-1 is a null's length).
-# SMALL_VARINTS[v + 1] is v's varint, for -1 <= v < 2**14 - 1 (hot loops index it directly).
+# SMALL_VARINTS[v + 1] is v's varint, for -1 <= v < SMALL_VARINTS_END (hot loops index it directly).
+SMALL_VARINTS_END = (1 << 14) - 1
 SMALL_VARINTS = [_encode_varint(v) for v in range(-1, 1 << 14)]
 
 
 def encode_varint(value: int) -> bytes:
     """Zigzag varint (Kafka's record fields)."""
-    if -1 <= value < (1 << 14) - 1:
+    if -1 <= value < SMALL_VARINTS_END:
         return SMALL_VARINTS[value + 1]
     return _encode_varint(value)
 

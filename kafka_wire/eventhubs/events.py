@@ -17,7 +17,7 @@ from typing import Iterable, NamedTuple
 from proton import Data
 
 from kafka_wire.log import batch as rb
-from kafka_wire.log.records import SMALL_VARINTS, compress, encode_record, encode_varint
+from kafka_wire.log.records import SMALL_VARINTS, SMALL_VARINTS_END, compress, encode_record, encode_varint
 
 __all__ = ["Incoming", "PlainEvents", "encode_value", "records_batch", "PROPERTIES_HEADER"]
 
@@ -117,10 +117,10 @@ def _plain_records(events: PlainEvents) -> list:
     extend = parts.extend
     for offset, value in zip(offsets, bodies):
         n = len(value)
-        size = small[n + 1] if n < 16382 else varint(n)
+        size = small[n + 1] if n < SMALL_VARINTS_END else varint(n)
         length = fixed + len(offset) + len(size) + n
         # (the record before's end: no headers), length, attributes, timestamp delta
-        extend((b"\x00" + (small[length + 1] if length < 16382 else varint(length)) + b"\x00\x00",
+        extend((b"\x00" + (small[length + 1] if length < SMALL_VARINTS_END else varint(length)) + b"\x00\x00",
                 offset, tail_key, size, value))
     if parts:
         parts[0] = parts[0][1:]  # (the first record has no record before it to end)
