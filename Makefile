@@ -119,7 +119,7 @@ container-test: $(TEST_STAMP) image
 	$(PY) -m pytest -q -p no:cacheprovider tests/container $(PYTEST_ARGS)
 
 test: $(TEST_STAMP) $(JS_STAMP) chromium docker
-	$(PY) -m pytest -q -p no:cacheprovider $(PYTEST_ARGS)
+	$(PY) -m pytest -q -p no:cacheprovider --durations=25 $(PYTEST_ARGS)
 
 # The reliability suite at the issue's full counts (100 kill -9 cycles, 1,000,000
 # fuzzed frames, 10 min of load, ...): about 25 minutes. Figures go to
