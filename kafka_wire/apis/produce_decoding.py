@@ -73,11 +73,24 @@ def _count(frame, pos: int, flexible: bool, what: str) -> tuple[int, int]:
 
 
 def decode_produce(frame: memoryview, pos: int, version: int) -> ProduceRequestView:
-    """Decode the body at ``pos`` of a Produce request of ``version`` (3–13)."""
+    """Decode the body at ``pos`` of a Produce request of ``version`` (3–13).
+
+    librdkafka sends one partition a request, so this runs once per batch: the
+    one-byte compact lengths and empty tagged fields of flexible versions (nearly
+    all of them) are read inline, the rest through the general helpers."""
     end = len(frame)
     flexible = version >= 9
+    unpack_i32 = _I32.unpack_from
     try:
-        tid, pos = _string(frame, pos, flexible)
+        if flexible and frame[pos] < 0x80:  # transactional id: null (0) or short
+            n = frame[pos] - 1
+            pos += 1
+        else:
+            n, pos = _length(frame, pos, flexible, _I16)
+        tid = None
+        if n >= 0:
+            tid = bytes(frame[pos:pos + n]).decode()
+            pos += n
         acks, timeout = _HEAD.unpack_from(frame, pos)
         pos += _HEAD.size
         count, pos = _count(frame, pos, flexible, "topic")
@@ -86,21 +99,37 @@ def decode_produce(frame: memoryview, pos: int, version: int) -> ProduceRequestV
             name = topic_id = None
             if version >= 13:
                 topic_id, pos = topic_uuid(frame, pos)  # the ids seen kept: one per request, the same each time
+            elif flexible and 0 < frame[pos] < 0x80:
+                n = frame[pos] - 1
+                name = bytes(frame[pos + 1:pos + 1 + n]).decode()
+                pos += 1 + n
             else:
                 name, pos = _string(frame, pos, flexible)
-            pcount, pos = _count(frame, pos, flexible, "partition")
+            if flexible and frame[pos] < 0x80:
+                pcount = frame[pos] - 1
+                pos += 1
+                if pcount < 0:
+                    raise ProduceDecodeError(f"partition count {pcount}")
+            else:
+                pcount, pos = _count(frame, pos, flexible, "partition")
             parts = []
             for _ in range(pcount):
-                (index,) = _I32.unpack_from(frame, pos)
-                n, pos = _length(frame, pos + 4, flexible, _I32)
+                (index,) = unpack_i32(frame, pos)
+                pos += 4
+                if flexible and frame[pos] < 0x80:
+                    n = frame[pos] - 1
+                    pos += 1
+                else:
+                    n, pos = _length(frame, pos, flexible, _I32)
                 if n > end - pos:
                     raise ProduceDecodeError("records run past the end of the frame")
                 parts.append(PartitionData(index, None if n < 0 else frame[pos:pos + n]))
-                pos += max(n, 0)
+                if n > 0:
+                    pos += n
                 if flexible:
-                    pos = codec.skip_tagged_fields(frame, pos)
+                    pos = pos + 1 if frame[pos] == 0 else codec.skip_tagged_fields(frame, pos)
             if flexible:
-                pos = codec.skip_tagged_fields(frame, pos)
+                pos = pos + 1 if frame[pos] == 0 else codec.skip_tagged_fields(frame, pos)
             topics.append(TopicData(name, topic_id, parts))
         if flexible:
             pos = codec.skip_tagged_fields(frame, pos)

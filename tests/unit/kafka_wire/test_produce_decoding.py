@@ -3,6 +3,7 @@ schema codec does, and refuses what the codec refuses."""
 from __future__ import annotations
 
 import struct
+import uuid
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -48,6 +49,44 @@ def test_fast_produce_decoding_matches_the_codec(version, tid, acks, timeout, to
                [(p.index, p.records) for p in s.partition_data]
         for p in f.partition_data:  # views into the frame, writable for in-place patching
             assert p.records is None or not p.records.readonly
+
+
+def _same_as_codec(version, tid, acks, timeout, topic_list, prefix=b""):
+    body = bytes(_request(version, tid, acks, timeout, topic_list).encode(version=version))
+    frame = memoryview(bytearray(prefix + body))
+    fast = decode_produce(frame, len(prefix), version)
+    slow = P.decode(body, version=version)
+    assert (fast.transactional_id, fast.acks, fast.timeout_ms) == \
+           (slow.transactional_id, slow.acks, slow.timeout_ms)
+    assert [(t.topic_id if version >= 13 else t.name,
+             [(p.index, None if p.records is None else bytes(p.records)) for p in t.partition_data])
+            for t in fast.topic_data] == \
+           [(t.topic_id if version >= 13 else t.name, [(p.index, p.records) for p in t.partition_data])
+            for t in slow.topic_data]
+
+
+# Flexible versions read one-byte compact lengths inline and longer ones through the general
+# helpers: strings and records on both sides of 127 bytes (a two-byte varint), null and empty.
+_FLEXIBLE = [v for v in VERSIONS if v >= 9]
+_edge_text = st.text(alphabet="wide0é", max_size=140)
+_edge_parts = st.lists(st.tuples(st.integers(-2**31, 2**31 - 1),
+                                 st.one_of(st.none(), st.binary(max_size=300))), max_size=3)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.sampled_from(_FLEXIBLE), st.one_of(st.none(), _edge_text),
+       st.lists(st.tuples(_edge_text, st.uuids(), _edge_parts), max_size=3),
+       st.binary(max_size=2))
+def test_inline_compact_lengths_read_as_the_codec_does(version, tid, topic_list, prefix):
+    _same_as_codec(version, tid, -1, 30000, topic_list, prefix)
+
+
+def test_many_partitions_need_a_longer_compact_count():
+    # 130 partitions: the partition count's varint takes two bytes (the general helper's path).
+    parts = [(i, bytes([i % 256]) * (i % 5)) for i in range(130)]
+    for version in _FLEXIBLE:
+        _same_as_codec(version, "t" * 200, 1, 5, [("wide0", uuid.UUID(int=1), parts),
+                                                   ("x" * 127, uuid.UUID(int=2), parts[:1])])
 
 
 @settings(max_examples=200, deadline=None)
