@@ -299,7 +299,8 @@ class AmqpConnection(asyncio.Protocol):
             if not data:
                 return
         self._last_input = self.services.clock.now_ms()
-        self._push(self.scanner.feed(data))
+        for part in self.scanner.feed_parts(data):
+            self._push(part)
 
     def _linger(self) -> None:
         """Our close frame is out: drop what the client still sends until it closes
@@ -391,14 +392,14 @@ class AmqpConnection(asyncio.Protocol):
         self.padder = FramePadder(self.peer)
         self.scanner = InputFrames(MAX_FRAME)
 
-    def _push(self, data: bytes) -> None:
+    def _push(self, data) -> None:
         view = memoryview(data)
         while len(view) and self.engine is not None:
             room = self.engine.capacity()
             if room < 0:  # the transport's input is closed: drop what follows
                 break
             n = min(room, len(view)) if room else len(view)
-            self.engine.push(bytes(view[:n]))
+            self.engine.push(view[:n])  # (proton copies it: no bytes of it made first)
             view = view[n:]
             self.pump()
 

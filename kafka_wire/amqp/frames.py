@@ -316,22 +316,36 @@ class InputFrames:
     def __init__(self, max_frame: int) -> None:
         self.max_frame = max_frame
         self._carry = b""
+        self._through = 0  # bytes of a transfer frame still to come, passed on as they come
         self._header_done = False
         self._ended: set[bytes] = set()
         self.capabilities: dict[str, set[str]] = {}
         self.dropped = 0
 
     def feed(self, data) -> bytes:
+        return b"".join(self.feed_parts(data))
+
+    def feed_parts(self, data) -> list:
+        """:meth:`feed`'s bytes as parts to hand proton in turn, views of ``data`` where
+        they pass whole. A transfer frame (a 256 KiB part of a batch, which spans two
+        reads) is passed on as it comes, not held until it is whole: that was a copy of
+        every batch sent, and another to join it."""
         buf = self._carry + bytes(data) if self._carry else bytes(data)
         self._carry = b""
         pos, end = 0, len(buf)
+        view = memoryview(buf)
+        out = []
+        if self._through:  # (never with a carry: a frame is held or passed on, not both)
+            pos = min(self._through, end)
+            self._through -= pos
+            out.append(view[:pos])
         if not self._header_done:
             if end < 8:
                 self._carry = buf
-                return b""
+                return []
             pos = 8
             self._header_done = True
-        out = [buf[:pos]] if pos else []
+            out.append(view[:pos])
         start = pos  # a run of frames passed whole
         while end - pos >= 8:
             size = _SIZE.unpack_from(buf, pos)[0]
@@ -341,18 +355,30 @@ class InputFrames:
                 pos = end
                 break
             if end - pos < size:
+                if self._transfer(buf, pos, size):
+                    self._through = pos + size - end
+                    pos = end
                 break
             keep = self._frame(buf, pos, size)
             if keep is not True:  # dropped (False), or written anew (bytes)
-                out.append(buf[start:pos])
+                out.append(view[start:pos])
                 if keep:
                     out.append(keep)
                 start = pos + size
             pos += size
-        out.append(buf[start:pos])
+        out.append(view[start:pos])
         if pos < end:
             self._carry = buf[pos:]
-        return b"".join(out)
+        return [part for part in out if len(part)]
+
+    def _transfer(self, buf: bytes, pos: int, size: int) -> bool:
+        """Is the frame at ``pos``, of which not all has come, a transfer that
+        :meth:`_frame` would pass whole, as far as the bytes it reads have come?"""
+        doff = buf[pos + 4] * 4
+        body = pos + doff
+        return (len(buf) >= body + 3 and buf[pos + 5] == 0 and doff >= 8 and size >= doff + 3
+                and buf[body] == 0x00 and buf[body + 1] == 0x53 and buf[body + 2] == 0x14
+                and buf[pos + 6:pos + 8] not in self._ended)
 
     def _frame(self, buf: bytes, pos: int, size: int) -> bool | bytes:
         doff = buf[pos + 4] * 4

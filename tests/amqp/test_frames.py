@@ -189,3 +189,30 @@ def test_an_empty_transfer_without_its_payload_is_counted_and_logged_once(caplog
     assert padder.lost == 2 and list(padder.payloads) == [b"e9"]
     lines = [r.getMessage() for r in caplog.records if "without its event" in r.getMessage()]
     assert len(lines) == 1 and "127.0.0.1:5000" in lines[0] and "b'e7'" in lines[0], lines
+
+
+_TRANSFERS = (HEADER + frame(0x12, ["to-hub", 0, False], channel=1)
+              + frame(0x14, [0, 0, b"t1", 0, False, True], b"a" * 300, channel=1)
+              + frame(0x14, [0, 0, None, None, False, False], b"b" * 200, channel=1)
+              + frame(0x17, [None], channel=1)
+              + frame(0x14, [0, 1, b"t2", 0, False, False], b"c" * 250, channel=1)  # after its end
+              + frame(0x14, [0, 0, b"t3", 0, False, False], b"d" * 100, channel=2)
+              + frame(0x18, [None], channel=1))
+
+
+def _fed(chunks: list[bytes]) -> tuple[bytes, int]:
+    scanner = InputFrames(max_frame=65536)
+    parts = [part for chunk in chunks for part in scanner.feed_parts(chunk)]
+    return b"".join(parts), scanner.dropped
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(st.integers(0, len(_TRANSFERS)), max_size=12).map(sorted))
+def test_transfers_passed_on_as_they_come_are_the_frames_held_whole(cuts):
+    """A transfer frame is passed on as its bytes come (not held until it is whole) unless
+    its channel was ended: cut anywhere, the scanner hands proton the same bytes, and
+    drops the same frame, as when every frame comes whole."""
+    bounds = [0, *cuts, len(_TRANSFERS)]
+    whole = _fed([_TRANSFERS])
+    assert whole[1] == 1 and b"c" * 250 not in whole[0] and b"d" * 100 in whole[0]
+    assert _fed([_TRANSFERS[a:b] for a, b in zip(bounds, bounds[1:])]) == whole
