@@ -11,9 +11,16 @@ measures it idle, writes one record to every partition, measures again,
 produces with confluent-kafka to 1,000 partitions and to one (same run, the
 order alternating), then kills it with SIGKILL and times a start after that
 crash. Figures are medians of the runs; every produce checks its
-acknowledgements.
+acknowledgements. Beside the broker's CPU per GB it prints the producer's (this
+process: the Python loop and librdkafka's threads), since both share the machine.
+
+``--produce-only`` skips the start-up, idle and kill -9 measurements: one broker,
+``--repeat`` rounds of the two produce runs (each round's order alternating).
+``--against TREE`` runs the same broker from another checkout (for example
+``git worktree add /tmp/before <commit>``) in alternation and prints both.
 
     python -m bench.partitions [--repeat 3] [--messages 100000] [--size 1024]
+    python -m bench.partitions --produce-only --repeat 6 --against /tmp/before
 """
 from __future__ import annotations
 
@@ -61,8 +68,9 @@ def usage(pid: int) -> tuple[int, float]:
 
 
 class Broker:
-    def __init__(self, work: Path):
+    def __init__(self, work: Path, tree: Path = ROOT):
         self.work = work
+        self.tree = tree  # the checkout whose kafka-wire serves
         self.config = work / "big.toml"
         self.config.write_text(config_text())
         self.proc: subprocess.Popen | None = None
@@ -79,8 +87,9 @@ class Broker:
                "--config", str(self.config), "--data-dir", str(self.work / "data"),
                "--listen", self.bootstrap, "--no-http", "--no-amqp"]
         t0 = time.monotonic()
+        env = dict(os.environ, PYTHONPATH=str(self.tree))
         self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=open(self.work / "stderr.log", "ab"),
-                                     cwd=ROOT)
+                                     cwd=self.tree, env=env)
         wait_api_versions("127.0.0.1", self.port, timeout=120)
         return time.monotonic() - t0
 
@@ -144,6 +153,25 @@ def every_partition():
             yield f"small{i:03d}", p
 
 
+def produce_runs(b: Broker, p: Producer, run: int, messages: int, size: int) -> dict:
+    """Round robin over SPREAD partitions and one partition, the order alternating by ``run``:
+    byte rates, their ratio, and CPU s per GB of the broker and of this process (the producer)."""
+    value = os.urandom(size)
+    wide = [(f"wide{run % BIG_HUBS}", i % SPREAD) for i in range(messages)]
+    one = [(f"wide{(run + 1) % BIG_HUBS}", 0)] * messages
+    send(p, wide[:SPREAD * 2], value)  # connections, metadata and partitions warm for both
+    send(p, one[:1000], value)
+    out = {}
+    gb = messages * size / 1e9
+    for name, items in (("spread", wide), ("one", one)) if run % 2 == 0 else (("one", one), ("spread", wide)):
+        cpu0, client0 = b.cpu_s(), time.process_time()
+        out[f"mb_s_{name}"] = messages * size / send(p, items, value) / 1e6
+        out[f"cpu_gb_{name}"] = (b.cpu_s() - cpu0) / gb
+        out[f"client_cpu_gb_{name}"] = (time.process_time() - client0) / gb
+    out["ratio"] = out["mb_s_spread"] / out["mb_s_one"]
+    return out
+
+
 def one_run(b: Broker, run: int, messages: int, size: int) -> dict:
     out = {"startup_s": b.start()}
     time.sleep(1.0)  # idle: whatever start-up left running has settled
@@ -153,19 +181,7 @@ def one_run(b: Broker, run: int, messages: int, size: int) -> dict:
     p.list_topics(timeout=60)
     out["touch_s"] = send(p, every_partition(), b"t")
     out["fds_touched"], out["rss_touched"] = b.usage()
-    value = os.urandom(size)
-    wide = [(f"wide{run % BIG_HUBS}", i % SPREAD) for i in range(messages)]
-    one = [(f"wide{(run + 1) % BIG_HUBS}", 0)] * messages
-    send(p, wide[:SPREAD * 2], value)  # connections, metadata and partitions warm for both
-    send(p, one[:1000], value)
-    rates, cpu = {}, {}
-    for name, items in (("spread", wide), ("one", one)) if run % 2 == 0 else (("one", one), ("spread", wide)):
-        cpu0 = b.cpu_s()
-        rates[name] = messages * size / send(p, items, value) / 1e6
-        cpu[name] = (b.cpu_s() - cpu0) / (messages * size / 1e9)
-    out["mb_s_spread"], out["mb_s_one"] = rates["spread"], rates["one"]
-    out["cpu_gb_spread"], out["cpu_gb_one"] = cpu["spread"], cpu["one"]
-    out["ratio"] = rates["spread"] / rates["one"]
+    out.update(produce_runs(b, p, run, messages, size))
     out["fds_after_produce"], out["rss_after_produce"] = b.usage()
     del p
     time.sleep(IDLE_CLOSE_S + 3)  # the log flusher closes idle files about once a second
@@ -178,15 +194,71 @@ def one_run(b: Broker, run: int, messages: int, size: int) -> dict:
     return out
 
 
+PRODUCE_FIGURES = [
+    ("mb_s_spread", f"produce MB/s, round robin over {SPREAD} partitions"),
+    ("mb_s_one", "produce MB/s, one partition"),
+    ("cpu_gb_spread", f"broker CPU s per GB, {SPREAD} partitions"),
+    ("cpu_gb_one", "broker CPU s per GB, one partition"),
+    ("client_cpu_gb_spread", f"producer CPU s per GB, {SPREAD} partitions"),
+    ("client_cpu_gb_one", "producer CPU s per GB, one partition"),
+    ("ratio", f"{SPREAD}-partition / 1-partition byte rate"),
+]
+
+
+def produce_only(trees: list[Path], repeat: int, messages: int, size: int) -> None:
+    """``repeat`` rounds of the produce runs on a broker from each tree, alternating."""
+    with tempfile.TemporaryDirectory(prefix="bench-partitions-") as tmp:
+        brokers, producers = [], []
+        try:
+            for n, tree in enumerate(trees):
+                work = Path(tmp) / str(n)
+                work.mkdir()
+                brokers.append(Broker(work, tree))
+                brokers[-1].start()
+                producers.append(producer(brokers[-1].bootstrap))
+                producers[-1].list_topics(timeout=60)
+            runs: dict = {tree: [] for tree in trees}
+            for r in range(repeat):
+                for n, tree in enumerate(trees):
+                    runs[tree].append(produce_runs(brokers[n], producers[n], r, messages, size))
+                    print(f"round {r + 1} {tree}: " + ", ".join(f"{k} {v:.3g}" for k, v in runs[tree][-1].items()),
+                          flush=True)
+        finally:
+            producers.clear()  # before their brokers go
+            for b in brokers:
+                if b.proc is not None:
+                    b.stop()
+    med = {tree: {k: statistics.median(run[k] for run in runs[tree]) for k in runs[tree][0]} for tree in trees}
+    print(f"\nmedians of {repeat} rounds, {messages} x {size} B per produce run; the broker from each tree in turn")
+    print(f"{'figure':<50} " + " ".join(f"{str(t)[-18:]:>18}" for t in trees) + ("   ratio" if len(trees) > 1 else ""))
+    for key, name in PRODUCE_FIGURES:
+        values = [med[t][key] for t in trees]
+        line = f"{name:<50} " + " ".join(f"{v:>18.4g}" for v in values)
+        if len(trees) > 1:
+            line += f" {values[0] / values[1]:>7.2f}"
+        print(line)
+    print(f"(goal: the {SPREAD}-partition / 1-partition byte rate at least 0.70)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--messages", type=int, default=100_000, help="records per produce run (default 100000)")
     ap.add_argument("--size", type=int, default=1024, help="record value bytes (default 1024)")
     ap.add_argument("--quick", action="store_true", help="one run of 30000 records")
+    ap.add_argument("--produce-only", action="store_true",
+                    help="only the two produce runs, --repeat rounds on one broker (no start-up, idle or kill -9)")
+    ap.add_argument("--against", type=Path,
+                    help="with --produce-only: another checkout's broker, measured in alternation")
     args = ap.parse_args()
     if args.quick:
         args.repeat, args.messages = 1, 30_000
+    if args.against and not args.produce_only:
+        ap.error("--against needs --produce-only")
+    if args.produce_only:
+        produce_only([ROOT] + ([args.against.resolve()] if args.against else []), args.repeat, args.messages,
+                     args.size)
+        return
     with tempfile.TemporaryDirectory(prefix="bench-partitions-") as tmp:
         b = Broker(Path(tmp))
         created = b.start()
@@ -215,6 +287,8 @@ def main() -> None:
         ("produce MB/s, one partition", med["mb_s_one"], None, ""),
         (f"broker CPU s per GB, {SPREAD} partitions", med["cpu_gb_spread"], None, ""),
         ("broker CPU s per GB, one partition", med["cpu_gb_one"], None, ""),
+        (f"producer CPU s per GB, {SPREAD} partitions", med["client_cpu_gb_spread"], None, ""),
+        ("producer CPU s per GB, one partition", med["client_cpu_gb_one"], None, ""),
         (f"{SPREAD}-partition / 1-partition byte rate", med["ratio"], 0.70, "min"),
     ]
     print(f"\nmedians of {len(runs)} runs, {args.messages} x {args.size} B per produce run")
