@@ -299,8 +299,7 @@ class AmqpConnection(asyncio.Protocol):
             if not data:
                 return
         self._last_input = self.services.clock.now_ms()
-        for part in self.scanner.feed_parts(data):
-            self._push(part)
+        self._push(self.scanner.feed_parts(data), self.scanner.ended)
 
     def _linger(self) -> None:
         """Our close frame is out: drop what the client still sends until it closes
@@ -392,15 +391,24 @@ class AmqpConnection(asyncio.Protocol):
         self.padder = FramePadder(self.peer)
         self.scanner = InputFrames(MAX_FRAME)
 
-    def _push(self, data) -> None:
-        view = memoryview(data)
-        while len(view) and self.engine is not None:
-            room = self.engine.capacity()
-            if room < 0:  # the transport's input is closed: drop what follows
-                break
-            n = min(room, len(view)) if room else len(view)
-            self.engine.push(view[:n])  # (proton copies it: no bytes of it made first)
-            view = view[n:]
+    def _push(self, parts: list, ended: bool = True) -> None:
+        """Hand proton ``parts`` in turn, then handle what they made it do, once (as when
+        they were one piece), and only if they ``ended`` a frame: a transfer frame's
+        first bytes make proton do nothing, and a pump costs a flush and a tick."""
+        pushed = False
+        for data in parts:
+            view = memoryview(data)
+            while len(view) and self.engine is not None:
+                room = self.engine.capacity()
+                if room < 0:  # the transport's input is closed: drop what follows
+                    break
+                n = min(room, len(view)) if room else len(view)
+                self.engine.push(view[:n])  # (proton copies it: no bytes of it made first)
+                view = view[n:]
+                pushed = True
+                if len(view):
+                    self.pump()  # (proton's input has room for the rest once it is handled)
+        if pushed and ended:
             self.pump()
 
     def pump(self) -> None:

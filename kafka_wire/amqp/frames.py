@@ -317,6 +317,7 @@ class InputFrames:
         self.max_frame = max_frame
         self._carry = b""
         self._through = 0  # bytes of a transfer frame still to come, passed on as they come
+        self.ended = False  # did the last feed end a frame (else proton has nothing to do)?
         self._header_done = False
         self._ended: set[bytes] = set()
         self.capabilities: dict[str, set[str]] = {}
@@ -335,16 +336,18 @@ class InputFrames:
         pos, end = 0, len(buf)
         view = memoryview(buf)
         out = []
+        self.ended = False
         if self._through:  # (never with a carry: a frame is held or passed on, not both)
             pos = min(self._through, end)
             self._through -= pos
+            self.ended = not self._through
             out.append(view[:pos])
         if not self._header_done:
             if end < 8:
                 self._carry = buf
                 return []
             pos = 8
-            self._header_done = True
+            self._header_done = self.ended = True
             out.append(view[:pos])
         start = pos  # a run of frames passed whole
         while end - pos >= 8:
@@ -352,7 +355,7 @@ class InputFrames:
             if size < 8 or size > self.max_frame:
                 # Malformed or over the limit: proton fails the connection with a
                 # framing error (holding back the frame would buffer it whole).
-                pos = end
+                pos, self.ended = end, True
                 break
             if end - pos < size:
                 if self._transfer(buf, pos, size):
@@ -366,6 +369,7 @@ class InputFrames:
                     out.append(keep)
                 start = pos + size
             pos += size
+            self.ended = True
         out.append(view[start:pos])
         if pos < end:
             self._carry = buf[pos:]

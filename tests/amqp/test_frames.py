@@ -216,3 +216,13 @@ def test_transfers_passed_on_as_they_come_are_the_frames_held_whole(cuts):
     whole = _fed([_TRANSFERS])
     assert whole[1] == 1 and b"c" * 250 not in whole[0] and b"d" * 100 in whole[0]
     assert _fed([_TRANSFERS[a:b] for a, b in zip(bounds, bounds[1:])]) == whole
+    # A feed says whether it ended a frame (or the protocol header): else the connection
+    # does not pump proton, which has nothing to do.
+    ends, pos = [len(HEADER)], len(HEADER)
+    while pos < len(_TRANSFERS):
+        pos += struct.unpack_from(">I", _TRANSFERS, pos)[0]
+        ends.append(pos)
+    scanner = InputFrames(max_frame=65536)
+    for a, b in zip(bounds, bounds[1:]):
+        scanner.feed_parts(_TRANSFERS[a:b])
+        assert scanner.ended == any(a < e <= b for e in ends), (a, b)
