@@ -3,10 +3,13 @@ in-process broker, a real request captured from a client, then the handler calle
 again and again, timed with the calling thread's CPU clock (the machine's other load
 moves it far less than wall time or the broker's CPU in a whole-broker bench).
 
-Two requests: ``small``, one 100 B record to one partition (what librdkafka sends with
-linger.ms=0, one partition a request), and ``multi``, one 1 KiB record to each of 958
+Three kinds of request: ``small``, one 100 B record to one partition (what librdkafka sends
+with linger.ms=0, one partition a request), ``multi``, one 1 KiB record to each of 958
 partitions of a Dedicated hub in one request (what kafka-python and the Java producer
-send when many partitions are ready). Every call appends for real, to the log on disk.
+send when many partitions are ready), and ``spread``, every request librdkafka (client
+defaults) sends for 30,000 × 1 KiB records round robin over 1,000 partitions, as in
+bench.partitions (one partition a request, tens of records each), the handler called on
+each in turn. Every call appends for real, to the log on disk.
 
     python -m bench.produce_handler [--repeat 5] [--against /path/to/other/tree]
 
@@ -17,13 +20,15 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CALLS = {"small": 20_000, "multi": 60}
+CALLS = {"small": 20_000, "multi": 60, "spread": 1}  # spread: passes over the captured requests
+SPREAD_RECORDS, SPREAD_PARTITIONS = 30_000, 1000
 CONFIG = """default_namespace = "handlerbench"
 [namespaces.handlerbench]
 tier = "Dedicated"
@@ -54,7 +59,8 @@ def child(mode: str, calls: int) -> None:
 
         def grab(request, ctx, handler=reg.handler):
             parts = sum(len(t.partition_data) for t in request.topic_data)
-            if not captured and parts >= (1 if mode == "small" else 900):
+            if mode == "spread" and parts and request.topic_data[0].name == "wide" or \
+                    mode != "spread" and not captured and parts >= (1 if mode == "small" else 900):
                 for t in request.topic_data:  # the frame's buffer is reused: keep copies
                     for pd in t.partition_data:
                         pd.records = bytearray(pd.records)
@@ -70,6 +76,20 @@ def child(mode: str, calls: int) -> None:
                 p.produce("one", b"x" * 100)
             if p.flush(30):
                 raise RuntimeError("the producer did not finish")
+        elif mode == "spread":
+            from confluent_kafka import Producer
+            p = Producer({"bootstrap.servers": b.bootstrap_servers})  # client defaults, as a user has them
+            p.list_topics(timeout=30)
+            value = os.urandom(1024)
+            for i in range(SPREAD_RECORDS):
+                while True:
+                    try:
+                        p.produce("wide", value, partition=i % SPREAD_PARTITIONS)
+                        break
+                    except BufferError:
+                        p.poll(0.005)
+            if p.flush(60):
+                raise RuntimeError("the producer did not finish")
         else:
             from kafka import KafkaProducer
             p = KafkaProducer(bootstrap_servers=b.bootstrap_servers, linger_ms=60_000, batch_size=1 << 20)
@@ -81,16 +101,26 @@ def child(mode: str, calls: int) -> None:
         registry._REGISTRY[0] = reg
         if not captured:
             raise RuntimeError(f"no {mode} request was captured")
-        request, ctx, parts = captured[0]
         handler, clock = reg.handler, time.thread_time
         rounds = []
         gc.disable()
-        for _ in range(5):
-            t0 = clock()
-            for _ in range(calls):
-                handler(request, ctx)
-            rounds.append((clock() - t0) / calls * 1e6)
+        if mode == "spread":  # µs per request, each request one partition
+            parts = 1
+            for _ in range(5):
+                t0 = clock()
+                for _ in range(calls):
+                    for request, ctx, _parts in captured:
+                        handler(request, ctx)
+                rounds.append((clock() - t0) / (calls * len(captured)) * 1e6)
+        else:
+            request, ctx, parts = captured[0]
+            for _ in range(5):
+                t0 = clock()
+                for _ in range(calls):
+                    handler(request, ctx)
+                rounds.append((clock() - t0) / calls * 1e6)
         gc.enable()
+    shutil.rmtree(work, ignore_errors=True)  # the spread runs write hundreds of MB
     print(f"{statistics.median(rounds)} {parts}")
 
 
