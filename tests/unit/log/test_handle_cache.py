@@ -27,8 +27,19 @@ from .log_helpers import make_batch
 ACTIVE_SEGMENT_FDS = 4  # .log, .index, .timeindex, .batches
 
 
-def open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
+def open_fds(root: Path) -> int:
+    """This process's descriptors open on files under ``root``: only the test's own, since
+    others (an earlier test's sockets, closed by the collector or a thread while this one
+    runs) moved a count of every descriptor (157 -> 101 in one whole-suite run)."""
+    prefix = str(Path(root).resolve()) + os.sep
+    n = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # closed since the listing (the listing's own descriptor among them)
+            continue
+        n += target.startswith(prefix)
+    return n
 
 
 def mapped(path: Path) -> bool:
@@ -59,9 +70,9 @@ def test_maps_hold_no_descriptor(tmp_path):
         path = tmp_path / f"{i}.log"
         path.write_bytes(bytes([i]) * 8192)
         paths.append(path)
-    before = open_fds()
+    before = open_fds(tmp_path)
     maps = [map_read_only(p, None, 8192) for p in paths]
-    assert open_fds() == before
+    assert open_fds(tmp_path) == before
     assert [m[100] for m in maps] == list(range(50))
     for m in maps:
         release_map(m)
@@ -148,50 +159,50 @@ def test_owners_idle_past_the_timeout_close_and_recent_or_busy_ones_keep_their_f
 
 def test_idle_partitions_close_their_files_and_hold_no_index_maps(tmp_path):
     cache = FileHandleCache(max_open_files=1000)
-    before = open_fds()
+    before = open_fds(tmp_path)
     manager = LogManager(tmp_path, LogConfig(), handles=cache)
     manager.create_topic("t", 20)
     for p in range(20):
         for i in range(3):  # batches over index.interval.bytes: every index gets entries
             manager.get_log("t", p).append(make_batch(2, value_size=3000, tag=p, ts=1_000 + i), now_ms=1_000)
-    assert open_fds() == before + 20 * ACTIVE_SEGMENT_FDS
+    assert open_fds(tmp_path) == before + 20 * ACTIVE_SEGMENT_FDS
     # Appends write with pwrite and keep the index entries they read: no partition has
     # mapped its log or its indexes.
     assert not any(mapped(path) for path in tmp_path.glob("t-*/*") if path.is_file())
     assert cache.close_idle(0, now=time.monotonic() + 1) == 20
-    assert open_fds() == before and cache.open_files == 0
+    assert open_fds(tmp_path) == before and cache.open_files == 0
     for p in range(20):  # written again: reopened, and the data are whole
         log = manager.get_log("t", p)
         log.append(make_batch(1, tag=100 + p), now_ms=1_001)
         assert log.log_end_offset == 7 and len(log.read(0, 1 << 20)) > 0
     manager.close()
-    assert open_fds() == before and cache.open_files == 0
+    assert open_fds(tmp_path) == before and cache.open_files == 0
 
 
 def test_many_partitions_stay_under_the_cap_and_round_trip(tmp_path):
     cache = FileHandleCache(max_open_files=8)
     config = LogConfig(message_timestamp_type="CreateTime")  # stored bytes as sent
-    before = open_fds()
+    before = open_fds(tmp_path)
     manager = LogManager(tmp_path, config, handles=cache)
     manager.create_topic("t", 300)
-    assert open_fds() == before  # creation makes directories only
+    assert open_fds(tmp_path) == before  # creation makes directories only
     sent = {}
     for p in range(0, 300, 7):
         sent[p] = make_batch(3, tag=p)
         manager.get_log("t", p).append(sent[p], now_ms=1_000)
-        assert open_fds() <= before + 8
+        assert open_fds(tmp_path) <= before + 8
     for p in range(0, 300, 7):
         manager.get_log("t", p).append(make_batch(1, tag=1000 + p), now_ms=1_001)  # reopens evicted files
-        assert cache.open_files <= 8 and open_fds() <= before + 8
+        assert cache.open_files <= 8 and open_fds(tmp_path) <= before + 8
     manager.close()
-    assert open_fds() == before and cache.open_files == 0
+    assert open_fds(tmp_path) == before and cache.open_files == 0
 
     manager = LogManager(tmp_path, config, handles=cache)
     for p, data in sent.items():
         log = manager.get_log("t", p)
         assert (log.log_start_offset, log.log_end_offset) == (0, 4)
         assert bytes(log.read(0, 1 << 20, max_offset=3)) == data
-    assert open_fds() == before  # reads hold nothing
+    assert open_fds(tmp_path) == before  # reads hold nothing
     manager.close()
 
 
@@ -371,7 +382,7 @@ def test_appends_that_skip_telling_the_cache_leave_its_count_exact(tmp_path, mon
     touches = []
     real_touch = cache.touch
     monkeypatch.setattr(cache, "touch", lambda owner, n: (touches.append(owner), real_touch(owner, n)))
-    before = open_fds()
+    before = open_fds(tmp_path)
     manager = LogManager(tmp_path, LogConfig(), handles=cache)
     manager.create_topic("t", 3)
     logs = [manager.get_log("t", p) for p in range(3)]
@@ -381,11 +392,11 @@ def test_appends_that_skip_telling_the_cache_leave_its_count_exact(tmp_path, mon
     for n in range(12):  # three logs, room for two: every round closes someone's files
         log = logs[n % 3] if n % 4 else logs[(n + 1) % 3]
         log.append(make_batch(1, tag=n), now_ms=1_000 + n)
-        assert cache.open_files == open_fds() - before
+        assert cache.open_files == open_fds(tmp_path) - before
     monkeypatch.setattr(partition_log, "TOUCH_EVERY_S", 0.0)  # told at every append again
     touches.clear()
     logs[1].append(make_batch(1), now_ms=2_000)
     logs[1].append(make_batch(1), now_ms=2_000)
-    assert touches == [logs[1], logs[1]] and cache.open_files == open_fds() - before
+    assert touches == [logs[1], logs[1]] and cache.open_files == open_fds(tmp_path) - before
     manager.close()
-    assert open_fds() == before and cache.open_files == 0
+    assert open_fds(tmp_path) == before and cache.open_files == 0
