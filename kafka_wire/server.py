@@ -38,12 +38,14 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis import registry
+from kafka_wire.apis.fetch_decoding import RepeatedFetch
 from kafka_wire.context import ClusterInfo, ConnectionState, RequestContext, Services
 from kafka_wire.faults import error_response, stamp_errors
 from kafka_wire.log_lines import RepeatedWarnings, client_address
 from kafka_wire.raw_response import Raw
 
 _PARTITION_APIS = (codec.ApiKey.Produce, codec.ApiKey.Fetch, codec.ApiKey.ListOffsets)
+_FETCH = int(codec.ApiKey.Fetch)
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +89,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._out: list | None = None
         self._out_bytes = 0
         self._pending_bytes = 0
+        # The last one-partition Fetch, to decode its repeats without parsing (a consumer's).
+        self._repeated: RepeatedFetch | None = None
         self._busy = False         # a handler's awaitable is in flight
         self._write_paused = False
         self._read_paused = False
@@ -272,12 +276,17 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if self.state.attrs.get("sasl_raw"):
             self._handle_raw_sasl(frame)
             return
-        view = memoryview(frame)
-        try:
-            header = codec.parse_request_header(view)
-        except codec.CodecError as exc:
-            self._abort(f"malformed request header: {exc}")
-            return
+        repeated = self._repeated.decode(frame) if self._repeated is not None else None
+        if repeated is not None:  # the Fetch before it again, at another offset
+            header, request = repeated
+        else:
+            request = None
+            view = memoryview(frame)
+            try:
+                header = codec.parse_request_header(view)
+            except codec.CodecError as exc:
+                self._abort(f"malformed request header: {exc}")
+                return
         reg = registry.lookup(header.api_key)
         if reg is None or not reg.min_version <= header.api_version <= reg.max_version:
             if header.api_key == codec.ApiKey.ApiVersions:
@@ -295,11 +304,14 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._abort(f"{_api_name(header.api_key)} before authentication: {refused}",
                             repeat_kind="unauthenticated")
                 return
-        try:
-            request = codec.decode_request(header, view)
-        except codec.CodecError as exc:
-            self._abort(str(exc))
-            return
+        if request is None:
+            try:
+                request = codec.decode_request(header, view)
+            except codec.CodecError as exc:
+                self._abort(str(exc))
+                return
+            if header.api_key == _FETCH:
+                self._repeated = RepeatedFetch.of(frame, header, request)
         ctx = RequestContext(header, self.state, self.services, self.server.cluster)
         self.last_client_id = header.client_id
         observer = self.services.observer

@@ -13,6 +13,7 @@ from kafka_wire import codec
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
 # The request's fixed fields after the header, by version.
 _HEAD_V4 = struct.Struct(">iiiib")       # replica_id, max_wait, min_bytes, max_bytes, isolation
 _HEAD_V7 = struct.Struct(">iiiibii")     # ... session_id, session_epoch
@@ -55,7 +56,7 @@ class FetchRequestView:
     """The fields the Fetch handler reads, with the codec's attribute names."""
     __slots__ = ("API_VERSION", "replica_id", "max_wait_ms", "min_bytes", "max_bytes",
                  "isolation_level", "session_id", "session_epoch", "topics",
-                 "forgotten_topics_data", "rack_id")
+                 "forgotten_topics_data", "rack_id", "offset_pos")
 
 
 def _length(frame, pos: int, flexible: bool, width: struct.Struct) -> tuple[int, int]:
@@ -138,9 +139,12 @@ def decode_fetch(frame: memoryview, pos: int, version: int) -> FetchRequestView:
         unpack = part_struct.unpack_from
         count, pos = _count(frame, pos, flexible, "topics")
         topics = []
+        req.offset_pos = -1
         for _ in range(count):
             name, topic_id, pcount, pos = _topic(frame, pos, version, flexible, "topic")
             parts = []
+            if count == 1 and pcount == 1:  # where the one fetch_offset is (RepeatedFetch)
+                req.offset_pos = pos + (8 if version >= 9 else 4)
             for _ in range(pcount):
                 fields = unpack(frame, pos)
                 pos += psize
@@ -197,6 +201,53 @@ def _request_tags(frame, pos: int, version: int, req: FetchRequestView) -> int:
             (req.replica_id,) = _I32.unpack_from(frame, pos)
         pos += size
     return pos
+
+
+class RepeatedFetch:
+    """A connection's last one-partition Fetch, kept to decode the next one like it.
+
+    A consumer sends the same request over and over (librdkafka: one Fetch in
+    flight per partition, no fetch session), only its correlation id and fetch
+    offset changing. A frame equal to the kept one in every other byte decodes
+    to the kept header and request with those two fields read anew, without
+    parsing anything else; any other frame is None (decode it in full).
+
+    The kept request object is handed out again with its offset changed: a
+    connection handles its requests one at a time, and nothing keeps a request
+    once it is answered. tests/unit/kafka_wire/test_repeated_fetch.py holds it
+    to :func:`decode_fetch` and the codec.
+    """
+    __slots__ = ("size", "key", "middle", "tail", "offset_pos", "header", "request", "partition")
+
+    def __init__(self, frame, header: codec.RequestHeader, request: FetchRequestView) -> None:
+        pos = request.offset_pos
+        self.size = len(frame)
+        self.key = bytes(frame[:4])         # api key and version
+        self.middle = bytes(frame[8:pos])   # from after the correlation id to the offset
+        self.tail = bytes(frame[pos + 8:])  # all after the offset
+        self.offset_pos = pos
+        self.header = header
+        self.request = request
+        self.partition = request.topics[0].partitions[0]
+
+    @staticmethod
+    def of(frame, header: codec.RequestHeader, request) -> "RepeatedFetch | None":
+        """One to keep for ``request`` (decoded from ``frame``), if it is a
+        fast-decoded one-partition Fetch."""
+        if header.api_key != codec.ApiKey.Fetch or getattr(request, "offset_pos", -1) < 0:
+            return None
+        return RepeatedFetch(frame, header, request)
+
+    def decode(self, frame) -> tuple[codec.RequestHeader, FetchRequestView] | None:
+        pos = self.offset_pos
+        if (len(frame) != self.size or frame[8:pos] != self.middle or frame[pos + 8:] != self.tail
+                or frame[:4] != self.key):
+            return None
+        kept = self.header
+        self.partition.fetch_offset = _I64.unpack_from(frame, pos)[0]
+        header = codec.RequestHeader(kept.api_key, kept.api_version, _I32.unpack_from(frame, 4)[0],
+                                     kept.client_id, kept.size)
+        return header, self.request
 
 
 codec.register_fast_decoder(codec.ApiKey.Fetch, decode_fetch)
