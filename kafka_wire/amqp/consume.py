@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import logging
 import re
+from bisect import bisect_right
+from collections import deque
+from itertools import repeat
 from typing import TYPE_CHECKING
 
 from cproton import ffi as _ffi
@@ -206,6 +209,7 @@ class ConsumeLink(LinkHandler):
         self._sent: list = []
         self._sent_tags: list[int] = []  # their tags' numbers
         self._sent_bytes = 0
+        self._carried: set[int] = set()  # tag numbers of those sent through proton (not spliced)
         self._withheld = False  # an injected withhold-flow holds the events until it ends
         self.runtime_metric = RUNTIME_METRIC in conn.desired_capabilities(link.name)
         open_link(link)
@@ -221,6 +225,7 @@ class ConsumeLink(LinkHandler):
         self._sent = []
         self._sent_tags = []
         self._sent_bytes = 0
+        self._carried = set()
         self.conn.settling.discard(self)
         self.conn.forget_payloads(self)
         self._stop_waiting()
@@ -266,24 +271,35 @@ class ConsumeLink(LinkHandler):
             events = backlog[cut:]
             del backlog[cut:]
             events.reverse()
-            first = tags = conn.tags
-            for event in events:
-                tags += 1
-                tag = b"e%d" % tags  # (not a bare number: other nodes' replies use those)
-                delivery = new_delivery(impl, (len(tag), from_buffer(tag)))
-                if len(event) <= most:
-                    payloads[tag] = (event, self, tags)
-                else:
-                    payloads[tag] = (None, self, tags)  # (recorded written all the same)
-                    send(impl, event, len(event))
-                advance(impl)
-                if settled:
-                    _pn.pn_delivery_settle(delivery)
-                else:
-                    sent.append(delivery)
-            conn.tags = tags
-            if not settled:
-                sent_tags.extend(range(first + 1, tags + 1))
+            n = len(events)
+            first = conn.tags
+            conn.tags = first + n
+            numbers = range(first + 1, first + n + 1)
+            names = [b"e%d" % t for t in numbers]  # (not bare numbers: other nodes' replies use those)
+            # Every delivery made first, then each advanced in turn (proton's current delivery
+            # is the first not yet advanced, the one pn_link_send writes to): the per-event
+            # cffi calls run in map's C loop, not a Python loop's.
+            deliveries = list(map(new_delivery, repeat(impl, n),
+                                  [(len(tag), from_buffer(tag)) for tag in names]))
+            carried = max(map(len, events)) > most
+            if not carried:
+                payloads.update(zip(names, zip(events, repeat(self), numbers)))
+                deque(map(advance, repeat(impl, n)), 0)
+            else:
+                for tag, number, event in zip(names, numbers, events):
+                    if len(event) <= most:
+                        payloads[tag] = (event, self, number)
+                    else:
+                        payloads[tag] = (None, self, number)  # (recorded written all the same)
+                        if not settled:
+                            self._carried.add(number)
+                        send(impl, event, len(event))
+                    advance(impl)
+            if settled:
+                deque(map(_pn.pn_delivery_settle, deliveries), 0)
+            else:
+                sent += deliveries
+                sent_tags.extend(numbers)
                 self._sent_bytes += sum(map(len, events))
         if sent and (self._waiting is not None or len(sent) >= SETTLE_EVERY
                      or self._sent_bytes >= SETTLE_EVERY_BYTES):
@@ -310,16 +326,24 @@ class ConsumeLink(LinkHandler):
         disposition (a range of ids), and writes one per delivery without an outcome."""
         sent, tags = self._sent, self._sent_tags
         written = self.conn.padder.written.get(self, 0)  # the last tag whose transfer is written
-        pending, update, settle = _pn.pn_delivery_pending, _pn.pn_delivery_update, _pn.pn_delivery_settle
-        n = 0
-        for delivery in sent:
-            # its transfer not (all) written yet, nor those after it (proton writes a link's in order)
-            if tags[n] > written or pending(delivery):
-                break
-            update(delivery, _ACCEPTED)
-            settle(delivery)
-            n += 1
+        # Proton writes a link's transfers in order: those up to the last written are out,
+        # but for one proton carried itself (a large event), which may still be partly
+        # in proton (its first frame, with the tag, written); it and those after wait.
+        n = bisect_right(tags, written)
+        carried = self._carried
+        if carried and n:
+            pending = _pn.pn_delivery_pending
+            for i in range(n):
+                if tags[i] in carried:
+                    if pending(sent[i]):
+                        n = i
+                        break
+                    carried.discard(tags[i])
         if n:
+            done = sent[:n]
+            # in map's C loop: two cffi calls per event, no Python loop around them
+            deque(map(_pn.pn_delivery_update, done, repeat(_ACCEPTED, n)), 0)
+            deque(map(_pn.pn_delivery_settle, done), 0)
             del sent[:n]
             del tags[:n]
         if not sent:
