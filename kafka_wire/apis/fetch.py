@@ -164,12 +164,58 @@ def _encode(ctx, version: int, reads: list[_Read], session_id: int, error: int =
     return encode_fetch(version, list(by_topic.values()), session_id, error, ctx.throttle_ms or 0)
 
 
+def _one(ctx, ns, request, version: int):
+    """The answer to a sessionless Fetch of one partition that finds records at once
+    (a consumer reading behind the log's end: librdkafka fetches each partition on its
+    own), read and answered as the general path would, without its plan, session and
+    grouping steps; None for anything else (an unknown or refused partition, an error,
+    nothing to read, fewer bytes than min_bytes: the general path answers or waits)."""
+    t = request.topics[0]
+    p = t.partitions[0]
+    topics = ns.topics
+    name = t.topic if version < 13 else topics.name_for_id(t.topic_id)
+    view = topics.get(name) if name is not None else None
+    part = p.partition
+    if (view is None or not 0 <= part < view.partitions or topic_error(ctx, LISTEN, name)
+            or ns.policy.disabled(name, ctx.connection.principal)
+            or topics.epoch_error(name, part, p.current_leader_epoch) or ns.policy.egress_delay() > 0):
+        return None
+    plog = topics.log(name, part)
+    hw = plog.high_watermark
+    lso = plog.last_stable_offset
+    read_committed = request.isolation_level == 1
+    upper = lso if read_committed else hw
+    start = plog.log_start_offset
+    offset = p.fetch_offset
+    if offset < start or offset >= upper:
+        return None
+    max_bytes = request.max_bytes if request.max_bytes and request.max_bytes > 0 else 2**31 - 1
+    try:
+        data = plog.read(offset, max(min(p.partition_max_bytes, max_bytes), 0), max_offset=upper,
+                         min_one_batch=True)
+    except log_errors.LogError:
+        return None
+    if len(data) < request.min_bytes and request.max_wait_ms > 0:
+        return None
+    read = _Read(name, view.topic_id, part, 0, hw, lso, start, data)
+    if read_committed and len(data):
+        read.aborted = plog.aborted_transactions(offset, upper)
+    return _finish(ctx, version, [read], 0)
+
+
 @handles(codec.ApiKey.Fetch, 4, 18)
 def fetch(request, ctx):
     version = ctx.version
     if request.replica_id is not None and request.replica_id >= 0:
         return _encode(ctx, version, [], 0, Errors.NotLeaderForPartitionError.errno)
     ns = ctx.namespace
+    faults = ctx.services.faults
+    if (len(request.topics) == 1 and (version < 7 or request.session_id == 0 and request.session_epoch == -1)
+            and len(request.topics[0].partitions) == 1 and (faults is None or faults.fetch_gate is None
+                                                            and faults.partition_hook() is None)):
+        answer = _one(ctx, ns, request, version)
+        if answer is not None:
+            return answer
     wanted, unknown, forgotten = _requested(request, ns.topics, version)
     session, incremental = None, False
     if version >= 7 and (request.session_id or request.session_epoch != -1):  # (0, -1): no session
@@ -188,7 +234,6 @@ def fetch(request, ctx):
     max_bytes = request.max_bytes if request.max_bytes and request.max_bytes > 0 else 2**31 - 1
     unknown_reads = [_Read(None, tid, p, Errors.UnknownTopicIdError.errno) for tid, p in unknown]
     session_id = session.session_id if session is not None else 0
-    faults = ctx.services.faults
     gate = faults.fetch_gate if faults is not None else None  # paused fetches (fault injection)
     delay = ns.policy.egress_delay()
     if delay > 0:
