@@ -11,8 +11,15 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from kafka_wire.testing import EmulatedBroker
+
+# Property tests draw the same examples in every run of `make test` (seeded from each test),
+# so CI cannot fail by chance; `make soak` (KAFKA_WIRE_SOAK=1) explores fresh examples.
+settings.register_profile("make-test", derandomize=True)
+settings.register_profile("soak", derandomize=False)
+settings.load_profile("soak" if os.environ.get("KAFKA_WIRE_SOAK", "") not in ("", "0") else "make-test")
 
 ROOT = Path(__file__).resolve().parent.parent
 # tests/js: its scripts beside node_modules with package.json's packages (make test installs

@@ -15,8 +15,6 @@ cycles.
 """
 from __future__ import annotations
 
-import os
-import random
 import threading
 import time
 from collections import defaultdict
@@ -26,14 +24,14 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.durability.fsync_journal import power_loss
-from tests.faults.harness import commit_read, read_to_end, record_figures, scaled
+from tests.faults.harness import commit_read, read_to_end, record_figures, run_seed, scaled
 
 PLAIN, TXN = "plain", "txns"
 PLAIN_PARTS, TXN_PARTS = 3, 2
 TOPIC_CONFIGS = {"segment.bytes": "65536"}  # many rolls: zero-filled older segments are the case to recover
 TXN_TIMEOUT_MS = 4000
 MAX_TXN_TIMEOUT_MS = 8000  # what a transaction its coordinator forgot may hold a partition for
-SEED = int(os.environ.get("KAFKA_WIRE_SEED", "0")) or random.SystemRandom().randrange(1, 1 << 30)
+SEED = run_seed("power loss", 36)
 
 
 class Workload:

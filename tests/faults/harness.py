@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import threading
 import time
 from pathlib import Path
@@ -27,6 +28,16 @@ SOAK = os.environ.get("KAFKA_WIRE_SOAK", "") not in ("", "0")
 def scaled(normal, soak):
     """The count for this run: ``soak`` under ``make soak``."""
     return soak if SOAK else normal
+
+
+def run_seed(name: str, default: int) -> int:
+    """The seed of a test's randomness: $KAFKA_WIRE_SEED if set, else ``default`` under
+    ``make test`` (the same run every time, so CI cannot fail by chance) and a fresh one
+    under ``make soak`` (to explore). Printed, so a failure can be replayed."""
+    given = os.environ.get("KAFKA_WIRE_SEED", "")
+    seed = int(given) if given else (random.SystemRandom().randrange(1, 1 << 30) if SOAK else default)
+    print(f"{name} seed={seed} (rerun with KAFKA_WIRE_SEED={seed})")
+    return seed
 
 
 def record_figures(name: str, figures: dict) -> None:

@@ -12,6 +12,7 @@ written before the damage and says what it dropped.
 from __future__ import annotations
 
 import os
+import random
 import struct
 import time
 from pathlib import Path
@@ -236,7 +237,7 @@ def _flip_store_tail(path: Path) -> None:
 
 def _garbage_after_store(path: Path) -> None:
     with open(path, "ab") as f:
-        f.write(struct.pack(">II", 0x7FFFFFFF, 0) + os.urandom(64))
+        f.write(struct.pack(">II", 0x7FFFFFFF, 0) + random.Random(64).randbytes(64))
 
 
 @pytest.mark.parametrize("damage", [_truncate_store_tail, _flip_store_tail, _garbage_after_store],

@@ -10,7 +10,6 @@ duplicate); committed group offsets never move backwards across restarts.
 """
 from __future__ import annotations
 
-import os
 import random
 import threading
 import time
@@ -18,7 +17,7 @@ import time
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.faults.harness import (broker_process, commit_read, read_to_end, record_figures, scaled,
+from tests.faults.harness import (broker_process, commit_read, read_to_end, record_figures, run_seed, scaled,
                                   values)
 
 TOPIC = "crashloop"
@@ -108,9 +107,8 @@ def _committed_offsets(bootstrap: str) -> dict[int, int]:
 def test_acked_idempotent_records_exactly_once_in_order_and_offsets_monotonic_across_kill_9_loop(
         tmp_path):
     cycles = scaled(10, 100)
-    seed = int(os.environ.get("KAFKA_WIRE_SEED", random.SystemRandom().randrange(2**32)))
+    seed = run_seed("crash loop", 110)
     rng = random.Random(seed)
-    print(f"crash loop seed={seed} (rerun with KAFKA_WIRE_SEED={seed})")
     started = time.monotonic()
 
     proc = broker_process(tmp_path / "data")

@@ -9,6 +9,7 @@ Needs root (mount -t tmpfs); skips loudly with the reason otherwise.
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import time
 import warnings
@@ -23,6 +24,7 @@ from tests.rawclient import RawClient
 TOPIC = "diskfull"
 PARTITIONS = 2
 RECORD = 16 * 1024   # bigger than a page, so a write needs fresh tmpfs pages
+_RNG = random.Random(26)  # incompressible values, the same every run
 
 
 @pytest.fixture
@@ -72,7 +74,7 @@ def _produce_one_each(bootstrap: str, tag: bytes) -> dict[int, KafkaError | None
     def cb(err, msg):
         results[msg.partition()] = err
     for part in range(PARTITIONS):
-        p.produce(TOPIC, tag + os.urandom(RECORD), partition=part, on_delivery=cb)
+        p.produce(TOPIC, tag + _RNG.randbytes(RECORD), partition=part, on_delivery=cb)
     p.flush(20)
     return results
 

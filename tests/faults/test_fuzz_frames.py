@@ -16,7 +16,6 @@ appears outside the data directory.
 """
 from __future__ import annotations
 
-import os
 import queue
 import random
 import re
@@ -29,7 +28,7 @@ from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
 from kafka_wire import codec
-from tests.faults.harness import Traffic, broker_process, proc_memory_kib, record_figures, scaled
+from tests.faults.harness import Traffic, broker_process, proc_memory_kib, record_figures, run_seed, scaled
 from tests.rawclient import RawClient
 from tests.unit.kafka_wire.test_codec import CASES, _request
 
@@ -139,8 +138,7 @@ class _Conn:
 
 def test_fuzzed_frames_never_kill_broker_nor_exceed_memory_and_traffic_continues(tmp_path):
     target = scaled(20_000, 1_000_000)
-    fuzz_seed = int(os.environ.get("KAFKA_WIRE_SEED", random.SystemRandom().randrange(2**32)))
-    print(f"fuzz seed={fuzz_seed} (rerun with KAFKA_WIRE_SEED={fuzz_seed})")
+    fuzz_seed = run_seed("fuzz", 142)
     proc = broker_process(tmp_path / "data", extra=["--max-request-bytes", str(MAX_REQUEST)])
     pid, port = proc.proc.pid, proc.port
     stats = {"frames": 0, "valid_frames": 0, "mutants": 0, "torn_frames": 0, "answered": 0,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 
 import pytest
 
@@ -81,7 +82,7 @@ def test_a_torn_or_corrupt_tail_is_cut_at_the_last_good_batch(tmp_path, caplog, 
             f.write(bytes([byte[0] ^ 0xFF]))
         elif damage == "garbage":
             f.seek(pos)
-            f.write(os.urandom(300))
+            f.write(random.Random(300).randbytes(300))
         else:
             f.seek(pos)
             f.write(make_batch(3)[:40])
