@@ -72,8 +72,11 @@ def async_consumer_error(broker, hub: str, group: str = "$Default", partition: s
                          timeout: float = 30.0):
     """The same with the aio client (its event processor backs off between retries)."""
     async def run():
+        # load_balancing_interval=1: after on_error its processor sleeps that long (30 s by
+        # default) before it sees close(), and the test would wait for the receive to end.
         client = AsyncConsumerClient.from_connection_string(
-            sdk_cs(broker), consumer_group=group, eventhub_name=hub, retry_total=0)
+            sdk_cs(broker), consumer_group=group, eventhub_name=hub, retry_total=0,
+            load_balancing_interval=1)
         got: list = []
         started = time.monotonic()
 
