@@ -65,8 +65,9 @@ class FramePadder:
             self._header_done = True
         view = memoryview(buf)
         start = pos  # a run of bytes passed on whole (frames that need nothing, payloads)
-        unpack = _SIZE.unpack_from
+        unpack, pack = _SIZE.unpack_from, _SIZE.pack
         startswith = buf.startswith
+        skip = _UINT_SKIP
         payloads, written = self.payloads, self.written
         pop = payloads.pop
         while end - pos >= 8:
@@ -88,8 +89,8 @@ class FramePadder:
                     entry = None
                     if payloads:
                         q = pos + 14  # the handle, then the delivery-id: uint0, smalluint or uint
-                        q += 1 if buf[q] == 0x43 else (2 if buf[q] == 0x52 else _UINT_SIZE.get(buf[q], 1))
-                        q += 1 if buf[q] == 0x43 else (2 if buf[q] == 0x52 else _UINT_SIZE.get(buf[q], 1))
+                        q += skip[buf[q]]
+                        q += skip[buf[q]]
                         if buf[q] == 0xA0:  # the delivery-tag, a vbin8
                             tag = buf[q + 2:q + 2 + buf[q + 1]]
                             entry = pop(tag, None)
@@ -101,13 +102,15 @@ class FramePadder:
                                 entry = None
                             else:
                                 written[entry[1]] = entry[2]
+                    # as parts, joined once with the rest of the output (no bytes made per frame)
+                    # (bytes, not views: the join takes bytes without the buffer protocol)
                     if entry is None or entry[0] is None:
-                        out.append(_SIZE.pack(size + pad) + buf[pos + 4:pos + 11]
-                                   + _LIST8_HEAD[lsize + pad] + buf[pos + 14:items_end] + _NULLS[pad])
+                        out += (pack(size + pad), buf[pos + 4:pos + 11], _LIST8_HEAD[lsize + pad],
+                                buf[pos + 14:items_end], _NULLS[pad])
                     else:
                         payload = entry[0]
-                        out += (_SIZE.pack(size + pad + len(payload)) + buf[pos + 4:pos + 11]
-                                + _LIST8_HEAD[lsize + pad] + buf[pos + 14:items_end] + _NULLS[pad], payload)
+                        out += (pack(size + pad + len(payload)), buf[pos + 4:pos + 11],
+                                _LIST8_HEAD[lsize + pad], buf[pos + 14:items_end], _NULLS[pad], payload)
                     start = items_end
                     pos += size
                     continue
@@ -177,6 +180,7 @@ def _is_transfer(buf, pos: int, size: int) -> bool:
 
 
 _UINT_SIZE = {0x43: 1, 0x52: 2, 0x70: 5, 0x40: 1}  # uint0, smalluint, uint, null: encoded sizes
+_UINT_SKIP = [_UINT_SIZE.get(b, 1) for b in range(256)]  # the same by constructor, as a list
 _TRANSFER8 = b"\x00\x53\x14\xc0"  # described transfer, its fields a list8
 _LIST8_HEAD = [bytes((0xC0, n, 11)) for n in range(256)]  # list8 of the 11 transfer fields, by size
 

@@ -55,6 +55,7 @@ def batch_events(data, header: BatchHeader, skip: int, position: int, append_ms:
     position_base = position * rb.EVENTS_PER_POSITION
     tail = _TIME_STAMP + _I64.pack(append_ms)
     heads: dict[int, bytes] = {}  # by the offset text's length: the map's constructor and size
+    tails: dict[int, bytes] = {}
     out: list[bytes] = []
     add = out.append
     pack = _SEQ_OFFSET.pack
@@ -120,17 +121,18 @@ def batch_events(data, header: BatchHeader, skip: int, position: int, append_ms:
             elif key is not None:
                 add(plain(sequence, offset, append_ms, key, value))
             else:
-                text = str(offset).encode()
+                text = b"%d" % offset if offsets is None else str(offset).encode()  # (geo: text)
                 size = len(text)
                 head = heads.get(size)
                 if head is None:
                     head = heads[size] = _ANNOTATIONS_MAP32 + _II.pack(_ENTRIES + size + 4, 6) + _SEQ_LONG
                 if value is None:
                     add(b"".join((head, pack(sequence, _OFFSET_STR8, size), text, tail, _DATA8[0])))
-                else:
-                    n = len(value)
-                    add(b"".join((head, pack(sequence, _OFFSET_STR8, size), text, tail,
-                                  _DATA8[n] if n < 256 else _DATA32 + _I32.pack(n), value)))
+                else:  # (n: the value's length, parsed above)
+                    last = tails.get(n)  # the enqueued time and the data section's head, by size
+                    if last is None:
+                        last = tails[n] = tail + (_DATA8[n] if n < 256 else _DATA32 + _I32.pack(n))
+                    add(b"".join((head, pack(sequence, _OFFSET_STR8, size), text, last, value)))
         if p > len(recs):
             raise IndexError("records run past the batch")
     except (IndexError, UnicodeDecodeError) as exc:
