@@ -204,6 +204,9 @@ async function main() {
   else throw new Error(`unknown command ${command}`)
   clearTimeout(timer)
   out(result)
+  // Every client is closed by now (withClient awaits close()), but the buffered
+  // producer's partition-id refresh timer would keep node alive ~10 s more.
+  process.exit(0)
 }
 
 main().catch(fail)
