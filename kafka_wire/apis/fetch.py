@@ -26,7 +26,7 @@ from kafka_wire import codec
 from kafka_wire.apis.registry import handles
 from kafka_wire.apis.authorization import LISTEN, topic_error
 from kafka_wire.apis import fetch_decoding  # noqa: F401  (registers the fast decoder)
-from kafka_wire.apis.fetch_encoding import encode_fetch
+from kafka_wire.apis.fetch_encoding import encode_fetch, encode_one
 from kafka_wire.fetch_sessions import FetchSessionCache, SessionError
 from kafka_wire.log import errors as log_errors
 from kafka_wire.log.batch import count_records
@@ -153,6 +153,8 @@ def _select(reads: list[_Read], session, incremental: bool) -> list[_Read]:
 def _encode(ctx, version: int, reads: list[_Read], session_id: int, error: int = 0):
     if len(reads) == 1:  # one partition: nothing to group
         r = reads[0]
+        if not session_id and not error:
+            return encode_one(version, r.topic, r.topic_id, r, ctx.throttle_ms or 0)
         return encode_fetch(version, [(r.topic, r.topic_id, reads)], session_id, error, ctx.throttle_ms or 0)
     by_topic: dict[object, tuple] = {}
     for r in reads:
