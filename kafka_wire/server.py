@@ -381,7 +381,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._write_many(response.chunks(header))
             if response.close_after:
                 self._close_after_write()
-            else:
+            elif throttle_ms > 0:
                 self._throttle(throttle_ms)
             return
         if throttle_ms > 0 and hasattr(response, "throttle_time_ms"):

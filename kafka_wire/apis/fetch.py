@@ -178,9 +178,12 @@ def _one(ctx, ns, request, version: int):
     name = t.topic if version < 13 else topics.name_for_id(t.topic_id)
     view = topics.get(name) if name is not None else None
     part = p.partition
-    if (view is None or not 0 <= part < view.partitions or topic_error(ctx, LISTEN, name)
-            or ns.policy.disabled(name, ctx.connection.principal)
-            or topics.epoch_error(name, part, p.current_leader_epoch) or ns.policy.egress_delay() > 0):
+    policy = ns.policy
+    principal = ctx.connection.principal
+    # (authorization.topic_error's question, asked of the namespace already at hand)
+    if (view is None or not 0 <= part < view.partitions or not policy.allows(principal, LISTEN, name)
+            or policy.disabled(name, principal) or topics.epoch_error(name, part, p.current_leader_epoch)
+            or ns.quota is not None and policy.egress_delay() > 0):
         return None
     plog = topics.log(name, part)
     hw = plog.high_watermark
@@ -202,12 +205,12 @@ def _one(ctx, ns, request, version: int):
     read = _Read(name, view.topic_id, part, 0, hw, lso, start, data)
     if read_committed and len(data):
         read.aborted = plog.aborted_transactions(offset, upper)
-    return _finish(ctx, version, [read], 0)
+    return _finish(ctx, ns, version, [read], 0)
 
 
 @handles(codec.ApiKey.Fetch, 4, 18)
 def fetch(request, ctx):
-    version = ctx.version
+    version = ctx.header.api_version
     if request.replica_id is not None and request.replica_id >= 0:
         return _encode(ctx, version, [], 0, Errors.NotLeaderForPartitionError.errno)
     ns = ctx.namespace
@@ -248,7 +251,7 @@ def fetch(request, ctx):
     reads, total = _read_all(ctx, ns, plan, max_bytes, read_committed)
     has_error = any(r.error for r in reads) or unknown_reads
     if (total >= request.min_bytes or request.max_wait_ms <= 0 or has_error or not plan) and gate is None:
-        return _finish(ctx, version, _select(reads, session, incremental) + unknown_reads, session_id)
+        return _finish(ctx, ns, version, _select(reads, session, incremental) + unknown_reads, session_id)
     # Armed now, not when _wait starts a loop iteration later: an append in between
     # must wake this fetch, not leave it waiting out max_wait_ms.
     armed = ctx.topics.wait_for_data([k for k, *_ in plan])
@@ -286,12 +289,12 @@ async def _wait(ctx, ns, request, version, plan, max_bytes, read_committed, sess
         reads, total = _read_all(ctx, ns, plan, max_bytes, read_committed)
     if armed is not None:
         topics.forget_waiter(armed, keys)
-    return _finish(ctx, version, _select(reads, session, incremental) + unknown_reads, session_id)
+    return _finish(ctx, ns, version, _select(reads, session, incremental) + unknown_reads, session_id)
 
 
-def _finish(ctx, version: int, reads: list[_Read], session_id: int):
+def _finish(ctx, ns, version: int, reads: list[_Read], session_id: int):
     observer = ctx.services.observer
-    quota = ctx.namespace.quota
+    quota = ns.quota
     if observer is not None or quota is not None:
         for r in reads:  # one walk of the batch headers serves both
             if len(r.records):
