@@ -159,8 +159,10 @@ def five_receivers(broker, hub: str, group: str, partition: int):
             f"{len(readers.get(key, ()))} of 5 receivers hold {key}: {readers.get(key)}"
     try:
         for _ in range(5):
+            # load_balancing_interval=1: a holder whose link failed is attached again at the
+            # processor's next load-balancing pass (30 s away by default), not in holding()'s 60 s
             c = EventHubConsumerClient.from_connection_string(
-                sdk_cs(broker), consumer_group=group, eventhub_name=hub)
+                sdk_cs(broker), consumer_group=group, eventhub_name=hub, load_balancing_interval=1)
             t = threading.Thread(target=c.receive, daemon=True, kwargs=dict(
                 on_event=lambda *_: None, partition_id=str(partition), max_wait_time=1))
             t.start()
