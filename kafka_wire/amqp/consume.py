@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import logging
 import re
+from array import array
 from bisect import bisect_right
 from collections import deque
-from itertools import repeat
+from itertools import chain, repeat
 from typing import TYPE_CHECKING
 
 from cproton import ffi as _ffi
@@ -193,6 +194,25 @@ SETTLE_EVERY_BYTES = 64 << 20  # bytes of events
 _RECEIVE_FAULTS = ("detach-receiver", "link-stolen", "connection-forced", "withhold-flow")
 
 
+# pn_delivery's tag, a pn_bytes_t {size_t size; const char *start}, as two 64-bit words
+_TAGS_PACKABLE = _ffi.sizeof("pn_bytes_t") == 16 and _ffi.sizeof("size_t") == _ffi.sizeof("char *") == 8
+
+
+def _tag_structs(names: list[bytes]) -> tuple:
+    """``names`` as pn_delivery's tag arguments, and what must live while it is called
+    with them. Tags of one length (a flow's, but when the numbers gain a digit) are one
+    buffer and an array of pn_bytes_t pointing into it, both made in C loops: cffi
+    converting a (size, pointer) tuple per delivery was a third of the call."""
+    size = len(names[0])
+    if not _TAGS_PACKABLE or len(names[-1]) != size:  # (consecutive numbers from 1: first and last tell)
+        return [(len(tag), _ffi.from_buffer(tag)) for tag in names], None
+    n = len(names)
+    blob = b"".join(names)  # (pn_delivery copies its tag: needed only during the calls)
+    base = int(_ffi.cast("uintptr_t", _ffi.from_buffer(blob)))
+    words = array("Q", chain.from_iterable(zip(repeat(size, n), range(base, base + n * size, size))))
+    return _ffi.from_buffer("pn_bytes_t[]", words), blob
+
+
 class ConsumeLink(LinkHandler):
     def __init__(self, conn: AmqpConnection, link, hub: str, partition: int, start: int,
                  epoch: int | None, key, principal=None) -> None:
@@ -253,7 +273,6 @@ class ConsumeLink(LinkHandler):
         sent, sent_tags = self._sent, self._sent_tags
         credit, new_delivery, send, advance = (_pn.pn_link_credit, _pn.pn_delivery, _pn.pn_link_send,
                                                _pn.pn_link_advance)
-        from_buffer = _ffi.from_buffer
         # Proton gets each delivery empty and the padder puts the event in its transfer
         # frame (frames.FramePadder): proton copied each event twice, a quarter of this
         # path. One that does not fit in a frame the client takes goes through proton.
@@ -279,8 +298,9 @@ class ConsumeLink(LinkHandler):
             # Every delivery made first, then each advanced in turn (proton's current delivery
             # is the first not yet advanced, the one pn_link_send writes to): the per-event
             # cffi calls run in map's C loop, not a Python loop's.
-            deliveries = list(map(new_delivery, repeat(impl, n),
-                                  [(len(tag), from_buffer(tag)) for tag in names]))
+            tag_structs, held = _tag_structs(names)  # (held: alive until the calls are done)
+            deliveries = list(map(new_delivery, repeat(impl, n), tag_structs))
+            del tag_structs, held
             carried = max(map(len, events)) > most
             if not carried:
                 payloads.update(zip(names, zip(events, repeat(self), numbers)))
