@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from azure.storage.blob import BlobServiceClient
 
+from kafka_wire.cli import main
 from kafka_wire.spark.sink import CRASH_BEFORE_JOURNAL
 
 from .conftest import produce
@@ -22,21 +23,23 @@ ROOT = Path(__file__).resolve().parents[2]
 NS, HUB, CONTAINER = "emulatorNs1", "blobbed", "capture-blob"
 
 
-def _capture(broker, out: Path, connection_string: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "kafka_wire.cli", "capture", "--namespace", NS, "--master", "local[2]",
-         "--data-dir", str(broker.data_dir), "--hub", HUB, "--out", str(out), "--interval-seconds", "1",
-         "--size-mb", "0.02", "--once", "--blob-container", CONTAINER, "--blob-connection-string",
-         connection_string],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-        env=dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable, **env))
+def _args(broker, out: Path, connection_string: str) -> list[str]:
+    return ["capture", "--namespace", NS, "--master", "local[2]", "--data-dir", str(broker.data_dir),
+            "--hub", HUB, "--out", str(out), "--interval-seconds", "1", "--size-mb", "0.02", "--once",
+            "--blob-container", CONTAINER, "--blob-connection-string", connection_string]
 
 
-def test_capture_into_blob_storage_survives_a_crash_between_upload_and_journal(broker, azurite, tmp_path):
+def test_capture_into_blob_storage_survives_a_crash_between_upload_and_journal(spark, broker, azurite,
+                                                                              tmp_path):
     broker.create_hub(HUB, 2)
     expected = produce(broker.bootstrap_servers, HUB, 3000, compression="zstd", partitions=2)
     out = tmp_path / "out"
-    crashed = _capture(broker, out, azurite, **{CRASH_BEFORE_JOURNAL: "0"})
+    # The crash kills its Python process, so that run is a process of its own.
+    crashed = subprocess.run(
+        [sys.executable, "-m", "kafka_wire.cli", *_args(broker, out, azurite)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable,
+                 **{CRASH_BEFORE_JOURNAL: "0"}))
     # The commit's Python process dies: the query fails after the uploads, before the journal.
     assert crashed.returncode != 0 and "crashed" in crashed.stderr, crashed.stderr[-3000:]
     container = BlobServiceClient.from_connection_string(azurite).get_container_client(CONTAINER)
@@ -44,8 +47,8 @@ def test_capture_into_blob_storage_survives_a_crash_between_upload_and_journal(b
     assert uploaded, "the first micro-batch uploaded nothing before it died"
     assert not (out / "_capture_events.jsonl").exists()  # died before announcing them
 
-    done = _capture(broker, out, azurite)
-    assert done.returncode == 0, done.stderr[-3000:]
+    # Started again: in the suite's Spark session (as the other capture tests), not a new JVM.
+    assert main(_args(broker, out, azurite)) == 0
     blobs = sorted(b.name for b in container.list_blobs())
     assert uploaded <= set(blobs)  # the replay rewrote the same names: nothing doubled
     local = tmp_path / "downloaded"
