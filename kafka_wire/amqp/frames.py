@@ -65,28 +65,29 @@ class FramePadder:
             self._header_done = True
         view = memoryview(buf)
         start = pos  # a run of bytes passed on whole (frames that need nothing, payloads)
-        unpack, pack = _SIZE.unpack_from, _SIZE.pack
-        startswith = buf.startswith
+        unpack, pack, unpack14 = _SIZE.unpack_from, _SIZE.pack, _HEAD14.unpack_from
         skip = _UINT_SKIP
         payloads, written = self.payloads, self.written
         pop = payloads.pop
         while end - pos >= 8:
-            size = unpack(buf, pos)[0]
+            if end - pos >= 14:  # the frame's header and a performative's first bytes, in one call
+                size, doff, kind, descriptor, lsize, count = unpack14(buf, pos)
+            else:
+                size, descriptor = unpack(buf, pos)[0], 0
             if end - pos < size:
                 break
-            # size > 13 first: an empty frame (a heartbeat, 8 bytes) may end the chunk
-            if size > 13 and startswith(_TRANSFER8, pos + 8) and buf[pos + 4] == 2 and buf[pos + 5] == 0:
+            # size > 13: an empty frame (a heartbeat, 8 bytes) may be followed by anything
+            if descriptor == _TRANSFER8 and doff == 2 and kind == 0 and size > 13:
                 # A transfer as proton writes it (list8 after a smallulong descriptor),
                 # one per event sent: its performative rewritten in one piece, its
                 # payload left in the run that follows (not copied here), or one a
                 # receiver left here put after it (see _splice_any; inline: once an event).
-                lsize = buf[pos + 12]
-                pad = 11 - buf[pos + 13]
+                pad = 11 - count
                 if 0 < pad and lsize + pad < 256:
                     items_end = pos + 13 + lsize
                     if start < pos:
                         out.append(view[start:pos])
-                    entry = None
+                    payload = None
                     if payloads:
                         q = pos + 14  # the handle, then the delivery-id: uint0, smalluint or uint
                         q += skip[buf[q]]
@@ -94,21 +95,21 @@ class FramePadder:
                         if buf[q] == 0xA0:  # the delivery-tag, a vbin8
                             tag = buf[q + 2:q + 2 + buf[q + 1]]
                             entry = pop(tag, None)
-                            if entry is None:
-                                if items_end == pos + size:
-                                    self._lose(tag)
-                            elif entry[0] is not None and items_end != pos + size:
-                                payloads[tag] = entry  # another link's transfer with that tag
-                                entry = None
-                            else:
-                                written[entry[1]] = entry[2]
+                            if entry is not None:
+                                payload = entry[0]
+                                if payload is None or items_end == pos + size:
+                                    written[entry[1]] = entry[2]
+                                else:  # another link's transfer with that tag (it has a payload)
+                                    payloads[tag] = entry
+                                    payload = None
+                            elif items_end == pos + size:
+                                self._lose(tag)
                     # as parts, joined once with the rest of the output (no bytes made per frame)
                     # (bytes, not views: the join takes bytes without the buffer protocol)
-                    if entry is None or entry[0] is None:
+                    if payload is None:
                         out += (pack(size + pad), buf[pos + 4:pos + 11], _LIST8_HEAD[lsize + pad],
                                 buf[pos + 14:items_end], _NULLS[pad])
                     else:
-                        payload = entry[0]
                         out += (pack(size + pad + len(payload)), buf[pos + 4:pos + 11],
                                 _LIST8_HEAD[lsize + pad], buf[pos + 14:items_end], _NULLS[pad], payload)
                     start = items_end
@@ -181,7 +182,9 @@ def _is_transfer(buf, pos: int, size: int) -> bool:
 
 _UINT_SIZE = {0x43: 1, 0x52: 2, 0x70: 5, 0x40: 1}  # uint0, smalluint, uint, null: encoded sizes
 _UINT_SKIP = [_UINT_SIZE.get(b, 1) for b in range(256)]  # the same by constructor, as a list
-_TRANSFER8 = b"\x00\x53\x14\xc0"  # described transfer, its fields a list8
+_TRANSFER8 = 0x005314C0  # described transfer, its fields a list8 (four bytes, big-endian)
+# size, data offset, type, (channel), descriptor and list8 constructor, list8 size and count
+_HEAD14 = struct.Struct(">IBB2xIBB")
 _LIST8_HEAD = [bytes((0xC0, n, 11)) for n in range(256)]  # list8 of the 11 transfer fields, by size
 
 
