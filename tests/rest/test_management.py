@@ -65,11 +65,23 @@ def kafka_cs(broker, key_name: str, key: str) -> str:
 
 
 def kafka_send(broker, topic: str, password: str) -> None:
-    """One record produced with SASL PLAIN; raises what the delivery reported."""
+    """One record produced with SASL PLAIN; raises what the delivery reported, or the
+    authentication failure librdkafka reports at once (the record itself would only
+    time out, after message.timeout.ms)."""
     errors: list = []
-    p = Producer(confluent_conf(broker.bootstrap_servers, password, **{"message.timeout.ms": 8000}))
+    refused: list = []
+
+    def on_error(err) -> None:
+        if err.code() == KafkaError._AUTHENTICATION:
+            refused.append(err)
+    p = Producer(confluent_conf(broker.bootstrap_servers, password, error_cb=on_error,
+                                **{"message.timeout.ms": 8000}))
     p.produce(topic, b"v", on_delivery=lambda err, msg: errors.append(err))
-    p.flush(15)
+    deadline = time.monotonic() + 15
+    while not errors and not refused and time.monotonic() < deadline:
+        p.poll(0.05)
+    if refused and not errors:
+        raise KafkaException(refused[0])
     if not errors:
         raise AssertionError("no delivery report")
     if errors[0] is not None:
