@@ -169,11 +169,16 @@ def kafka_produce(broker, credential: Credential) -> bool:
     from confluent_kafka import Producer
 
     reports: list = []
+    errors: list = []
     before = log_end(broker)
     p = Producer({**_kafka_conf(broker, credential), "message.timeout.ms": 6000,
-                  "error_cb": lambda err: None})
+                  "error_cb": errors.append})
     p.produce(HUB, b"kafka", partition=0, on_delivery=lambda err, msg: reports.append(err))
-    p.flush(15)
+    # A refused sign-in or a closed connection (the error callback, as _Admin) is the
+    # answer: the record would only time out after message.timeout.ms.
+    deadline = time.monotonic() + 15
+    while not reports and not errors and time.monotonic() < deadline:
+        p.poll(0.05)
     return bool(reports) and reports[0] is None and log_end(broker) == before + 1
 
 
@@ -200,12 +205,12 @@ def kafka_fetch(broker, credential: Credential) -> bool:
 def kafka_create_topic(broker, credential: Credential) -> bool:
     """CreateTopics of a fresh name: served when it exists afterwards in NS."""
     from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import NewTopic
 
     name = f"made-{credential.kind}"
-    admin = AdminClient({**_kafka_conf(broker, credential), "socket.timeout.ms": 5000})
+    admin = _admin(broker, credential)  # ends at a refused sign-in, not the request's 5 s timeout
     try:
-        admin.create_topics([NewTopic(name, 1)], request_timeout=5)[name].result(10)
+        admin.wait(admin.create_topics([NewTopic(name, 1)], request_timeout=5)[name])
     except KafkaException:
         return False
     return broker.call(lambda: broker.broker.services.namespaces[NS].topics.get(name)) is not None
