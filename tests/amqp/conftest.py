@@ -41,11 +41,17 @@ def broker(module_tmp):
         yield b
 
 
-def receive(client, count: int, timeout: float = 20.0, **kwargs) -> list:
-    """Events from ``EventHubConsumerClient.receive`` until ``count`` arrive or time runs out."""
+def receive(client, count: int, timeout: float = 20.0, until_error: bool = False, **kwargs) -> list:
+    """Events from ``EventHubConsumerClient.receive`` until ``count`` arrive or time runs out
+    (``until_error``: or ``on_error`` is called, for a test that expects a refusal)."""
     got: list = []
     errors: list = []
     done = threading.Event()
+
+    def on_error(context, err):
+        errors.append(err)
+        if until_error:
+            done.set()
 
     def on_event(context, event):
         if event is not None:
@@ -55,7 +61,7 @@ def receive(client, count: int, timeout: float = 20.0, **kwargs) -> list:
 
     kwargs.setdefault("max_wait_time", 1)
     thread = threading.Thread(target=client.receive, kwargs=dict(
-        on_event=on_event, on_error=lambda ctx, err: errors.append(err), **kwargs), daemon=True)
+        on_event=on_event, on_error=on_error, **kwargs), daemon=True)
     thread.start()
     done.wait(timeout)
     client.close()

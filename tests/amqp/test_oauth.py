@@ -50,7 +50,7 @@ def test_bearer_tokens_carry_their_roles(oauth_broker):
     sender = EventHubConsumerClient(credential=LocalCredential([SENDER]), consumer_group="$Default",
                                     load_balancing_interval=1, **_options(oauth_broker))
     with pytest.raises((ConnectionLostError, AuthenticationError), match="unauthorized|Unauthorized"):
-        receive(sender, 1, timeout=10, partition_id="0", starting_position="-1")
+        receive(sender, 1, timeout=10, until_error=True, partition_id="0", starting_position="-1")
 
 
 def test_a_token_signed_with_another_key_is_refused(oauth_broker):

@@ -222,7 +222,7 @@ def test_a_disabled_hub_refuses_sends_and_reads(data_dir):
             broker.amqp_connection_string(namespace=NS, policy=ROOT[0]), consumer_group="$Default",
             eventhub_name="orders", load_balancing_interval=1, retry_total=0)
         with pytest.raises(Exception, match="Disabled"):
-            receive(sdk, 1, timeout=10, partition_id="0", starting_position="-1")
+            receive(sdk, 1, timeout=10, until_error=True, partition_id="0", starting_position="-1")
         mgmt.event_hubs.create_or_update(RG, NS, "orders", {"properties": {"status": "Active"}})
         kafka_send(broker, "orders", password)
     finally:
