@@ -17,7 +17,7 @@ from kafka_wire.eventhubs.partition_key import key_hash, partition_for_key
 
 from tests.capture.helpers import log_positions
 
-from .conftest import LISTENER, ROOT, SENDER, receive, sdk_cs
+from .conftest import LISTENER, ROOT, SENDER, receive, sdk_cs, wait_for
 
 
 def producer(broker, hub: str, **kwargs) -> EventHubProducerClient:
@@ -31,6 +31,13 @@ def consumer(broker, hub: str, group: str = "$Default", **kwargs) -> EventHubCon
     kwargs.setdefault("load_balancing_interval", 1)
     return EventHubConsumerClient.from_connection_string(
         sdk_cs(broker, kwargs.pop("policy", ROOT)), consumer_group=group, eventhub_name=hub, **kwargs)
+
+
+def attached(broker, hub: str, partition: int = 0) -> bool:
+    """Whether a receiver of ``hub``'s partition in $Default is attached (its start
+    position chosen) within 15 s."""
+    readers = broker.broker.amqp_server.readers
+    return bool(wait_for(lambda: readers.get(("contoso", hub, "$default", partition)), timeout=15))
 
 
 def send_one_by_one(broker, hub: str, bodies: list[str], partition_id: str = "0") -> None:
@@ -180,7 +187,7 @@ def test_latest_reads_only_what_comes_after(broker):
         on_event=lambda ctx, e: got.append(e.body_as_str()), partition_id="0",
         starting_position="@latest"), daemon=True)
     thread.start()
-    time.sleep(2)  # the link is attached at the end
+    assert attached(broker, "latest")  # the link is attached at the end
     send_one_by_one(broker, "latest", ["new"])
     deadline = time.monotonic() + 15
     while not got and time.monotonic() < deadline:
@@ -320,7 +327,7 @@ def test_an_equal_owner_level_takes_over_and_the_partition_stays_owned(broker):
         on_event=lambda ctx, e: None, on_error=lambda ctx, e: first_errors.append(e),
         partition_id="0", owner_level=0, starting_position="-1"), daemon=True)
     t1.start()
-    time.sleep(2)
+    assert attached(broker, "handover")
     second = consumer(broker, "handover")
     second_got: list = []
     t2 = threading.Thread(target=second.receive, kwargs=dict(
@@ -386,7 +393,7 @@ def test_higher_owner_level_takes_the_partition(broker):
         on_event=lambda ctx, e: None, on_error=lambda ctx, e: first_errors.append(e),
         partition_id="0", owner_level=1, starting_position="-1"), daemon=True)
     t1.start()
-    time.sleep(2)
+    assert attached(broker, "owned")
     send_one_by_one(broker, "owned", ["x"])
     second = consumer(broker, "owned")
     got = receive(second, 1, partition_id="0", owner_level=2, starting_position="-1")
