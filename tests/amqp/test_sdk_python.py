@@ -33,11 +33,12 @@ def consumer(broker, hub: str, group: str = "$Default", **kwargs) -> EventHubCon
         sdk_cs(broker, kwargs.pop("policy", ROOT)), consumer_group=group, eventhub_name=hub, **kwargs)
 
 
-def attached(broker, hub: str, partition: int = 0) -> bool:
-    """Whether a receiver of ``hub``'s partition in $Default is attached (its start
-    position chosen) within 15 s."""
+def attached(broker, hub: str, partition: int = 0, group: str = "$default",
+             timeout: float = 15.0) -> bool:
+    """Whether a receiver of ``hub``'s partition in ``group`` is attached (admitted, its
+    start position chosen) within ``timeout``."""
     readers = broker.broker.amqp_server.readers
-    return bool(wait_for(lambda: readers.get(("contoso", hub, "$default", partition)), timeout=15))
+    return bool(wait_for(lambda: readers.get(("contoso", hub, group, partition)), timeout=timeout))
 
 
 def send_one_by_one(broker, hub: str, bodies: list[str], partition_id: str = "0") -> None:
@@ -285,7 +286,8 @@ def test_unknown_hub_is_not_found(broker):
     assert "'contoso/no-such-hub' could not be found" in str(caught.value)
 
 
-def _receive_errors(broker, group="$Default", policy=ROOT) -> list:
+def _receive_errors(broker, group="$Default", policy=ROOT, served=None) -> list:
+    """What on_error got within 10 s (or until ``served()``) of a receiver of orders/0."""
     errors: list = []
     client = consumer(broker, "orders", group, policy=policy, retry_total=0)
     thread = threading.Thread(target=client.receive, kwargs=dict(
@@ -293,7 +295,7 @@ def _receive_errors(broker, group="$Default", policy=ROOT) -> list:
         starting_position="-1"), daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
-    while not errors and time.monotonic() < deadline:
+    while not errors and time.monotonic() < deadline and not (served and served()):
         time.sleep(0.1)
     client.close()
     thread.join(10)
@@ -307,7 +309,16 @@ def test_unknown_consumer_group_is_not_found(broker):
 
 
 def test_configured_consumer_group_is_served(broker):
-    assert _receive_errors(broker, "billing") == []
+    # Served once the broker holds its link (a refused attach is never registered, and
+    # reaches on_error instead), not after 10 s without an error.
+    held: list = []
+
+    def served() -> bool:
+        if attached(broker, "orders", group="billing", timeout=0):
+            held.append(True)
+        return bool(held)
+    assert _receive_errors(broker, "billing", served=served) == []
+    assert held, "the receiver in billing was never attached"
 
 
 def test_send_only_policy_cannot_receive(broker):
