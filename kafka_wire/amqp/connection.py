@@ -220,6 +220,8 @@ class AmqpConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         if self._closed:
+            if self._frames is not None and self._linger_timer is not None:
+                self._lingering_websocket(data)
             return
         if self._frames is not None:
             self._websocket_received(data)
@@ -269,8 +271,10 @@ class AmqpConnection(asyncio.Protocol):
             self.transport.close(exc.status)
             self._closed = True
             return
-        for opcode, payload in messages:
-            if self._closed:
+        for n, (opcode, payload) in enumerate(messages):
+            if self._closed:  # (the AMQP close just handled: its client's close frame may follow)
+                if self._linger_timer is not None and any(op == websocket.CLOSE for op, _ in messages[n:]):
+                    self._answer_close(1000)
                 return
             if opcode == websocket.BINARY:
                 self._amqp_received(payload)
@@ -307,6 +311,22 @@ class AmqpConnection(asyncio.Protocol):
         under frames it pipelined, and it would see a broken pipe, not our error."""
         transport = self.transport
         self._linger_timer = asyncio.get_running_loop().call_later(LINGER_S, transport.close)
+
+    def _lingering_websocket(self, data: bytes) -> None:
+        """Lingering over a WebSocket: the client's close frame is answered at once.
+        Clients wait for that answer before they go on (the Python SDK's websocket-client
+        up to 3 s: it was 2 s, the linger, per connection); the AMQP frames they still
+        send are dropped as on a plain socket."""
+        try:
+            closing, status = any(opcode == websocket.CLOSE for opcode, _ in self._frames.feed(data)), 1000
+        except websocket.WebSocketError as exc:
+            closing, status = True, exc.status
+        if closing:
+            self._answer_close(status)
+
+    def _answer_close(self, status: int) -> None:
+        self._linger_timer.cancel()
+        self.transport.close(status)
 
     def eof_received(self) -> bool:
         if self._closed:  # lingering after our close: the client has closed too

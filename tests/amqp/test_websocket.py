@@ -131,3 +131,76 @@ def test_bad_upgrades_and_frames_close_cleanly(ws_broker, where):
             transport_type=TransportType.AmqpOverWebsocket,
             custom_endpoint_address=f"sb://127.0.0.1:{port}") as p:
         assert p.get_partition_ids() == ["0"]
+
+
+def _masked(opcode: int, payload: bytes) -> bytes:
+    """A client's frame (masked, as RFC 6455 requires of clients)."""
+    mask = b"\x0f\x1e\x2d\x3c"
+    n = len(payload)
+    head = struct.pack(">BB", 0x80 | opcode, 0x80 | n) if n < 126 else struct.pack(">BBH", 0x80 | opcode, 0xFE, n)
+    return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+def _server_frames(buf: bytearray) -> list[tuple[int, bytes]]:
+    """Whole (unmasked) server frames taken off the front of ``buf``."""
+    out = []
+    while len(buf) >= 2:
+        n, at = buf[1] & 0x7F, 2
+        if n == 126:
+            n, at = struct.unpack_from(">H", buf, 2)[0], 4
+        elif n == 127:
+            n, at = struct.unpack_from(">Q", buf, 2)[0], 10
+        if len(buf) < at + n:
+            break
+        out.append((buf[0] & 0x0F, bytes(buf[at:at + n])))
+        del buf[:at + n]
+    return out
+
+
+@pytest.mark.parametrize("together", [False, True], ids=["after-the-answer", "in-one-write"])
+def test_a_websocket_close_after_the_amqp_close_is_answered_at_once(ws_broker, monkeypatch, together):
+    # After the AMQP close the broker lingers (dropping what the client still sends); a
+    # client's WebSocket close must still get its answer then, not at the linger's end: the
+    # Python SDK waits for it on every connection it closes, and sends it in the same write
+    # as its AMQP close. A 60 s linger makes a missed answer a timeout.
+    from proton import Connection, Endpoint, Transport
+
+    from kafka_wire.amqp import connection as amqp_connection
+    monkeypatch.setattr(amqp_connection, "LINGER_S", 60.0)
+    s, head = _upgrade(ws_broker.amqp_port)
+    assert head.startswith(b"HTTP/1.1 101"), head
+    transport, conn = Transport(Transport.CLIENT), Connection()
+    transport.bind(conn)
+    buf = bytearray()
+
+    def exchange(until) -> None:
+        while not until():
+            pending = transport.pending()
+            if pending > 0:
+                s.sendall(_masked(0x2, transport.peek(pending)))
+                transport.pop(pending)
+            chunk = s.recv(65536)  # (a hang fails with socket.timeout: 10 s)
+            assert chunk, "the broker closed before answering"
+            buf.extend(chunk)
+            for opcode, payload in _server_frames(buf):
+                assert opcode == 0x2, (opcode, payload)
+                transport.push(payload)
+
+    conn.open()
+    exchange(lambda: conn.state & Endpoint.REMOTE_ACTIVE)
+    conn.close()
+    close = _masked(0x8, struct.pack(">H", 1000))
+    if together:
+        pending = transport.pending()
+        s.sendall(_masked(0x2, transport.peek(pending)) + close)
+        transport.pop(pending)
+    else:
+        exchange(lambda: conn.state & Endpoint.REMOTE_CLOSED)
+        s.sendall(close)
+    rest = buf + _until_closed(s)  # before the fix: socket.timeout, the linger being 60 s
+    frames = _server_frames(rest)
+    assert frames and frames[-1][0] == 0x8, frames
+    assert struct.unpack(">H", frames[-1][1][:2])[0] == 1000
+    if together:  # the AMQP close was answered before it
+        assert any(op == 0x2 and b"\x00\x53\x18" in p for op, p in frames[:-1]), frames
+    s.close()
