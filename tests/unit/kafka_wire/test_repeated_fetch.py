@@ -10,15 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_wire import codec
-from kafka_wire.apis import registry
 from kafka_wire.apis.fetch_decoding import RepeatedFetch
-
-registry.load_all()
-_REG = registry.lookup(codec.ApiKey.Fetch)
-VERSIONS = list(range(_REG.min_version, _REG.max_version + 1))
-F = codec.request_class(codec.ApiKey.Fetch)
-i32 = st.integers(-2**31, 2**31 - 1)
-i64 = st.integers(-2**63, 2**63 - 1)
+from tests.unit.kafka_wire.test_fetch_decoding import VERSIONS, F, i32, i64
 part = st.tuples(i32, i32, i64, i32, i64, i32)
 topic = st.tuples(st.text(min_size=1, max_size=12), st.uuids(), st.lists(part, min_size=1, max_size=2))
 heads = st.tuples(i32, i32, i32, st.integers(0, 1), i32, i32)
