@@ -26,7 +26,8 @@ from proton import (Collector, Condition, Connection, Delivery, Event, EventType
                     Transport, symbol)
 
 from kafka_wire.amqp import addresses, websocket
-from kafka_wire.amqp.frames import FramePadder, InputFrames
+from kafka_wire.amqp.frames import FramePadder
+from kafka_wire.amqp.input_frames import InputFrames
 from kafka_wire.amqp.sasl import SaslError, SaslServer
 from kafka_wire.eventhubs.auth import USERNAME, AuthError, split_plain
 from kafka_wire.eventhubs.door import (ConnectionString, Refusal, Refused, SasKey, door_for_credential,

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from proton import Collector, Condition, Connection, Data, Described, Event, Transport
 
-from kafka_wire.amqp.frames import FIELDS, FramePadder, InputFrames
+from kafka_wire.amqp.frames import FIELDS, FramePadder
+from kafka_wire.amqp.input_frames import InputFrames
 
 HEADER = b"AMQP\x00\x01\x00\x00"
 HEARTBEAT = struct.pack(">IBBH", 8, 2, 0, 0)

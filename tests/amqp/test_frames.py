@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from proton import Data, Described, symbol, uint, ulong
 
-from kafka_wire.amqp.frames import FIELDS, FramePadder, InputFrames
+from kafka_wire.amqp.frames import FIELDS, FramePadder
+from kafka_wire.amqp.input_frames import InputFrames
 
 HEADER = b"AMQP\x00\x01\x00\x00"
 values = st.one_of(st.none(), st.integers(0, 2**31), st.text(max_size=20), st.booleans())

@@ -1,0 +1,159 @@
+"""What a client sends, read frame by frame before proton sees it.
+
+:class:`InputFrames` keeps what proton's Python binding does not expose (an
+``attach``'s desired capabilities), drops frames the service ignores (on a
+channel the client has ended), sizes proton's frames for the padder
+(:mod:`kafka_wire.amqp.frames`), and passes transfers on as they come.
+"""
+from __future__ import annotations
+
+import struct
+
+from kafka_wire.amqp.frames import PAD_ROOM, rewrite_performative
+
+__all__ = ["InputFrames"]
+
+_SIZE = struct.Struct(">I")
+
+
+def _smaller_frames(frame: bytes, doff: int) -> bytes | None:
+    """The client's ``open`` with a max-frame-size :data:`PAD_ROOM` smaller (at
+    least 512), for proton to size its frames by: the padder lengthens frames
+    proton fills to the limit, and a client refuses one past it. None to leave it."""
+    from proton._data import uint
+
+    def smaller(fields: list) -> list | None:
+        if len(fields) < 3 or fields[2] is None or int(fields[2]) >= 0xFFFFFFFF:
+            return None
+        size = max(512, int(fields[2]) - PAD_ROOM)  # (512, the least a peer may take, stays)
+        if size == int(fields[2]):
+            return None
+        fields[2] = uint(size)
+        return fields
+
+    return rewrite_performative(frame, doff, smaller)
+
+
+class InputFrames:
+    """Feed what a client sends (after SASL); get back what proton should see.
+
+    Two things proton's Python binding cannot do are done here, frame by frame:
+    an ``attach``'s desired capabilities are kept by link name (a receiver asks
+    for the runtime metric that way), and frames on a channel the client has
+    already ended are dropped: the SDKs' pyamqp sends a ``detach`` after its
+    ``end``, which proton answers by closing the whole connection, while the
+    service ignores it.
+    """
+
+    def __init__(self, max_frame: int) -> None:
+        self.max_frame = max_frame
+        self._carry = b""
+        self._through = 0  # bytes of a transfer frame still to come, passed on as they come
+        self.ended = False  # did the last feed end a frame (else proton has nothing to do)?
+        self._header_done = False
+        self._ended: set[bytes] = set()
+        self.capabilities: dict[str, set[str]] = {}
+        self.dropped = 0
+
+    def feed(self, data) -> bytes:
+        return b"".join(self.feed_parts(data))
+
+    def feed_parts(self, data) -> list:
+        """:meth:`feed`'s bytes as parts to hand proton in turn, views of ``data`` where
+        they pass whole. A transfer frame (a 256 KiB part of a batch, which spans two
+        reads) is passed on as it comes, not held until it is whole: that was a copy of
+        every batch sent, and another to join it."""
+        buf = self._carry + bytes(data) if self._carry else bytes(data)
+        self._carry = b""
+        pos, end = 0, len(buf)
+        view = memoryview(buf)
+        out = []
+        self.ended = False
+        if self._through:  # (never with a carry: a frame is held or passed on, not both)
+            pos = min(self._through, end)
+            self._through -= pos
+            self.ended = not self._through
+            out.append(view[:pos])
+        if not self._header_done:
+            if end < 8:
+                self._carry = buf
+                return []
+            pos = 8
+            self._header_done = self.ended = True
+            out.append(view[:pos])
+        start = pos  # a run of frames passed whole
+        while end - pos >= 8:
+            size = _SIZE.unpack_from(buf, pos)[0]
+            if size < 8 or size > self.max_frame:
+                # Malformed or over the limit: proton fails the connection with a
+                # framing error (holding back the frame would buffer it whole).
+                pos, self.ended = end, True
+                break
+            if end - pos < size:
+                if self._transfer(buf, pos, size):
+                    self._through = pos + size - end
+                    pos = end
+                break
+            keep = self._frame(buf, pos, size)
+            if keep is not True:  # dropped (False), or written anew (bytes)
+                out.append(view[start:pos])
+                if keep:
+                    out.append(keep)
+                start = pos + size
+            pos += size
+            self.ended = True
+        out.append(view[start:pos])
+        if pos < end:
+            self._carry = buf[pos:]
+        return [part for part in out if len(part)]
+
+    def _transfer(self, buf: bytes, pos: int, size: int) -> bool:
+        """Is the frame at ``pos``, of which not all has come, a transfer that
+        :meth:`_frame` would pass whole, as far as the bytes it reads have come?"""
+        doff = buf[pos + 4] * 4
+        body = pos + doff
+        return (len(buf) >= body + 3 and buf[pos + 5] == 0 and doff >= 8 and size >= doff + 3
+                and buf[body] == 0x00 and buf[body + 1] == 0x53 and buf[body + 2] == 0x14
+                and buf[pos + 6:pos + 8] not in self._ended)
+
+    def _frame(self, buf: bytes, pos: int, size: int) -> bool | bytes:
+        doff = buf[pos + 4] * 4
+        if buf[pos + 5] != 0 or size < doff + 3 or doff < 8:
+            return True
+        channel = buf[pos + 6:pos + 8]
+        body = pos + doff
+        if buf[body] != 0x00 or buf[body + 1] != 0x53:
+            return True
+        code = buf[body + 2]
+        if code == 0x11:          # begin: the channel is in use again
+            self._ended.discard(channel)
+            return True
+        if channel in self._ended and code not in (0x10, 0x18):
+            # open and close belong to the connection, whatever their channel
+            # (rhea ends session 0 and then closes on channel 0)
+            self.dropped += 1
+            return False
+        if code == 0x10:          # open
+            return _smaller_frames(buf[pos:pos + size], doff) or True
+        if code == 0x17:          # end
+            self._ended.add(channel)
+        elif code == 0x12:        # attach
+            self._attach(buf[body:pos + size])
+        return True
+
+    def _attach(self, performative: bytes) -> None:
+        from proton import Data
+
+        data = Data()
+        try:
+            data.decode(performative)
+            data.rewind()
+            data.next()
+            fields = data.get_object().value
+        except Exception:  # proton will report the bad frame itself
+            return
+        if len(fields) > 12 and fields[0] is not None and fields[12] is not None:
+            wanted = fields[12]
+            values = wanted if isinstance(wanted, (list, tuple)) or hasattr(wanted, "elements") else [wanted]
+            values = getattr(values, "elements", values)
+            self.capabilities[str(fields[0])] = {str(v) for v in values}
