@@ -373,6 +373,7 @@ def test_an_equal_owner_level_takes_over_and_the_partition_stays_owned(broker):
 def test_a_sixth_reader_of_a_partition_and_group_is_refused(broker):
     """Standard allows five receivers per partition and consumer group."""
     broker.create_hub("crowded", 1)
+    readers = broker.broker.amqp_server.readers
     clients, threads, errors = [], [], []
     started = threading.Semaphore(0)
     for i in range(6):
@@ -385,12 +386,13 @@ def test_a_sixth_reader_of_a_partition_and_group_is_refused(broker):
         clients.append(client)
         threads.append(thread)
         assert started.acquire(timeout=15)
-        time.sleep(0.5 if i < 5 else 0)  # each link attached before the next
-    deadline = time.monotonic() + 10
-    while not errors and time.monotonic() < deadline:
-        time.sleep(0.1)
-    for client, thread in zip(clients, threads):
+        if i < 5:  # each link held by the broker before the next comes
+            assert wait_for(lambda: len(readers.get(("contoso", "crowded", "$default", 0), ())) == i + 1,
+                            timeout=15), readers
+    wait_for(lambda: errors, timeout=10)
+    for client in clients:  # all at once: each receive loop ends at its next wake (~1 s)
         client.close()
+    for thread in threads:
         thread.join(15)
     assert errors and errors[0][0] == 5, errors
     assert "resource-limit-exceeded" in str(errors[0][1]), errors
