@@ -869,6 +869,8 @@ class PartitionLog:
     def flush_rolled(self) -> int:
         """fsync the segments rolled since the last call (the log flusher's thread
         calls this); returns how many."""
+        if not self._rolled:  # the usual case, without the lock (an append may roll after either way)
+            return 0
         with self._lock:
             rolled, self._rolled = self._rolled, []
         for seg in rolled:  # without the lock: appends go on meanwhile

@@ -148,6 +148,25 @@ def test_enforce_retention_runs_over_every_partition(tmp_path):
     mgr.close()
 
 
+def test_flusher_pass_fsyncs_rolled_segments_and_leaves_unused_partitions_unloaded(tmp_path):
+    """The log flusher's pass, about once a second over every partition (10,000 on a
+    Dedicated namespace): segments rolled since the last pass are fsynced, partitions
+    never used stay unloaded, and their flush.ms still sets when the pass comes again."""
+    mgr = manager(tmp_path)
+    mgr.create_topic("rolls", 1, {"segment.bytes": "300"})
+    mgr.create_topic("idle", 50, {"flush.ms": "250"})
+    plog = mgr.get_log("rolls", 0)
+    for i in range(6):
+        plog.append(make_batch(1, value_size=150), now_ms=1_000 + i)
+    rolled = list(plog._rolled)
+    assert rolled and all(seg.dirty for seg in rolled)
+    assert mgr.flush_due(2_000) == 250
+    assert plog._rolled == [] and not any(seg.dirty for seg in rolled)
+    assert not any(mgr.get_log("idle", p).loaded for p in range(50))
+    assert mgr.flush_due(2_100) == 250  # nothing left to do: the same answer
+    mgr.close()
+
+
 def test_flush_ms_fsyncs_without_a_further_append(tmp_path):
     """Kafka's log flusher: data older than flush.ms is fsynced by the periodic
     pass even when nothing more is appended (the broker runs it off its loop)."""
