@@ -156,9 +156,19 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._enqueue(frame)
             self._drain()
             return
-        self._fill += nbytes
-        if self._fill == len(self._scratch) < _SCRATCH:
+        fill = self._fill = self._fill + nbytes
+        buf = self._scratch
+        if fill == len(buf) < _SCRATCH:
             self._grow = True  # a busy connection; resized in get_buffer (no view alive then)
+        elif (4 <= fill <= _SCRATCH and not self._pending and not self._busy and not self._write_paused
+              and not self._throttled and not self._read_paused and not self._closed
+              and 0 <= _LEN.unpack_from(buf)[0] == fill - 4 <= self.state.max_request_bytes):
+            # Exactly one whole request and nothing queued before it (a consumer's Fetch:
+            # librdkafka has one in flight per partition): handled here, its answer
+            # written at once, without the queue and the run's held output.
+            self._fill = 0
+            self._handle(buf[4:fill])
+            return
         self._split_scratch()
         self._drain()
 
@@ -336,6 +346,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         if stamp is not None or delay:
             result = _faulty(result, stamp, delay)
+        if result.__class__ is Raw and not ctx.throttle_ms and not result.close_after:
+            # (a fast path's answer, nothing to mute: _respond's first branch, inlined)
+            self._write_many(result.chunks(header))
+            if observer is not None:
+                observer.on_request(header, _clock() - started, ctx)
+            return
         if result.__class__ is not Raw and inspect.isawaitable(result):  # (Raw: the fast paths' answers)
             self._busy = True
             self._task = asyncio.ensure_future(result)
@@ -409,7 +425,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def _write_many(self, chunks) -> None:
         if not self._closed:
             if self._out is None:
-                self.transport.writelines(chunks)
+                if len(chunks) == 1:
+                    self.transport.write(chunks[0])
+                else:
+                    self.transport.writelines(chunks)
                 return
             self._out += chunks
             self._out_bytes += sum(map(len, chunks))

@@ -7,6 +7,7 @@ collaborators are the real ones; each test drives them on the broker's loop."""
 from __future__ import annotations
 
 import struct
+import time
 
 import pytest
 
@@ -166,3 +167,38 @@ def test_queued_requests_past_the_buffer_limit_stop_reading(broker):
     assert conn.queue_limit < sent < conn.queue_limit * 1.5  # paused as soon as it was over
     broker.call(conn.resume_writing)
     assert transport.reading and len(transport.frames()) == sent // len(one)
+
+
+def test_a_lone_request_waits_while_the_client_does_not_read(broker):
+    # Each request in a read of its own (a consumer's, one at a time): it still waits.
+    conn, transport = connect(broker)
+    broker.call(conn.pause_writing)
+    feed(broker, conn, api_versions(1))
+    feed(broker, conn, api_versions(2))
+    assert transport.frames() == []
+    broker.call(conn.resume_writing)
+    assert correlation_ids(transport) == [1, 2]
+
+
+def fetch_v4(correlation_id: int, topic: str, max_wait_ms: int) -> bytes:
+    F = codec.request_class(codec.ApiKey.Fetch)
+    body = F(version=4, replica_id=-1, max_wait_ms=max_wait_ms, min_bytes=1, max_bytes=1 << 20,
+             isolation_level=0, topics=[F.FetchTopic(topic=topic, partitions=[
+                 F.FetchTopic.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])]
+             ).encode(version=4)
+    client = b"unit"
+    frame = struct.pack(">hhih", codec.ApiKey.Fetch, 4, correlation_id, len(client)) + client + bytes(body)
+    return struct.pack(">i", len(frame)) + frame
+
+
+def test_a_lone_request_during_a_long_poll_is_answered_after_it(broker):
+    broker.create_hub("empty-poll")
+    conn, transport = connect(broker)
+    feed(broker, conn, fetch_v4(1, "empty-poll", max_wait_ms=300))  # nothing to read: it waits
+    feed(broker, conn, api_versions(2))  # arrives alone while the Fetch waits
+    assert transport.frames() == []
+    deadline = time.monotonic() + 10
+    while len(broker.call(transport.frames)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert correlation_ids(transport) == [1, 2]
+    assert not transport.aborted
