@@ -178,12 +178,11 @@ def _one(ctx, ns, request, version: int):
     name = t.topic if version < 13 else topics.name_for_id(t.topic_id)
     view = topics.get(name) if name is not None else None
     part = p.partition
-    policy = ns.policy
-    principal = ctx.connection.principal
-    # (authorization.topic_error's question, asked of the namespace already at hand)
-    if (view is None or not 0 <= part < view.partitions or not policy.allows(principal, LISTEN, name)
-            or policy.disabled(name, principal) or topics.epoch_error(name, part, p.current_leader_epoch)
-            or ns.quota is not None and policy.egress_delay() > 0):
+    quota = ns.quota
+    if (view is None or not 0 <= part < view.partitions or topic_error(ctx, LISTEN, name)
+            or ns.policy.disabled(name, ctx.connection.principal)
+            or topics.epoch_error(name, part, p.current_leader_epoch)
+            or quota is not None and ns.policy.egress_delay() > 0):
         return None
     plog = topics.log(name, part)
     hw = plog.high_watermark
@@ -205,6 +204,8 @@ def _one(ctx, ns, request, version: int):
     read = _Read(name, view.topic_id, part, 0, hw, lso, start, data)
     if read_committed and len(data):
         read.aborted = plog.aborted_transactions(offset, upper)
+    if quota is None and ctx.services.observer is None:  # nothing to count or charge
+        return encode_one(version, name, view.topic_id, read, ctx.throttle_ms or 0)
     return _finish(ctx, ns, version, [read], 0)
 
 

@@ -143,6 +143,10 @@ def encode_fetch(version: int, topics: list, session_id: int, error: int = 0, th
 
 # (version, topic id or name, throttle ms) -> the answer's bytes before its one partition
 _ONE_HEADS: dict = {}
+# The last of them, found by the topic's identity: a consumer asks the same again and again,
+# and a key holding a UUID hashes and compares it in Python. One tuple, swapped whole: brokers
+# in threads of one process may call here at once.
+_last_head: tuple = (None, None, None, b"")
 
 
 def encode_one(version: int, topic, topic_id, r, throttle_ms: int = 0) -> Raw:
@@ -150,28 +154,37 @@ def encode_one(version: int, topic, topic_id, r, throttle_ms: int = 0) -> Raw:
     answer to a consumer's one-partition Fetch), byte for byte the same, from a kept
     head: what precedes the partition depends only on the version, the topic and the
     throttle time."""
+    global _last_head
     aborted = r.aborted
     if aborted or version < 5:  # aborted transactions to list, or an old version: the general way
         return encode_fetch(version, [(topic, topic_id, [r])], 0, 0, throttle_ms)
     flexible = version >= 12
-    key = (version, topic_id if version >= 13 else topic, throttle_ms)
-    head = _ONE_HEADS.get(key)
-    if head is None:
-        head = bytes(encode_fetch(version, [(topic, topic_id, [])], 0, 0, throttle_ms).body[-1])
-        # (an empty partition array's length and the tagged fields after it come off)
-        head = head[:-3] + b"\x02" if flexible else head[:-4] + _I32(1)
-        if len(_ONE_HEADS) >= 4096:
-            _ONE_HEADS.clear()
-        _ONE_HEADS[key] = head
+    ident = topic_id if version >= 13 else topic
+    last = _last_head
+    if last[1] is ident and last[0] == version and last[2] == throttle_ms:
+        head = last[3]
+    else:
+        key = (version, ident, throttle_ms)
+        head = _ONE_HEADS.get(key)
+        if head is None:
+            head = bytes(encode_fetch(version, [(topic, topic_id, [])], 0, 0, throttle_ms).body[-1])
+            # (an empty partition array's length and the tagged fields after it come off)
+            head = head[:-3] + b"\x02" if flexible else head[:-4] + _I32(1)
+            if len(_ONE_HEADS) >= 4096:
+                _ONE_HEADS.clear()
+            _ONE_HEADS[key] = head
+        _last_head = (version, ident, throttle_ms, head)
     records = r.records
     n = len(records)
     part = _PART_HEAD_V5(r.partition, r.error, r.high_watermark, r.last_stable, r.log_start)
     if flexible:
-        middle = (b"\x01" if aborted is not None else b"\x00") + _NO_REPLICA + (
-            _SMALL[n + 1] if n < 127 else _uvarint(n + 1))
+        entries = b"\x01" if aborted is not None else b"\x00"
+        size = _SMALL[n + 1] if n < 127 else _uvarint(n + 1)
         if n >= _COPY_BELOW:
-            return Raw([head + part + middle, records, b"\x00\x00\x00"], flexible_header=True)
-        return Raw([b"".join((head, part, middle, records, b"\x00\x00\x00"))], flexible_header=True)
+            return Raw([b"".join((head, part, entries, _NO_REPLICA, size)), records, b"\x00\x00\x00"],
+                       flexible_header=True)
+        return Raw([b"".join((head, part, entries, _NO_REPLICA, size, records, b"\x00\x00\x00"))],
+                   flexible_header=True)
     middle = (_NO_ENTRIES if aborted is not None else _NULL_ARRAY) + (
         _NO_REPLICA if version >= 11 else b"") + _I32(n)
     if n >= _COPY_BELOW:
