@@ -212,9 +212,10 @@ class RepeatedFetch:
     to the kept header and request with those two fields read anew, without
     parsing anything else; any other frame is None (decode it in full).
 
-    The kept request object is handed out again with its offset changed: a
-    connection handles its requests one at a time, and nothing keeps a request
-    once it is answered. tests/unit/kafka_wire/test_repeated_fetch.py holds it
+    The kept header and request objects are handed out again with the correlation
+    id and offset changed: a connection handles its requests one at a time (a long
+    poll's answer is written before the next request is decoded), and nothing keeps
+    a header or request once it is answered. tests/unit/kafka_wire/test_repeated_fetch.py holds it
     to :func:`decode_fetch` and the codec.
     """
     __slots__ = ("size", "key", "middle", "tail", "offset_pos", "header", "request", "partition")
@@ -239,14 +240,14 @@ class RepeatedFetch:
         return RepeatedFetch(frame, header, request)
 
     def decode(self, frame) -> tuple[codec.RequestHeader, FetchRequestView] | None:
-        pos = self.offset_pos
-        if (len(frame) != self.size or frame[8:pos] != self.middle or frame[pos + 8:] != self.tail
-                or frame[:4] != self.key):
+        # (compared in place: a frame of the kept size holding the middle at 8 and ending
+        # with the tail has them exactly where the kept one had them)
+        if (len(frame) != self.size or not frame.startswith(self.middle, 8)
+                or not frame.endswith(self.tail) or not frame.startswith(self.key)):
             return None
-        kept = self.header
-        self.partition.fetch_offset = _I64.unpack_from(frame, pos)[0]
-        header = codec.RequestHeader(kept.api_key, kept.api_version, _I32.unpack_from(frame, 4)[0],
-                                     kept.client_id, kept.size)
+        self.partition.fetch_offset = _I64.unpack_from(frame, self.offset_pos)[0]
+        header = self.header  # handed out again too, as the request is
+        header.correlation_id = _I32.unpack_from(frame, 4)[0]
         return header, self.request
 
 
