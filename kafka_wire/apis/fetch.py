@@ -166,40 +166,53 @@ def _encode(ctx, version: int, reads: list[_Read], session_id: int, error: int =
     return encode_fetch(version, list(by_topic.values()), session_id, error, ctx.throttle_ms or 0)
 
 
-def _one(ctx, ns, request, version: int):
-    """The answer to a sessionless Fetch of one partition that finds records at once
-    (a consumer reading behind the log's end: librdkafka fetches each partition on its
-    own), read and answered as the general path would, without its plan, session and
-    grouping steps; None for anything else (an unknown or refused partition, an error,
-    nothing to read, fewer bytes than min_bytes: the general path answers or waits)."""
+def _plan_one(request, version: int):
+    """What a sessionless Fetch of one partition asks, in the order _one uses it; False
+    for any other request. Only fields fixed for as long as the request object lives:
+    a connection's kept request is handed out again with nothing but its offset changed
+    (fetch_decoding.RepeatedFetch), so the plan is made once for all its repeats."""
+    if not (len(request.topics) == 1 and len(request.topics[0].partitions) == 1
+            and (version < 7 or request.session_id == 0 and request.session_epoch == -1)):
+        return False
     t = request.topics[0]
     p = t.partitions[0]
+    max_bytes = request.max_bytes if request.max_bytes and request.max_bytes > 0 else 2**31 - 1
+    return (t.topic if version < 13 else None, t.topic_id, p, p.partition, p.current_leader_epoch,
+            request.isolation_level == 1, max(min(p.partition_max_bytes, max_bytes), 0),
+            request.min_bytes if request.max_wait_ms > 0 else 0)
+
+
+def _one(ctx, ns, plan, version: int):
+    """The answer to a sessionless Fetch of one partition (``plan``: _plan_one's) that
+    finds records at once (a consumer reading behind the log's end: librdkafka fetches
+    each partition on its own), read and answered as the general path would, without
+    its partition list, session and grouping steps; None for anything else (an unknown or refused
+    partition, an error, nothing to read, fewer bytes than min_bytes: the general path
+    answers or waits). Every check is asked anew: nothing but the request is kept."""
+    name, topic_id, p, part, epoch, read_committed, budget, min_bytes = plan
     topics = ns.topics
-    name = t.topic if version < 13 else topics.name_for_id(t.topic_id)
+    if name is None:
+        name = topics.name_for_id(topic_id)
     view = topics.get(name) if name is not None else None
-    part = p.partition
     quota = ns.quota
     if (view is None or not 0 <= part < view.partitions or topic_error(ctx, LISTEN, name)
             or ns.policy.disabled(name, ctx.connection.principal)
-            or topics.epoch_error(name, part, p.current_leader_epoch)
+            or topics.epoch_error(name, part, epoch)
             or quota is not None and ns.policy.egress_delay() > 0):
         return None
     plog = topics.log(name, part)
     hw = plog.high_watermark
     lso = plog.last_stable_offset
-    read_committed = request.isolation_level == 1
     upper = lso if read_committed else hw
     start = plog.log_start_offset
     offset = p.fetch_offset
     if offset < start or offset >= upper:
         return None
-    max_bytes = request.max_bytes if request.max_bytes and request.max_bytes > 0 else 2**31 - 1
     try:
-        data = plog.read(offset, max(min(p.partition_max_bytes, max_bytes), 0), max_offset=upper,
-                         min_one_batch=True)
+        data = plog.read(offset, budget, max_offset=upper, min_one_batch=True)
     except log_errors.LogError:
         return None
-    if len(data) < request.min_bytes and request.max_wait_ms > 0:
+    if len(data) < min_bytes:
         return None
     read = _Read(name, view.topic_id, part, 0, hw, lso, start, data)
     if read_committed and len(data):
@@ -216,10 +229,11 @@ def fetch(request, ctx):
         return _encode(ctx, version, [], 0, Errors.NotLeaderForPartitionError.errno)
     ns = ctx.namespace
     faults = ctx.services.faults
-    if (len(request.topics) == 1 and (version < 7 or request.session_id == 0 and request.session_epoch == -1)
-            and len(request.topics[0].partitions) == 1 and (faults is None or faults.fetch_gate is None
-                                                            and faults.partition_hook() is None)):
-        answer = _one(ctx, ns, request, version)
+    one = request.one
+    if one is None:
+        one = request.one = _plan_one(request, version)
+    if one and (faults is None or faults.fetch_gate is None and faults.partition_hook() is None):
+        answer = _one(ctx, ns, one, version)
         if answer is not None:
             return answer
     wanted, unknown, forgotten = _requested(request, ns.topics, version)

@@ -56,7 +56,8 @@ class FetchRequestView:
     """The fields the Fetch handler reads, with the codec's attribute names."""
     __slots__ = ("API_VERSION", "replica_id", "max_wait_ms", "min_bytes", "max_bytes",
                  "isolation_level", "session_id", "session_epoch", "topics",
-                 "forgotten_topics_data", "rack_id", "offset_pos")
+                 "forgotten_topics_data", "rack_id", "offset_pos",
+                 "one")  # the handler's plan for a one-partition request, made once (fetch._plan_one)
 
 
 def _length(frame, pos: int, flexible: bool, width: struct.Struct) -> tuple[int, int]:
@@ -118,6 +119,7 @@ def decode_fetch(frame: memoryview, pos: int, version: int) -> FetchRequestView:
     flexible = version >= 12
     req = FetchRequestView()
     req.API_VERSION = version
+    req.one = None
     try:
         if version >= 15:
             (req.max_wait_ms, req.min_bytes, req.max_bytes, req.isolation_level, req.session_id,

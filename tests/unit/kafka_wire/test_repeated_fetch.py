@@ -1,7 +1,8 @@
 """RepeatedFetch (a connection's last one-partition Fetch, kept to decode its
 repeats without parsing) decodes a frame to exactly what the full path decodes,
 and declines every frame that differs from the kept one in any byte but the
-correlation id and the fetch offset."""
+correlation id and the fetch offset; the Fetch handler's one-partition plan, made
+once for the kept request, is what it would make for each repeat."""
 from __future__ import annotations
 
 import struct
@@ -10,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafka_wire import codec
+from kafka_wire.apis.fetch import _plan_one
 from kafka_wire.apis.fetch_decoding import RepeatedFetch
 from tests.unit.kafka_wire.test_fetch_decoding import VERSIONS, F, i32, i64
 part = st.tuples(i32, i32, i64, i32, i64, i32)
@@ -67,9 +69,16 @@ def test_a_repeat_decodes_as_the_full_path_and_anything_else_is_declined(
     p = topics[0][2][0]
     again = _frame(version, correlation, client_id, head, [(topics[0][0], topics[0][1], [
         (p[0], p[1], offset, p[3], p[4], p[5])])], forgotten)
+    plan = _plan_one(request, version)  # the handler's, made for the first and kept for its repeats
     got = kept.decode(again)
     assert got is not None
     assert _fields(*got) == _fields(*_full(again))
+    fresh = _plan_one(_full(again)[1], version)
+    if plan:
+        assert plan[:2] + plan[3:] == fresh[:2] + fresh[3:]
+        assert plan[2] is got[1].topics[0].partitions[0] and plan[2].fetch_offset == offset
+    else:
+        assert fresh is False
     # Any other change: declined, or (only where the two fields lie) decoded as in full.
     other = bytearray(again)
     at = data.draw(st.integers(0, len(other) - 1), label="byte changed")
