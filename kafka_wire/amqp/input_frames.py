@@ -3,17 +3,67 @@
 :class:`InputFrames` keeps what proton's Python binding does not expose (an
 ``attach``'s desired capabilities), drops frames the service ignores (on a
 channel the client has ended), sizes proton's frames for the padder
-(:mod:`kafka_wire.amqp.frames`), and passes transfers on as they come.
+(:mod:`kafka_wire.amqp.frames`), passes transfers on as they come, and says
+when what it passed on needs handling (:attr:`InputFrames.ended`).
 """
 from __future__ import annotations
 
 import struct
 
 from kafka_wire.amqp.frames import PAD_ROOM, rewrite_performative
+from kafka_wire.amqp.messages import _skip
 
-__all__ = ["InputFrames"]
+__all__ = ["InputFrames", "DEFERRED_BYTES"]
 
 _SIZE = struct.Struct(">I")
+_U32 = struct.Struct(">I")
+# A message's frames before its last (``more``) are handed to proton without a pump of
+# their own, up to this many bytes since the last pump: an SDK's 1 MB batch is four or
+# five 256 KiB frames, and each pump (the delivery's event, a flush, a tick) took
+# 50-150 us. The bound keeps the connection's checks of arriving messages (their size,
+# its budget) at most this far behind the bytes proton holds.
+DEFERRED_BYTES = 1 << 20
+
+
+def _continued(buf: bytes, body: int, stop: int) -> bool:
+    """Is the transfer whose performative starts at ``body`` (its bytes up to ``stop``
+    at hand) a message's part with ``more`` to come, not ``aborted``, each of its first
+    ten fields of the type the specification gives it (as a client writes them)? False
+    when in doubt: the frame is then handled at once, as any other."""
+    try:
+        code = buf[body + 3]
+        if code == 0xC0:    # list8: size, count
+            count, p = buf[body + 5], body + 6
+        elif code == 0xD0:  # list32
+            count, p = _U32.unpack_from(buf, body + 8)[0], body + 12
+        else:               # list0 (more absent: false), or not a list
+            return False
+        if count < 6:       # (more absent: false)
+            return False
+        for field in range(min(count, 10)):
+            if p >= stop:
+                return False
+            value = buf[p]
+            allowed = _TRANSFER_FIELDS[field]
+            if value not in allowed:
+                return False
+            if field == 5 and not (value == 0x41 or (value == 0x56 and buf[p + 1] == 1)):
+                return False  # more: true
+            if field == 9 and (value == 0x41 or (value == 0x56 and buf[p + 1] != 0)):
+                return False  # aborted: not true
+            p = _skip(buf, p)
+        return p <= stop
+    except Exception:  # noqa: BLE001 - cut short, or a value _skip cannot size
+        return False
+
+
+# The constructors each of a transfer's first ten fields may have (null allowed but for
+# the handle and ``more``): handle, delivery-id, delivery-tag, message-format (uints,
+# binary), settled, more (booleans), rcv-settle-mode (ubyte), state (a described
+# outcome), resume, aborted (booleans).
+_UINT, _BOOLEAN = b"\x43\x52\x70", b"\x41\x42\x56"
+_TRANSFER_FIELDS = (_UINT, _UINT + b"\x40", b"\xa0\xb0\x40", _UINT + b"\x40", _BOOLEAN + b"\x40",
+                    _BOOLEAN, b"\x50\x40", b"\x00\x40", _BOOLEAN + b"\x40", _BOOLEAN + b"\x40")
 
 
 def _smaller_frames(frame: bytes, doff: int) -> bytes | None:
@@ -45,11 +95,17 @@ class InputFrames:
     service ignores it.
     """
 
-    def __init__(self, max_frame: int) -> None:
+    def __init__(self, max_frame: int, deferred_bytes: int = DEFERRED_BYTES) -> None:
         self.max_frame = max_frame
+        self.deferred_bytes = deferred_bytes
         self._carry = b""
         self._through = 0  # bytes of a transfer frame still to come, passed on as they come
-        self.ended = False  # did the last feed end a frame (else proton has nothing to do)?
+        self._through_size = 0
+        self._through_continued = False  # is that frame a message's part with more to come?
+        # Did the last feed end a frame that needs handling now (else proton has nothing to
+        # do, or only a message's part that can wait: see DEFERRED_BYTES)?
+        self.ended = False
+        self._deferred = 0  # bytes of message parts passed on since the last feed that ended
         self._header_done = False
         self._ended: set[bytes] = set()
         self.capabilities: dict[str, set[str]] = {}
@@ -72,7 +128,8 @@ class InputFrames:
         if self._through:  # (never with a carry: a frame is held or passed on, not both)
             pos = min(self._through, end)
             self._through -= pos
-            self.ended = not self._through
+            if not self._through:
+                self._ended_frame(self._through_size, self._through_continued)
             out.append(view[:pos])
         if not self._header_done:
             if end < 8:
@@ -92,6 +149,8 @@ class InputFrames:
             if end - pos < size:
                 if self._transfer(buf, pos, size):
                     self._through = pos + size - end
+                    self._through_size = size
+                    self._through_continued = _continued(buf, pos + buf[pos + 4] * 4, end)
                     pos = end
                 break
             keep = self._frame(buf, pos, size)
@@ -100,12 +159,24 @@ class InputFrames:
                 if keep:
                     out.append(keep)
                 start = pos + size
+            self._ended_frame(size, keep is True and self._transfer(buf, pos, size)
+                              and _continued(buf, pos + buf[pos + 4] * 4, pos + size))
             pos += size
-            self.ended = True
         out.append(view[start:pos])
         if pos < end:
             self._carry = buf[pos:]
+        if self.ended:
+            self._deferred = 0  # (handled by the pump this feed brings)
         return [part for part in out if len(part)]
+
+    def _ended_frame(self, size: int, continued: bool) -> None:
+        """A frame of ``size`` has been passed on whole: does it need a pump now? Not if it
+        is a message's part with more to come, while such parts since the last pump stay
+        within ``deferred_bytes`` (a pump comes with the message's last frame)."""
+        if continued and self._deferred + size <= self.deferred_bytes:
+            self._deferred += size
+        else:
+            self.ended = True
 
     def _transfer(self, buf: bytes, pos: int, size: int) -> bool:
         """Is the frame at ``pos``, of which not all has come, a transfer that
