@@ -65,13 +65,13 @@ class FramePadder:
             self._header_done = True
         view = memoryview(buf)
         start = pos  # a run of bytes passed on whole (frames that need nothing, payloads)
-        unpack, pack, unpack14 = _SIZE.unpack_from, _SIZE.pack, _HEAD14.unpack_from
+        unpack, unpack14, head14 = _SIZE.unpack_from, _HEAD14.unpack_from, _HEAD14.pack
         skip = _UINT_SKIP
         payloads, written = self.payloads, self.written
         pop = payloads.pop
         while end - pos >= 8:
             if end - pos >= 14:  # the frame's header and a performative's first bytes, in one call
-                size, doff, kind, descriptor, lsize, count = unpack14(buf, pos)
+                size, doff, kind, channel, descriptor, lsize, count = unpack14(buf, pos)
             else:
                 size, descriptor = unpack(buf, pos)[0], 0
             if end - pos < size:
@@ -104,14 +104,16 @@ class FramePadder:
                                     payload = None
                             elif items_end == pos + size:
                                 self._lose(tag)
-                    # as parts, joined once with the rest of the output (no bytes made per frame)
-                    # (bytes, not views: the join takes bytes without the buffer protocol)
+                    # as parts, joined once with the rest of the output (no bytes made per frame):
+                    # the frame's head to the list8's count written again in one pack, then the
+                    # fields (bytes, not views: the join takes bytes without the buffer protocol)
                     if payload is None:
-                        out += (pack(size + pad), buf[pos + 4:pos + 11], _LIST8_HEAD[lsize + pad],
+                        out += (head14(size + pad, doff, kind, channel, descriptor, lsize + pad, 11),
                                 buf[pos + 14:items_end], _NULLS[pad])
                     else:
-                        out += (pack(size + pad + len(payload)), buf[pos + 4:pos + 11],
-                                _LIST8_HEAD[lsize + pad], buf[pos + 14:items_end], _NULLS[pad], payload)
+                        out += (head14(size + pad + len(payload), doff, kind, channel, descriptor,
+                                       lsize + pad, 11),
+                                buf[pos + 14:items_end], _NULLS[pad], payload)
                     start = items_end
                     pos += size
                     continue
@@ -183,9 +185,8 @@ def _is_transfer(buf, pos: int, size: int) -> bool:
 _UINT_SIZE = {0x43: 1, 0x52: 2, 0x70: 5, 0x40: 1}  # uint0, smalluint, uint, null: encoded sizes
 _UINT_SKIP = [_UINT_SIZE.get(b, 1) for b in range(256)]  # the same by constructor, as a list
 _TRANSFER8 = 0x005314C0  # described transfer, its fields a list8 (four bytes, big-endian)
-# size, data offset, type, (channel), descriptor and list8 constructor, list8 size and count
-_HEAD14 = struct.Struct(">IBB2xIBB")
-_LIST8_HEAD = [bytes((0xC0, n, 11)) for n in range(256)]  # list8 of the 11 transfer fields, by size
+# size, data offset, type, channel, descriptor and list8 constructor, list8 size and count
+_HEAD14 = struct.Struct(">IBBHIBB")
 
 
 def _pad(buf: bytes, view: memoryview, pos: int, size: int) -> tuple | None:
