@@ -152,6 +152,11 @@ class LinkHandler:
         pass
 
 
+WRITE_PARTS = 1024  # pieces of the padder's output joined into one write (see _write_parts)
+PEEK_KEPT = 1 << 20  # the most of proton's output a connection keeps a buffer for
+_NO_BUFFER = _ffi.new("char[]", 0)
+
+
 class AmqpConnection(asyncio.Protocol):
     def __init__(self, server: AmqpServer) -> None:
         self.server = server
@@ -190,6 +195,7 @@ class AmqpConnection(asyncio.Protocol):
         self._auth_deadline: asyncio.TimerHandle | None = None
         self.scanner = None
         self.padder: FramePadder | None = None
+        self._peek_buf = _NO_BUFFER  # proton's output is copied out through it (see _flush)
         # AMQP over WebSockets: the first bytes decide (b"GET " is an upgrade request)
         self._sniff: bytearray | None = bytearray()
         self._handshake: websocket.Handshake | None = None
@@ -479,10 +485,17 @@ class AmqpConnection(asyncio.Protocol):
                     self._closed = True
                     return
                 break
-            # Into a buffer of our own (Transport.peek copies it twice more)
-            chunk = bytearray(pending)
-            if _pn.pn_transport_peek(engine._impl, _ffi.from_buffer(chunk), pending) < 0:
+            # Into a C buffer the connection keeps, then one bytes (Transport.peek copies it
+            # twice more; a new zeroed bytearray each flush, then bytes of it, cost an
+            # allocation and a fill more)
+            out = self._peek_buf
+            if len(out) < pending:
+                out = _ffi.new("char[]", max(pending, 2 * len(out), 4096))
+                if len(out) <= PEEK_KEPT:  # (a rare large output, a carried event's, is not kept)
+                    self._peek_buf = out
+            if _pn.pn_transport_peek(engine._impl, out, pending) < 0:
                 break
+            chunk = _ffi.unpack(out, pending)
             engine.pop(pending)
             self._write_parts(self.padder.feed_parts(chunk))
         if self._forgotten:
@@ -562,10 +575,18 @@ class AmqpConnection(asyncio.Protocol):
             self.transport.write(bytes(data))
 
     def _write_parts(self, parts: list) -> None:
-        """Proton's padded output, its pieces joined into one write: uvloop's
-        ``writelines`` costs more per piece (two a transfer) than the join's copy."""
-        if parts:
-            self._write(b"".join(parts))
+        """Proton's padded output, its pieces joined into writes: uvloop's
+        ``writelines`` costs more per piece (two a transfer) than the join's copy.
+        A few hundred KB at a time (:data:`WRITE_PARTS` pieces, about four a transfer),
+        not a credit window's megabytes in one: the join then writes into memory still
+        in the cache from the last, not fresh pages, and the socket's copy reads it there."""
+        if len(parts) <= WRITE_PARTS:
+            if parts:
+                self._write(b"".join(parts))
+            return
+        join = b"".join
+        for i in range(0, len(parts), WRITE_PARTS):
+            self._write(join(parts[i:i + WRITE_PARTS]))
 
     def abort(self) -> None:
         self._closed = True
