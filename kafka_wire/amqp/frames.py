@@ -280,6 +280,8 @@ def rewrite_performative(frame: bytes, doff: int, change) -> bytes | None:
         data.rewind()
         data.next()
         described = data.get_object()
+        if not isinstance(described.value, list):  # (a performative's fields are a list)
+            return None
         fields = list(described.value)
     except Exception:
         return None

@@ -73,8 +73,8 @@ def _smaller_frames(frame: bytes, doff: int) -> bytes | None:
     from proton._data import uint
 
     def smaller(fields: list) -> list | None:
-        if len(fields) < 3 or fields[2] is None or int(fields[2]) >= 0xFFFFFFFF:
-            return None
+        if len(fields) < 3 or not isinstance(fields[2], uint) or int(fields[2]) >= 0xFFFFFFFF:
+            return None  # (absent, or not the uint the field must be: proton answers that)
         size = max(512, int(fields[2]) - PAD_ROOM)  # (512, the least a peer may take, stays)
         if size == int(fields[2]):
             return None
@@ -222,6 +222,8 @@ class InputFrames:
             data.next()
             fields = data.get_object().value
         except Exception:  # proton will report the bad frame itself
+            return
+        if not isinstance(fields, list):  # (a described null or number: proton refuses it)
             return
         if len(fields) > 12 and fields[0] is not None and fields[12] is not None:
             wanted = fields[12]

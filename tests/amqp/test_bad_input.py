@@ -9,7 +9,7 @@ import struct
 
 import pytest
 from azure.eventhub import EventData
-from proton import Data
+from proton import Data, Described, uint, ulong
 
 from .conftest import receive
 from .test_sdk_python import consumer, producer
@@ -84,6 +84,33 @@ def test_a_frame_that_does_not_decode_closes_the_connection(broker):
     # Proton stops at the bad frame: our open, and a close if it still writes one.
     kinds = [int(p.descriptor) for _, p in frames(answer[8:])]
     assert kinds in ([0x10], [0x10, 0x18]), kinds
+
+
+def _frame(code: int, value, body: bytes | None = None) -> bytes:
+    if body is None:
+        d = Data()
+        d.put_object(Described(ulong(code), value))
+        body = bytes(d.encode())
+    return struct.pack(">IBBH", 8 + len(body), 2, 0, 0) + body
+
+
+_OPEN = _frame(0x10, ["hostile"])
+_BEGIN = _frame(0x11, [None, uint(0), uint(100), uint(100)])
+
+
+@pytest.mark.parametrize("payload", [
+    AMQP_HEADER + _OPEN + _BEGIN + _frame(0x12, None, b"\x00\x53\x12\x40"),      # attach: a described null
+    AMQP_HEADER + _OPEN + _BEGIN + _frame(0x12, None, b"\x00\x53\x12\x52\x05"),  # attach: a number
+    AMQP_HEADER + _frame(0x10, ["hostile", None, "big"]) + _frame(0x18, []),     # max-frame-size: a string
+    AMQP_HEADER + _frame(0x10, ["hostile", None, ["x"]]) + _frame(0x18, []),     # max-frame-size: a list
+], ids=["attach-null", "attach-number", "max-frame-string", "max-frame-list"])
+def test_a_performative_of_the_wrong_shape_gets_an_amqp_answer(broker, payload):
+    # The broker reads open's and attach's fields before proton does; these raised there,
+    # and the socket closed with no AMQP answer (a traceback in the log).
+    answer = exchange(broker, payload)
+    assert answer.startswith(AMQP_HEADER), answer[:40]
+    kinds = [int(p.descriptor) for _, p in frames(answer[8:])]
+    assert kinds[0] == 0x10 and kinds[-1] == 0x18, kinds  # our open, and a close
 
 
 def test_the_broker_keeps_serving_while_others_send_garbage(broker):

@@ -227,3 +227,43 @@ def test_transfers_passed_on_as_they_come_are_the_frames_held_whole(cuts):
     for a, b in zip(bounds, bounds[1:]):
         scanner.feed_parts(_TRANSFERS[a:b])
         assert scanner.ended == any(a < e <= b for e in ends), (a, b)
+
+
+# Any AMQP value a hostile client may put where a performative's field list belongs, or in
+# the fields InputFrames reads (open's max-frame-size, attach's name and capabilities).
+# (Drawn as plain values and tagged tuples, made AMQP types in the test: hypothesis keeps
+# drawn values by type, and proton's str and int subclasses are not among its types.)
+_any_value = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-2**63, 2**63 - 1), st.text(max_size=10),
+              st.binary(max_size=10), st.tuples(st.just("uint"), st.integers(0, 2**32 - 1)),
+              st.tuples(st.just("symbol"), st.text(st.characters(max_codepoint=127), max_size=10))),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=4), inner, max_size=3)),
+    max_leaves=10)
+
+
+def _amqp(value):
+    if isinstance(value, tuple):
+        return uint(value[1]) if value[0] == "uint" else symbol(value[1])
+    if isinstance(value, list):
+        return [_amqp(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _amqp(v) for k, v in value.items()}
+    return value
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.sampled_from([0x10, 0x11, 0x12, 0x14, 0x17]), st.one_of(_any_value, st.lists(_any_value, max_size=14)),
+       st.integers(1, 64))
+def test_any_value_in_a_clients_performative_is_passed_to_proton_not_raised(code, value, chunk):
+    """InputFrames reads open, attach and transfer fields before proton: whatever a client
+    puts there (a described null, a number, a string for max-frame-size) it passes on for
+    proton to answer, and never raises (a raise closed the socket with no AMQP answer)."""
+    d = Data()
+    d.put_object(Described(ulong(code), _amqp(value)))
+    body = bytes(d.encode())
+    data = HEADER + struct.pack(">IBBH", 8 + len(body), 2, 0, 0) + body
+    scanner = InputFrames(max_frame=65536)
+    out = b"".join(scanner.feed(data[i:i + chunk]) for i in range(0, len(data), chunk))
+    assert out.startswith(HEADER)
+    if code != 0x10:  # (an open with a uint max-frame-size is written anew, smaller)
+        assert out == data
