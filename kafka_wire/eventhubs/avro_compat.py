@@ -50,6 +50,8 @@ def _collect(s, names: dict, namespace: str | None) -> None:
     if kind in ("record", "error", "enum", "fixed"):
         if not isinstance(s.get("name"), str):
             raise SchemaError(f"a {kind} needs a name")
+        if not isinstance(s.get("namespace", ""), (str, type(None))) or not _names(s.get("aliases", [])):
+            raise SchemaError(f"{kind} {s['name']}: a namespace is a string, aliases a list of strings")
         full = _fullname(s, namespace)
         names[full] = s
         inner_ns = full.rsplit(".", 1)[0] if "." in full else None
@@ -57,12 +59,14 @@ def _collect(s, names: dict, namespace: str | None) -> None:
             if not isinstance(s.get("fields"), list):
                 raise SchemaError(f"record {full} needs a list of fields")
             for f in s["fields"]:
-                if not isinstance(f, dict) or "name" not in f or "type" not in f:
-                    raise SchemaError(f"record {full} has a field without a name or type")
+                if not isinstance(f, dict) or not isinstance(f.get("name"), str) or "type" not in f \
+                        or not _names(f.get("aliases", [])):  # names are compared and hashed as strings
+                    raise SchemaError(f"record {full}: a field needs a string name, a type and any "
+                                      "aliases as a list of strings")
                 _collect(f["type"], names, inner_ns)
-        elif kind == "enum" and not isinstance(s.get("symbols"), list):
+        elif kind == "enum" and not (isinstance(s.get("symbols"), list) and _names(s["symbols"])):
             raise SchemaError(f"enum {full} needs symbols")
-        elif kind == "fixed" and not isinstance(s.get("size"), int):
+        elif kind == "fixed" and (not isinstance(s.get("size"), int) or isinstance(s["size"], bool)):
             raise SchemaError(f"fixed {full} needs a size")
     elif kind == "array":
         _collect(s.get("items"), names, namespace)
@@ -70,6 +74,10 @@ def _collect(s, names: dict, namespace: str | None) -> None:
         _collect(s.get("values"), names, namespace)
     else:
         _collect(kind, names, namespace)
+
+
+def _names(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
 
 
 def _resolve(s, names: dict):
