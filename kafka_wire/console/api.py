@@ -23,7 +23,7 @@ from kafka_wire.eventhubs.events import Incoming, encode_value
 from kafka_wire.eventhubs.publication import choose_partition, publish
 from kafka_wire.rest import refusals
 from kafka_wire.rest.api import authenticate_request
-from kafka_wire.rest.http import Later, Response
+from kafka_wire.rest.http import Later, Response, whole_number
 
 if TYPE_CHECKING:
     from kafka_wire.console.views import ConsoleViews
@@ -182,13 +182,14 @@ class ConsoleApi:
         if rest == ["checkpoint-blobs"]:
             return answer(self.views.checkpoint_blobs(ns, view.name))
         if reading and len(rest) <= 5:
-            if not rest[1].isdigit() or int(rest[1]) >= view.partitions:
-                return refuse(404, f"event hub {hub!r} has no partition {rest[1]!r} "
+            partition = whole_number(rest[1])
+            if partition is None or partition >= view.partitions:
+                return refuse(404, f"event hub {hub!r} has no partition {rest[1][:40]!r} "
                                    f"(it has 0..{view.partitions - 1})")
-            plog = runtime.topics.log(view.name, int(rest[1]))
+            plog = runtime.topics.log(view.name, partition)
             try:
                 if len(rest) == 3:
-                    return answer(self._events(ns, view.name, int(rest[1]), plog, query))
+                    return answer(self._events(ns, view.name, partition, plog, query))
                 event = explorer.find(plog, _number(rest[3], "sequence number"))
                 if len(rest) == 4:
                     return answer(explorer.as_json(event, self._schemas(ns), body_limit=None))
@@ -225,15 +226,10 @@ class ConsoleApi:
 
     # -- POST --------------------------------------------------------------------------------
     def post(self, segs: list[str], headers: dict, peer: str, body: bytes) -> Response | Later:
-        try:
-            doc = json.loads(body or b"{}")
-        except (ValueError, UnicodeDecodeError) as exc:
-            return refuse(400, f"the request body is not JSON: {exc}")
-        if not isinstance(doc, dict):
-            return refuse(400, "the request body must be a JSON object")
-        if segs[-1] == "token":
-            return self._token(segs[1], doc, peer)
-        return self._send(segs[1], segs[3], doc, headers, peer)
+        if segs[-1] == "token":  # the body is the credential: it is read to be checked
+            doc, refused = _body(body)
+            return refused or self._token(segs[1], doc, peer)
+        return self._send(segs[1], segs[3], body, headers, peer)
 
     def _token(self, ns: str, doc: dict, peer: str) -> Response:
         """A token for the console to send: a SAS token made from a connection string,
@@ -270,9 +266,12 @@ class ConsoleApi:
                        "rights": sorted(principal.rights), "hub": principal.hub,
                        "expires_s": principal.expires_s})
 
-    def _send(self, ns: str, hub: str, doc: dict, headers: dict, peer: str) -> Response | Later:
+    def _send(self, ns: str, hub: str, body: bytes, headers: dict, peer: str) -> Response | Later:
         runtime, principal, view, refused = self._hub(ns, hub, headers, peer,
                                                       f"console send to {ns}/{hub}", (SEND,))
+        if refused is not None:  # the door first: a body is read only for whom may send
+            return refused
+        doc, refused = _body(body)
         if refused is not None:
             return refused
         try:
@@ -293,9 +292,21 @@ class ConsoleApi:
 
 
 def _number(text: str, what: str) -> int:
-    if not str(text).lstrip("-").isdigit():
-        raise explorer.ExplorerError(400, f"{what} {text!r} is not a whole number")
-    return int(text)
+    number = whole_number(str(text), signed=True)
+    if number is None:
+        raise explorer.ExplorerError(400, f"{what} {str(text)[:40]!r} is not a whole number")
+    return number
+
+
+def _body(body: bytes) -> tuple[dict, Response | None]:
+    """(the request's JSON object, None), or ({}, the 400 for a body that is not one)."""
+    try:
+        doc = json.loads(body or b"{}")
+    except (ValueError, RecursionError) as exc:  # a nesting past Python's recursion limit too
+        return {}, refuse(400, f"the request body is not JSON: {str(exc)[:120]}")
+    if not isinstance(doc, dict):
+        return {}, refuse(400, "the request body must be a JSON object")
+    return doc, None
 
 
 def _event(doc: dict, partitions: int, created_ms: int):
@@ -312,14 +323,17 @@ def _event(doc: dict, partitions: int, created_ms: int):
             raise ValueError(f"property {name!r} must be a string, number or boolean")
     partition = doc.get("partition")
     if partition not in (None, ""):
-        if not str(partition).isdigit() or int(partition) >= partitions:
-            raise ValueError(f"partition {partition!r} is not one of 0..{partitions - 1}")
-        partition = int(partition)
+        number = whole_number(str(partition)) if isinstance(partition, (str, int)) else None
+        if number is None or isinstance(partition, bool) or number >= partitions:
+            raise ValueError(f"partition {str(partition)[:40]!r} is not one of 0..{partitions - 1}")
+        partition = number
     else:
         partition = None
     key = doc.get("partition_key") or None
     if key is not None and not isinstance(key, str):
         raise ValueError("partition_key must be a string")
+    if key is not None:
+        key.encode("utf-8")  # a lone surrogate (\ud800) is a ValueError here, not in the key's hash
     if key is not None and partition is not None:
         raise ValueError("give a partition or a partition key, not both")
     content_type = doc.get("content_type") or None

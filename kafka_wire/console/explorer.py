@@ -19,6 +19,7 @@ from proton import Data
 from kafka_wire.log import batch as rb
 from kafka_wire.log import errors as log_errors
 from kafka_wire.log.records import read_events, records_bytes
+from kafka_wire.rest.http import whole_number
 
 log = logging.getLogger(__name__)
 
@@ -79,9 +80,9 @@ def start_sequence(plog, start: str, value: str | None) -> int:
     if start == "time":
         ms = parse_time_ms(value)
         return min(max(plog.offset_for_append_time(ms), first), end)
-    if not value.lstrip("-").isdigit():
-        raise ExplorerError(400, f"{start} {value!r} is not a whole number")
-    number = int(value)
+    number = whole_number(value, signed=True)
+    if number is None:
+        raise ExplorerError(400, f"{start} {value[:40]!r} is not a whole number")
     if start == "sequence":
         return min(max(number, first), end)
     return min(max(plog.offset_at_event_offset(number), first), end)
@@ -89,8 +90,8 @@ def start_sequence(plog, start: str, value: str | None) -> int:
 
 def parse_time_ms(value: str) -> int:
     """Milliseconds since the epoch, or an ISO 8601 time (UTC unless it says otherwise)."""
-    if value.isdigit():
-        return int(value)
+    if (number := whole_number(value)) is not None:
+        return number
     try:
         when = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:

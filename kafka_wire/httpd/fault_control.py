@@ -21,7 +21,7 @@ import logging
 from kafka_wire.eventhubs.door import Refused
 from kafka_wire.fault_plan import FaultError
 from kafka_wire.rest import arm
-from kafka_wire.rest.http import Later, Request, Response, error
+from kafka_wire.rest.http import Later, Request, Response, error, whole_number
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,8 @@ def handle(services, request: Request) -> Response:
         if not segs:
             faults.clear()
             return Response(204, b"", "application/json")
-        if not segs[0].isdigit() or not faults.remove(int(segs[0])):
+        number = whole_number(segs[0])
+        if number is None or not faults.remove(number):
             return arm.fail(404, "NotFound", f"no fault {segs[0][:40]!r} is set: list them with "
                                              "GET /$faults")
         return Response(204, b"", "application/json")

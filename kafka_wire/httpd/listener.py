@@ -27,7 +27,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from kafka_wire.httpd import fault_control, replica_control
 from kafka_wire.rest import arm
-from kafka_wire.rest.http import Later, Request, Response, error
+from kafka_wire.rest.http import Later, Request, Response, error, whole_number
 
 log = logging.getLogger(__name__)
 
@@ -135,24 +135,25 @@ class HttpListener:
                                "text/plain", False, False)
                     return
                 length = headers.get("content-length", "0") or "0"
-                if not length.isdigit() or int(length) > MAX_BODY:
-                    self._send(writer, 413 if length.isdigit() else 400,
+                size = whole_number(length)  # (not int(): "²" passes isdigit, int() refuses it)
+                if size is None or size > MAX_BODY:
+                    self._send(writer, 413 if length.isascii() and length.isdigit() else 400,
                                b"the request body is too large or its length is not a number\n",
                                "text/plain", False, False)
                     return
-                if control and int(length) > fault_control.MAX_BODY:  # refused before it is read
+                if control and size > fault_control.MAX_BODY:  # refused before it is read
                     too_big = arm.fail(413, "RequestTooLarge",
                                        f"a fault's JSON is at most {fault_control.MAX_BODY} bytes")
                     self._send(writer, 413, too_big.body, too_big.content_type, False, False)
                     return
                 body = b""
-                if int(length):
+                if size:
                     if not posted:
                         self._send(writer, 405, b"only GET and HEAD are served here\n", "text/plain",
                                    False, False)
                         return
                     try:
-                        body = await asyncio.wait_for(reader.readexactly(int(length)), READ_TIMEOUT_S)
+                        body = await asyncio.wait_for(reader.readexactly(size), READ_TIMEOUT_S)
                     except (asyncio.IncompleteReadError, asyncio.TimeoutError, ConnectionError):
                         return
                 if posted or method in ("GET", "HEAD"):
@@ -211,7 +212,7 @@ class HttpListener:
                 answer = arm.fail(500, "InternalServerError", "internal error: see the broker log")
             elif not rest:
                 answer = self.console.failed()
-            elif request.segments[0].lower() == "subscriptions":  # the management API speaks ARM JSON
+            elif request.segments[0].lower() in ("subscriptions", "$schemagroups"):  # they speak JSON
                 answer = arm.fail(500, "InternalServerError", "internal error: see the broker log")
             else:
                 answer = error(500, "internal error: see the broker log")

@@ -43,3 +43,35 @@ def error(status: int, detail: str) -> Response:
     """The data plane's error body, as the service writes it."""
     text = f"<Error><Code>{status}</Code><Detail>{escape(detail)}</Detail></Error>"
     return Response(status, text.encode())
+
+
+def nesting(text: str) -> int:
+    """The deepest nesting of JSON arrays and objects in ``text`` (strings skipped)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def whole_number(text: str, signed: bool = False) -> int | None:
+    """``text`` as a whole number of ASCII digits (a leading ``-`` where ``signed``), else
+    None: ``str.isdigit`` takes "²", and ``int`` refuses it, as it refuses more than 4,300
+    digits, so a path or query value is checked here before ``int`` sees it."""
+    digits = text[1:] if signed and text.startswith("-") else text
+    if not digits or len(digits) > 40 or not digits.isascii() or not digits.isdigit():
+        return None
+    return int(text)

@@ -14,11 +14,12 @@ from typing import TYPE_CHECKING
 from kafka_wire.eventhubs.rights import LISTEN, SEND
 from kafka_wire.eventhubs.schema_registry import RegistryError, Schema
 from kafka_wire.rest import arm
-from kafka_wire.rest.http import Request, Response
+from kafka_wire.rest.http import Request, Response, nesting, whole_number
 
 if TYPE_CHECKING:
     from kafka_wire.rest.api import RestApi
 
+MAX_DEPTH = 128  # JSON levels: a record nesting 30 records deep uses about 120
 API_VERSIONS = frozenset({"2020-09-01-preview", "2021-10", "2022-10", "2023-07-01"})
 _CONTENT_TYPES = {"avro": "application/json;serialization=Avro",
                   "json": "application/json;serialization=Json"}
@@ -66,8 +67,8 @@ def handle(api: RestApi, request: Request) -> Response:
                 if versions is None:
                     return arm.fail(404, "ItemNotFound", f"schema {name!r} is not in group {group!r}")
                 return arm.ok({"Value": versions})
-            if len(segs) == 5 and segs[4].isdigit():
-                schema = registry.version(group, name, int(segs[4]))
+            if len(segs) == 5 and (number := whole_number(segs[4])) is not None:
+                schema = registry.version(group, name, number)
                 if schema is None:
                     return arm.fail(404, "ItemNotFound", f"schema {name!r} in group {group!r} has no "
                                                          f"version {segs[4]}")
@@ -87,10 +88,15 @@ def _format(request: Request) -> str:
 
 
 def _text(request: Request) -> str:
+    """The schema's text, nested no deeper than :data:`MAX_DEPTH` (a JSON reader and the
+    Avro resolver recurse once a level: past Python's recursion limit they would fail)."""
     try:
-        return request.body.decode("utf-8")
+        text = request.body.decode("utf-8")
     except UnicodeDecodeError:
         raise RegistryError(400, "InvalidSchema", "the schema is not UTF-8 text") from None
+    if nesting(text) > MAX_DEPTH:
+        raise RegistryError(400, "InvalidSchema", f"the schema nests deeper than {MAX_DEPTH} levels")
+    return text
 
 
 def _headers(schema: Schema) -> dict[str, str]:

@@ -23,7 +23,7 @@ from kafka_wire.eventhubs.events import Incoming, encode_value
 from kafka_wire.eventhubs.rights import SEND
 from kafka_wire.eventhubs.publication import choose_partition, publish_batch
 from kafka_wire.rest import refusals
-from kafka_wire.rest.http import Later, Request, Response, error
+from kafka_wire.rest.http import Later, Request, Response, error, whole_number
 
 if TYPE_CHECKING:
     from kafka_wire.rest.api import RestApi
@@ -51,21 +51,22 @@ def send(api: RestApi, request: Request, hub: str, partition: str | None,
                           f"/{hub}/publishers/{principal.publisher}/messages")
     explicit = None
     if partition is not None:
-        if not partition.isdigit() or int(partition) >= view.partitions:
-            return error(404, f"event hub {hub!r} has no partition {partition!r} "
+        explicit = whole_number(partition)
+        if explicit is None or explicit >= view.partitions:
+            return error(404, f"event hub {hub!r} has no partition {partition[:40]!r} "
                               f"(it has 0..{view.partitions - 1})")
-        explicit = int(partition)
     limit = runtime.policy.max_publication_bytes()
     if len(request.body) > limit:
         return error(413, f"the request body is {len(request.body)} bytes; event hub {hub!r} "
                           f"accepts at most {limit} bytes per send")
     try:
         events = _events(request)
-        timeout_s = int(request.query.get("timeout", DEFAULT_TIMEOUT_S))
     except BadBody as exc:
         return error(400, str(exc))
+    try:
+        timeout_s = int(request.query.get("timeout", DEFAULT_TIMEOUT_S))
     except ValueError:
-        return error(400, f"timeout={request.query.get('timeout')!r} is not a number of seconds")
+        return error(400, f"timeout={request.query.get('timeout', '')[:40]!r} is not a number of seconds")
     if not events:
         return error(400, "the batch holds no events")
     if publisher is not None:
@@ -87,10 +88,7 @@ def send(api: RestApi, request: Request, hub: str, partition: str | None,
 def _events(request: Request) -> list[Incoming]:
     ctype = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if ctype == BATCH_TYPE:
-        try:
-            items = json.loads(request.body)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise BadBody(f"the batch is not JSON: {exc}") from None
+        items = _json(request.body, "the batch")
         if not isinstance(items, list):
             raise BadBody("a batch is a JSON array of events")
         return [_event(item, i) for i, item in enumerate(items)]
@@ -110,10 +108,13 @@ def _event(item, i: int) -> Incoming:
     encoded = []
     for name, value in props.items():
         if value is not None and not isinstance(value, (str, bool, int, float)):
-            raise BadBody(f"event {i}: user property {name!r} must be a string, number or boolean")
-        encoded.append((str(name).encode(), encode_value(value)))
+            raise BadBody(f"event {i}: user property {name[:40]!r} must be a string, number or boolean")
+        try:  # AMQP's long ends at 64 bits; JSON's \ud800 escapes make strings UTF-8 cannot hold
+            encoded.append((name.encode("utf-8"), encode_value(value)))
+        except (OverflowError, UnicodeEncodeError) as exc:
+            raise BadBody(f"event {i}: user property {name[:40]!r} cannot be sent: {exc}") from None
     key = _broker_properties(item.get("BrokerProperties"), f"event {i}'s BrokerProperties")
-    return Incoming(key, encoded, body.encode("utf-8"), [])
+    return Incoming(key, encoded, _utf8(body, f"event {i}'s Body"), [])
 
 
 def _broker_properties(value, where: str) -> str | None:
@@ -121,13 +122,27 @@ def _broker_properties(value, where: str) -> str | None:
     if value is None:
         return None
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            raise BadBody(f"{where} is not JSON") from None
+        value = _json(value, where)
     if not isinstance(value, dict):
         raise BadBody(f"{where} must be a JSON object")
     key = value.get("PartitionKey")
     if key is not None and not isinstance(key, str):
         raise BadBody(f"{where}: PartitionKey must be a string")
+    if key is not None:
+        _utf8(key, f"{where}: PartitionKey")  # the key is hashed, and kept, as UTF-8
     return key
+
+
+def _json(text: str | bytes, where: str):
+    """``text`` read as JSON; a nesting past Python's recursion limit is malformed too."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError) as exc:  # (UnicodeDecodeError is a ValueError)
+        raise BadBody(f"{where} is not JSON: {str(exc)[:120]}") from None
+
+
+def _utf8(text: str, where: str) -> bytes:
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (\ud800) JSON lets through
+        raise BadBody(f"{where} is not valid Unicode (it holds a lone surrogate)") from None

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kafka_wire.rest import arm
-from kafka_wire.rest.http import Request, Response
+from kafka_wire.rest.http import Request, Response, nesting
 
 if TYPE_CHECKING:
     from kafka_wire.context import NamespaceRuntime, Services
@@ -71,28 +71,6 @@ def absent() -> Response:
     return Response(204, b"", arm.JSON)
 
 
-def _depth(text: str) -> int:
-    """The deepest nesting of JSON arrays and objects in ``text`` (strings skipped)."""
-    depth = deepest = 0
-    in_string = escaped = False
-    for ch in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif ch in "]}":
-            depth -= 1
-    return deepest
-
-
 def body(request: Request) -> dict:
     """The request's JSON object (empty without a body)."""
     if not request.body:
@@ -101,7 +79,7 @@ def body(request: Request) -> dict:
         text = request.body.decode("utf-8")
     except UnicodeDecodeError:
         raise BadRequest("the request body is not UTF-8 JSON") from None
-    if _depth(text) > MAX_DEPTH:
+    if nesting(text) > MAX_DEPTH:
         raise BadRequest(f"the request body nests deeper than {MAX_DEPTH} levels")
     try:
         value = json.loads(text)
