@@ -85,7 +85,7 @@ def _resolve(s, names: dict):
         for key in (s, *[n for n in names if n.endswith("." + s)]):
             if key in names:
                 return names[key]
-    if isinstance(s, dict) and s.get("type") in _PRIMITIVES and len(s) == 1:
+    if isinstance(s, dict) and isinstance(s.get("type"), str) and s["type"] in _PRIMITIVES and len(s) == 1:
         return s["type"]
     if isinstance(s, dict) and isinstance(s.get("type"), (str, list, dict)) and \
             s["type"] not in ("record", "error", "enum", "fixed", "array", "map"):

@@ -98,7 +98,12 @@ ROUTES = [
      {"body": "x", "properties": {"a": 1, "b": "s"}, "partition": 0, "content_type": "text/plain"}),
     ("console-token", "POST", "/api/namespaces/contoso/token", "application/json",
      {"connection_string": _root_cs()}),
+    ("fault", "POST", "/$faults", "application/json",  # scoped to no hub: it never fires here
+     {"kind": "server-busy", "scope": {"hub": "wshapes-none"}, "params": {}, "count": 1,
+      "probability": 1.0, "seed": 7, "after_ms": 0, "for_ms": 60000}),
+    ("replica-promote", "POST", "/$replicas/contoso/west/promote", "application/json", {"forced": True}),
 ]
+OWNER_ROUTES = {"new-namespace", "fault", "replica-promote"}  # the subscription's credential
 BY_NAME = {r[0]: r for r in ROUTES}
 
 
@@ -146,8 +151,8 @@ def wrong_shapes(draw):
 def _headers(broker, name: str, ctype: str, doc, authorized: bool) -> tuple[dict, bytes]:
     headers = {"Host": HOST, "Content-Type": ctype}
     if authorized:
-        token = broker.subscription_token if name == "new-namespace" else ROOT.token()
-        headers["Authorization"] = f"Bearer {token}" if name == "new-namespace" else token
+        owner = name in OWNER_ROUTES
+        headers["Authorization"] = f"Bearer {broker.subscription_token}" if owner else ROOT.token()
     if name == "send-header":
         text = _text(doc).decode()
         if len(text) > 12_000:  # past the 16 KiB head limit: not a body's concern
@@ -190,9 +195,12 @@ def _cleanup(broker, name: str, answer: requests.Response) -> None:
                         headers={"Host": HOST, "Authorization": f"Bearer {broker.subscription_token}"})
     elif name == "network-rules":
         _answered(broker, *BY_NAME["network-rules"])
+    elif name == "fault":
+        requests.delete(broker.http_url + "/$faults", timeout=20,
+                        headers={"Host": HOST, "Authorization": f"Bearer {broker.subscription_token}"})
 
 
-@settings(deadline=None, derandomize=True, max_examples=250, database=None,
+@settings(deadline=None, derandomize=True, max_examples=300, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                  HealthCheck.data_too_large])
 @given(case=wrong_shapes())
@@ -281,3 +289,27 @@ def test_rest_send_values_json_holds_and_an_event_cannot(broker, case):
                            data=json.dumps(batch) if batch is not None else b"x", timeout=20)
     assert answer.status_code == 400, (answer.status_code, answer.text[:300])
     assert answer.text.startswith("<Error><Code>400</Code>") and "timeout" not in answer.text, answer.text
+
+
+@pytest.mark.parametrize("index, second", enumerate([
+    {"type": "record", "name": "R", "fields": [{"name": {}, "type": "string"}]},
+    {"type": [], "name": "R", "namespace": "n", "fields": [{"name": "a", "type": "string"}]},
+    {"type": "record", "name": "R", "namespace": 5, "fields": [{"name": "a", "type": "string"}]},
+    {"type": "record", "name": "R", "fields": [{"name": "a", "type": "string", "aliases": {"x": 1}}]},
+    {"type": "record", "name": "R", "aliases": [[]], "fields": [{"name": "a", "type": "string"}]},
+    {"type": "record", "name": "R", "fields": [{"name": "a", "type": {"type": "enum", "name": "E",
+                                                                       "symbols": [{}]}}]},
+]))
+def test_an_avro_schema_of_the_wrong_shape_is_invalid_at_its_second_version(broker, index, second):
+    """A second version is checked against the first (Forward compatibility): names, or a
+    type, that are not strings were hashed there (a TypeError, 500). Now InvalidSchema, 400."""
+    headers = {"Host": HOST, "Authorization": ROOT.token(), "Content-Type": AVRO}
+    path = f"{broker.http_url}/$schemaGroups/wshapes/schemas/shape-{index}{SR}"
+    first = {"type": "record", "name": "R", "namespace": "n", "fields": [{"name": "a", "type": "string"}]}
+    assert requests.put(path, headers=headers, data=json.dumps(first), timeout=20).status_code == 204
+    answer = requests.put(path, headers=headers, data=json.dumps(second), timeout=20)
+    if index == 1:  # an empty union read as a record's type: odd, but a schema the resolver reads
+        assert answer.status_code in (204, 400), (answer.status_code, answer.text[:300])
+        return
+    assert answer.status_code == 400, (answer.status_code, answer.text[:300])
+    assert answer.json()["error"]["code"] == "InvalidSchema", answer.text[:300]
