@@ -56,6 +56,11 @@ _SELECTOR = re.compile(r"^\s*amqp\.annotation\.x-opt-(offset|sequence-number|enq
                        r"(>=|>)\s*'([^']*)'\s*$", re.IGNORECASE)
 
 
+# A selector's number: ASCII digits (str.isdigit() takes '²', which int() refuses), one
+# sign, and few enough for int() (it refuses over 4,300 digits); a long has 19.
+_NUMBER = re.compile(r"-?[0-9]{1,30}\Z")
+
+
 class FilterError(ValueError):
     """A selector the service would not take; the text is for the client."""
 
@@ -84,25 +89,47 @@ def attach(conn: AmqpConnection, link, address: Address) -> LinkHandler | None:
         selector = _selector(link)
         start = (start_offset(plog, selector) if runtime.geo is None else
                  georeplication.start_offset(runtime, view.name, address.partition, plog, selector))
-    except FilterError as exc:
-        refuse(link, INVALID_FIELD, str(exc))
+    except FilterError as exc:  # (cut: a geo-replicated namespace's words may quote a huge value)
+        refuse(link, INVALID_FIELD, _short(str(exc), 1000))
         return None
     except georeplication.InvalidOffset as exc:  # legacy or stale offset: the SDKs' recovery path
         refuse(link, georeplication.INVALID_OFFSET, str(exc))
         return None
-    props = link.remote_properties or {}
-    epoch = props.get(symbol(EPOCH), props.get(EPOCH))
+    try:
+        epoch = owner_level(link.remote_properties)
+    except FilterError as exc:
+        refuse(link, INVALID_FIELD, str(exc))
+        return None
     key = (runtime.name, view.name.lower(), group.lower(), address.partition)
-    problem = _admit(conn.server.readers.get(key, set()), None if epoch is None else int(epoch), key,
+    problem = _admit(conn.server.readers.get(key, set()), epoch, key,
                      conn.namespace.policy.readers_per_partition())
     if problem is not None:
         refuse(link, *problem)
         return None
-    handler = ConsumeLink(conn, link, view.name, address.partition, start,
-                          None if epoch is None else int(epoch), key, principal)
+    handler = ConsumeLink(conn, link, view.name, address.partition, start, epoch, key, principal)
     # After _admit: a receiver it displaced removed an emptied set from the registry.
     conn.server.add_reader(key, handler)
     return handler
+
+
+def owner_level(properties) -> int | None:
+    """The attach's owner level (``com.microsoft:epoch``, a long as the SDKs send it), or
+    None; raises :class:`FilterError` for one of another type ("7", 1.5, true, a list)
+    or past a long's range."""
+    if not isinstance(properties, dict):
+        return None
+    epoch = properties.get(symbol(EPOCH), properties.get(EPOCH))
+    if epoch is None:
+        return None
+    if not isinstance(epoch, int) or isinstance(epoch, bool) or not -(1 << 63) <= epoch < 1 << 63:
+        raise FilterError(f"the owner level ({EPOCH}) must be a long, not {_short(repr(epoch))}")
+    return int(epoch)
+
+
+def _short(text: str, most: int = 100) -> str:
+    """``text`` cut to ``most`` characters for a refusal: a detach that echoes a huge
+    value does not fit the peer's frames (it arrived with no condition at all)."""
+    return text if len(text) <= most else f"{text[:most]}... ({len(text)} characters)"
 
 
 def _consumer_group(runtime, hub: str, wanted: str) -> str | None:
@@ -159,7 +186,7 @@ def start_offset(plog, selector: str | None) -> int:
         return plog.log_start_offset
     m = _SELECTOR.match(selector)
     if m is None:
-        raise FilterError(f"selector {selector!r} is not one Event Hubs takes: "
+        raise FilterError(f"selector {_short(repr(selector))} is not one Event Hubs takes: "
                           "amqp.annotation.x-opt-offset|sequence-number|enqueued-time > or >= 'VALUE'")
     what, op, value = m.group(1).lower(), m.group(2), m.group(3)
     inclusive = op == ">="
@@ -169,8 +196,8 @@ def start_offset(plog, selector: str | None) -> int:
             return start
         if value == "@latest":
             return end
-        if not value.lstrip("-").isdigit():
-            raise FilterError(f"offset {value!r} is not a number, -1 or @latest")
+        if not _NUMBER.match(value):
+            raise FilterError(f"offset {_short(repr(value))} is not a number, -1 or @latest")
         wanted = int(value)
         found = plog.offset_at_event_offset(wanted if inclusive else wanted + 1)
         return min(max(found, start), end)
@@ -179,8 +206,8 @@ def start_offset(plog, selector: str | None) -> int:
             value = str(geo_offsets.parse_sequence(value).position)
         except geo_offsets.OffsetSyntaxError as exc:
             raise FilterError(str(exc)) from None
-    if not value.lstrip("-").isdigit():
-        raise FilterError(f"{what} {value!r} is not a number")
+    if not _NUMBER.match(value):
+        raise FilterError(f"{what} {_short(repr(value))} is not a number")
     number = int(value)
     if what == "sequence-number":
         return min(max(number if inclusive else number + 1, start), end)
