@@ -33,8 +33,20 @@ def reply(status: int, description: str) -> Message:
                                "statusDescription": description})
 
 
+def request_properties(request: Message) -> dict | None:
+    """A request's application properties, or None when they are not a map (a client
+    may send a list there: proton decodes it as one)."""
+    props = request.properties
+    return {} if props is None else props if isinstance(props, dict) else None
+
+
+NOT_A_MAP = "the request's application properties must be a map (operation, type, name...)"
+
+
 def answer(conn: AmqpConnection, request: Message) -> Message:
-    props = request.properties or {}
+    props = request_properties(request)
+    if props is None:
+        return reply(400, NOT_A_MAP)
     operation = props.get("operation")
     plan = conn.fault_plan
     if plan is not None and plan.active:
@@ -53,7 +65,7 @@ def answer(conn: AmqpConnection, request: Message) -> Message:
     if operation != "put-token":
         return reply(400, f"operation {operation!r} is not supported on $cbs: use put-token")
     kind, audience, token = props.get("type"), props.get("name"), request.body
-    if not isinstance(token, str) or not audience:
+    if not isinstance(token, str) or not isinstance(audience, str) or not audience:
         return reply(400, "put-token needs a token (string body) and its audience (name)")
     door = conn.namespace.door
     oauth = conn.namespace.model is not None and conn.namespace.model.oauth

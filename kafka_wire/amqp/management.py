@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from proton import UNDESCRIBED, Array, Data, Message, int32, timestamp
 
 from kafka_wire.amqp import georeplication
-from kafka_wire.amqp.cbs import reply
+from kafka_wire.amqp.cbs import NOT_A_MAP, reply, request_properties
 from kafka_wire.eventhubs.rights import LISTEN, MANAGE, SEND
 from kafka_wire.eventhubs.door import Jwt, Refused, SasToken
 from kafka_wire.log_lines import RepeatedWarnings, client_address
@@ -31,10 +31,10 @@ PARTITION = "com.microsoft:partition"
 
 
 def answer(conn: AmqpConnection, request: Message) -> Message:
-    response = _answer(conn, request)
+    props = request_properties(request)
+    response = reply(400, NOT_A_MAP) if props is None else _answer(conn, props)
     plan = conn.fault_plan
-    if plan is not None and plan.active:
-        props = request.properties or {}
+    if plan is not None and plan.active and props is not None:
         fault = plan.fire(("management-fail",), {
             "namespace": conn.namespace.name, "hub": props.get("name"),
             "partition": props.get("partition"), "client": conn.container, "protocol": "amqp"})
@@ -48,8 +48,7 @@ def answer(conn: AmqpConnection, request: Message) -> Message:
     return response
 
 
-def _answer(conn: AmqpConnection, request: Message) -> Message:
-    props = request.properties or {}
+def _answer(conn: AmqpConnection, props: dict) -> Message:
     operation, kind, hub = props.get("operation"), props.get("type"), props.get("name")
     if operation != "READ" or kind not in (EVENTHUB, PARTITION):
         return reply(400, f"operation {operation!r} on type {kind!r} is not supported: "
@@ -73,8 +72,17 @@ def _answer(conn: AmqpConnection, request: Message) -> Message:
                 "georeplication_factor": int32(georeplication.replication_factor(runtime)),
                 "partition_ids": Array(UNDESCRIBED, Data.STRING, *[str(p) for p in range(view.partitions)])}
         return _ok(body)
-    partition = str(props.get("partition", ""))
-    if not partition.isdigit() or int(partition) >= view.partitions:
+    partition = props.get("partition")
+    if isinstance(partition, int) and not isinstance(partition, bool):
+        partition = str(partition)  # (a number was always read as its digits)
+    if not isinstance(partition, str):
+        return reply(400, "the request names no partition: give its id as a string (partition)"
+                          if partition is None else f"the partition id must be a string such as "
+                          f"'0', not {type(partition).__name__}")
+    # ASCII digits, few: str.isdigit() takes '²' (int() refuses it) and '١' (int() reads 1)
+    if not (partition.isascii() and partition.isdigit() and len(partition) <= 10) or \
+            int(partition) >= view.partitions:
+        partition = partition if len(partition) <= 100 else f"{partition[:100]}..."
         return reply(404, f"event hub {hub!r} has no partition {partition!r} "
                           f"(it has {view.partitions})")
     plog = runtime.topics.log(view.name, int(partition))
