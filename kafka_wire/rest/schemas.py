@@ -20,6 +20,9 @@ if TYPE_CHECKING:
     from kafka_wire.rest.api import RestApi
 
 MAX_DEPTH = 128  # JSON levels: a record nesting 30 records deep uses about 120
+# The service's largest schema; a larger body is refused before its nesting is counted
+# (a Python loop over each character: 64 MiB held the broker's loop ~3 s).
+MAX_SCHEMA_BYTES = 1024 * 1024
 API_VERSIONS = frozenset({"2020-09-01-preview", "2021-10", "2022-10", "2023-07-01"})
 _CONTENT_TYPES = {"avro": "application/json;serialization=Avro",
                   "json": "application/json;serialization=Json"}
@@ -90,6 +93,9 @@ def _format(request: Request) -> str:
 def _text(request: Request) -> str:
     """The schema's text, nested no deeper than :data:`MAX_DEPTH` (a JSON reader and the
     Avro resolver recurse once a level: past Python's recursion limit they would fail)."""
+    if len(request.body) > MAX_SCHEMA_BYTES:
+        raise RegistryError(413, "RequestTooLarge", f"the schema is {len(request.body)} bytes: at most "
+                                                    f"{MAX_SCHEMA_BYTES}")
     try:
         text = request.body.decode("utf-8")
     except UnicodeDecodeError:

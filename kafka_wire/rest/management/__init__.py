@@ -30,7 +30,7 @@ from kafka_wire.rest.management import (application_groups, authorization_rules,
                                         disaster_recovery, event_hubs, geo_replication, namespaces,
                                         network_rules, schema_groups)
 from kafka_wire.rest.management import common
-from kafka_wire.rest.management.common import BadRequest, Scope, no_route, not_allowed
+from kafka_wire.rest.management.common import BadRequest, Scope, TooLarge, no_route, not_allowed
 
 if TYPE_CHECKING:
     from kafka_wire.rest.api import RestApi
@@ -60,6 +60,8 @@ def handle(api: RestApi, request: Request) -> Response:
     tail = segs[at + 3:]
     try:
         return _route(api, request, sub, group, tail)
+    except TooLarge as exc:
+        return arm.fail(413, "RequestTooLarge", str(exc))
     except BadRequest as exc:
         return arm.fail(400, "BadRequest", str(exc))
     except Refused as exc:
