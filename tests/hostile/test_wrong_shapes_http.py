@@ -94,6 +94,12 @@ ROUTES = [
       "fields": [{"name": "a", "type": "string"}, {"name": "b", "type": ["null", "long"], "default": None}]}),
     ("schema-get-id", "POST", f"/$schemaGroups/wshapes/schemas/s1:get-id{SR}", AVRO,
      {"type": "record", "name": "R", "namespace": "n", "fields": [{"name": "a", "type": "string"}]}),
+    ("schema-group-json", "PUT", f"{NS_PATH}/schemagroups/wshapes-json{API}", "application/json",
+     {"properties": {"schemaCompatibility": "None", "schemaType": "Json"}}),
+    ("schema-register-json", "PUT", f"/$schemaGroups/wshapes-json/schemas/j1{SR}",
+     "application/json;serialization=Json",
+     {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+      "properties": {"a": {"type": "string"}}, "required": ["a"]}),
     ("console-send", "POST", f"/api/namespaces/contoso/hubs/{HUB}/events", "application/json",
      {"body": "x", "properties": {"a": 1, "b": "s"}, "partition": 0, "content_type": "text/plain"}),
     ("console-token", "POST", "/api/namespaces/contoso/token", "application/json",
@@ -178,7 +184,7 @@ def _answered(broker, name, method, path, ctype, doc, authorized=True) -> reques
 def broker(tmp_path_factory):
     b = start(tmp_path_factory.mktemp("wrong-shapes") / "data")
     try:
-        for name in ("rule", "schema-group"):  # what later routes need to exist
+        for name in ("rule", "schema-group", "schema-group-json"):  # what later routes need to exist
             assert _answered(b, *BY_NAME[name]).status_code < 300
         yield b
     finally:
@@ -200,7 +206,7 @@ def _cleanup(broker, name: str, answer: requests.Response) -> None:
                         headers={"Host": HOST, "Authorization": f"Bearer {broker.subscription_token}"})
 
 
-@settings(deadline=None, derandomize=True, max_examples=300, database=None,
+@settings(deadline=None, derandomize=True, max_examples=1000, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture,
                                  HealthCheck.data_too_large])
 @given(case=wrong_shapes())
