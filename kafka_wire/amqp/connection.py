@@ -618,8 +618,11 @@ class AmqpConnection(asyncio.Protocol):
         elif kind == Event.SESSION_REMOTE_OPEN:
             self._on_begin(event.session)
         elif kind == Event.LINK_REMOTE_OPEN:
-            if self._admit_link(event.link):
-                self._on_attach(event.link)
+            link = event.link
+            if self._admit_link(link):
+                self._on_attach(link)
+            if self.scanner is not None:  # read during the attach only: kept, they piled up
+                self.scanner.capabilities.pop(link.name, None)
         elif kind == Event.LINK_FLOW:
             handler = getattr(event.link, "kw_node", None)
             if handler is not None:

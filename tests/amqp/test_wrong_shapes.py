@@ -8,15 +8,18 @@ on serving an SDK client."""
 from __future__ import annotations
 
 import logging
+import socket
+import struct
 
 import pytest
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
-from proton import Data, Described, Endpoint, Message, int32, symbol, ulong
+from proton import Data, Described, Endpoint, Message, int32, symbol, uint, ulong
 
 from kafka_wire.testing import EmulatedBroker
 from kafka_wire.testing.raw_amqp import RawAmqp
 
 from .conftest import receive
+from .test_bad_input import AMQP_HEADER, frames
 
 INVALID_FIELD = "amqp:invalid-field"
 NOT_FOUND = "amqp:not-found"
@@ -231,3 +234,79 @@ def test_the_broker_serves_an_sdk_client_after_wrong_shapes(broker, no_traceback
     consumer = EventHubConsumerClient.from_connection_string(cs, "$Default", eventhub_name="hub")
     got = receive(consumer, 1, partition_id="1", starting_position="-1")
     assert [e.body_as_str() for _, e in got] == ["after"]
+
+
+# -- desired capabilities (read from the attach frame by InputFrames, not by proton) -----
+def _frame(code: int, fields: list, channel: int = 0) -> bytes:
+    data = Data()
+    data.put_object(Described(ulong(code), fields))
+    body = bytes(data.encode())
+    return struct.pack(">IBBH", 8 + len(body), 2, 0, channel) + body
+
+
+def _receiver_attach(name: str, handle: int, desired) -> bytes:
+    source = Described(ulong(0x28), [RECEIVER])
+    target = Described(ulong(0x29), [None])
+    return _frame(0x12, [name, uint(handle), True, None, None, source, target, None, None, None,
+                         None, None, desired])
+
+
+def _whole_frames(data: bytes) -> bytes:
+    """``data`` up to the end of its last whole frame (a read may end inside one)."""
+    pos = 0
+    while pos + 4 <= len(data) and pos + struct.unpack_from(">I", data, pos)[0] <= len(data):
+        pos += struct.unpack_from(">I", data, pos)[0]
+    return data[:pos]
+
+
+@pytest.mark.parametrize("desired", [
+    {symbol("com.microsoft:enable-receiver-runtime-metric"): True}, int32(5), "x" * 10_000,
+    Described(symbol("x"), [symbol("y")]), [{"a": [1, 2]}, None, 1.5], [],
+], ids=["map", "number", "long-string", "described", "mixed-list", "empty"])
+def test_desired_capabilities_of_any_shape_attach_the_link(broker, no_tracebacks, desired):
+    """A receiver whose desired capabilities are not a list of symbols is attached
+    (they name nothing we offer), and a good link after it on the same session too."""
+    with socket.create_connection(("127.0.0.1", broker.amqp_port), timeout=10) as s:
+        s.sendall(AMQP_HEADER + _frame(0x10, ["shapes"]) + _frame(0x11, [None, uint(0), uint(100), uint(100)])
+                  + _receiver_attach("odd", 0, desired) + _receiver_attach("good", 1, None))
+        got = bytearray()
+        attaches: dict = {}
+        while len(attaches) < 2:  # a hang fails the test with socket.timeout
+            chunk = s.recv(65536)
+            assert chunk, f"closed: {frames(bytes(got[8:]))}"
+            got += chunk
+            for _, performative in frames(_whole_frames(bytes(got[8:]))):
+                assert int(performative.descriptor) != 0x18, performative  # no close
+                if int(performative.descriptor) == 0x12:
+                    attaches[performative.value[0]] = performative.value
+        # attached: our source echoed (a refusal answers with a null one)
+        assert all(fields[5] is not None for fields in attaches.values()), attaches
+
+
+def test_desired_capabilities_are_forgotten_with_their_link(broker):
+    """A client that attaches and detaches links under new names, each desiring a long
+    list of capabilities, does not grow what the broker keeps for its connection (the
+    capabilities were kept by link name for the connection's life: 300 links of 64
+    capabilities left 300 entries)."""
+    import asyncio
+
+    desired = [symbol(f"capability-{i:04d}-" + "x" * 40) for i in range(64)]
+    target = Described(ulong(0x29), ["hub"])
+    with socket.create_connection(("127.0.0.1", broker.amqp_port), timeout=10) as s:
+        s.sendall(AMQP_HEADER + _frame(0x10, ["shapes"]) + _frame(0x11, [None, uint(0), uint(100), uint(100)]))
+        for i in range(300):
+            s.sendall(_frame(0x12, [f"link-{i}", uint(i), False, None, None, Described(ulong(0x28), [None]),
+                                    target, None, None, uint(0), None, None, desired])
+                      + _frame(0x16, [uint(i), True]))  # detach, closed
+        host, port = s.getsockname()[:2]
+        got, detaches = bytearray(), 0
+        while detaches < 300:  # the broker's 300 detaches (a hang fails with socket.timeout)
+            chunk = s.recv(1 << 20)
+            assert chunk, "closed"
+            got += chunk
+            detaches = sum(int(p.descriptor) == 0x16 for _, p in frames(_whole_frames(bytes(got[8:]))))
+
+        async def kept():
+            conn = next(c for c in broker.broker.amqp_server.connections if c.peer == f"{host}:{port}")
+            return len(conn.scanner.capabilities), len(conn.links)
+        assert asyncio.run_coroutine_threadsafe(kept(), broker._loop).result(10) == (0, 0)
