@@ -56,6 +56,26 @@ def _click(driver, css: str) -> None:
     element.click()
 
 
+def _click_fresh(driver, css: str) -> None:
+    """Find ``css`` and click it, again if the page redrew it in between (the overview is
+    redrawn live: an element found just before a redraw is stale when clicked)."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    WebDriverWait(driver, WAIT_S, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)).until(
+        lambda d: d.find_element(By.CSS_SELECTOR, css).click() or True)
+
+
+def _text_fresh(driver, css: str, wanted: str) -> bool:
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, WAIT_S, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)).until(
+        lambda d: d.find_element(By.CSS_SELECTOR, css).text == wanted)
+
+
 def _set(driver, element_id: str, value: str) -> None:
     """Set a form field as a person would leave it (and fire its change event)."""
     driver.execute_script(
@@ -196,12 +216,10 @@ def test_explorer_browses_jumps_filters_follows_and_sends(tmp_path, chromium):
 
         # A group's checkpoint links to the events around it, the next to read marked.
         driver.find_element(By.ID, "tab-overview").click()
-        summary = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, 'details[data-group="billing"] > summary'))
-        summary.click()
-        link = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, 'details[data-group="billing"] tbody a'))
-        assert link.text == "12"
+        _click_fresh(driver, 'details[data-group="billing"] > summary')
+        assert _text_fresh(driver, 'details[data-group="billing"] tbody a', "12")
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, 'canvas[data-lag-chart="billing"]'))
-        link.click()
+        _click_fresh(driver, 'details[data-group="billing"] tbody a')
         rows = _wait_rows(driver, lambda rows: rows[:1] == [7])
         assert 12 in rows
         assert driver.find_element(By.CSS_SELECTOR, '#ex-events tr[data-seq="12"]').get_attribute("class") == "mark"
