@@ -7,7 +7,7 @@ import time
 from datetime import datetime, timezone
 from typing import Callable
 
-__all__ = ["iso_utc", "client_address", "RepeatedWarnings"]
+__all__ = ["iso_utc", "client_address", "shortened", "RepeatedWarnings"]
 
 
 def iso_utc(seconds: float) -> str:
@@ -18,6 +18,13 @@ def iso_utc(seconds: float) -> str:
 def client_address(peer: str) -> str:
     """``"127.0.0.1:53124"`` -> ``"127.0.0.1"``: repeats are counted per client address."""
     return peer.rsplit(":", 1)[0]
+
+
+def shortened(text: str, most: int = 100) -> str:
+    """``text`` cut to ``most`` characters, saying how long it was: for a client's value
+    quoted in a log line or a refusal (a detach echoing a huge one would not fit the
+    peer's frames)."""
+    return text if len(text) <= most else f"{text[:most]}... ({len(text)} characters)"
 
 
 class RepeatedWarnings:

@@ -10,6 +10,8 @@ from __future__ import annotations
 from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
+from kafka_wire.log_lines import shortened
+
 __all__ = ["Address", "parse", "CBS", "MANAGEMENT"]
 
 CBS = "$cbs"
@@ -33,7 +35,7 @@ def parse(address: str | None) -> Address:
     if not address:
         raise AddressError("the link has no address")
     if len(address) > MAX_ADDRESS:  # (a refusal that echoed it would not fit a frame)
-        raise AddressError(f"address {_short(address)} is longer than any Event Hubs entity's "
+        raise AddressError(f"address {shortened(repr(address))} is longer than any Event Hubs entity's "
                            f"({MAX_ADDRESS} characters at most)")
     host = None
     path = address
@@ -42,10 +44,10 @@ def parse(address: str | None) -> Address:
             parts = urlsplit(address)
             host, path = parts.hostname, parts.path
         except ValueError as exc:  # urllib's "Invalid IPv6 URL" and kin
-            raise AddressError(f"address {_short(address)} is not a URL: {exc}") from None
+            raise AddressError(f"address {shortened(repr(address))} is not a URL: {exc}") from None
     segments = [unquote(s) for s in path.strip("/").split("/") if s]
     if not segments:
-        raise AddressError(f"address {_short(address)} names no entity")
+        raise AddressError(f"address {shortened(repr(address))} names no entity")
     node, rest = segments[0], [s for s in segments[1:]]
     lowered = [s.lower() for s in rest]
     if node.lower() in (CBS, MANAGEMENT):
@@ -58,7 +60,7 @@ def parse(address: str | None) -> Address:
         return Address(host, node, publisher=rest[1])
     if lowered[:1] == ["consumergroups"] and len(rest) == 4 and lowered[2] == "partitions":
         return Address(host, node, partition=_partition(rest[3], address), consumer_group=rest[1])
-    raise AddressError(f"address {_short(address)} is not an Event Hubs entity: use HUB, "
+    raise AddressError(f"address {shortened(repr(address))} is not an Event Hubs entity: use HUB, "
                        "HUB/Partitions/ID, HUB/Publishers/NAME or "
                        "HUB/ConsumerGroups/GROUP/Partitions/ID")
 
@@ -67,11 +69,6 @@ def _partition(text: str, address: str) -> int:
     # ASCII digits only: str.isdigit() takes '²' (which int() refuses) and '١' (which it
     # reads as 1); and few of them (int() refuses over 4,300 digits)
     if not (text.isascii() and text.isdigit() and len(text) <= 10):
-        raise AddressError(f"partition id {_short(text)} in {_short(address)} is not a number")
+        raise AddressError(f"partition id {shortened(repr(text))} in {shortened(repr(address))} is not a number")
     return int(text)
 
-
-def _short(text: str, most: int = 100) -> str:
-    """``text`` quoted for a refusal, cut to ``most`` characters: a detach that echoes a
-    huge address would not fit the peer's frames."""
-    return repr(text) if len(text) <= most else repr(text[:most]) + f"... ({len(text)} characters)"

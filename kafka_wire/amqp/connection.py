@@ -33,7 +33,7 @@ from kafka_wire.eventhubs.auth import USERNAME, AuthError, split_plain
 from kafka_wire.eventhubs.door import (ConnectionString, Refusal, Refused, SasKey, door_for_credential,
                                        door_for_host)
 from kafka_wire.eventhubs.refusals import Denial
-from kafka_wire.log_lines import RepeatedWarnings, client_address
+from kafka_wire.log_lines import RepeatedWarnings, client_address, shortened
 
 if TYPE_CHECKING:
     from kafka_wire.amqp.server import AmqpServer
@@ -938,9 +938,10 @@ def refuse(link, condition: str, description: str) -> None:
     address and condition (clients retry many times a second)."""
     peer = getattr(link.connection, "kw_peer", "?")
     terminus = link.remote_target if link.is_receiver else link.remote_source
+    description = shortened(description, 1000)  # (a huge one would not fit the peer's frames)
     _repeats.warn(f"amqp-refusal {condition}", client_address(peer),
-                  f"AMQP attach of {terminus.address!r} from {peer} refused: {condition}: "
-                  f"{description}")
+                  f"AMQP attach of {shortened(repr(terminus.address), 200)} from {peer} refused: "
+                  f"{condition}: {description}")
     if link.is_receiver:
         link.source.copy(link.remote_source)
         link.target.type = Terminus.UNSPECIFIED  # encoded as null

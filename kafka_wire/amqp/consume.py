@@ -36,7 +36,7 @@ from kafka_wire.eventhubs.rights import LISTEN
 from kafka_wire.eventhubs.model import DEFAULT_CONSUMER_GROUP
 from kafka_wire.log import batch as rb
 from kafka_wire.log import errors as log_errors
-from kafka_wire.log_lines import RepeatedWarnings, client_address
+from kafka_wire.log_lines import RepeatedWarnings, client_address, shortened
 
 if TYPE_CHECKING:
     from kafka_wire.amqp.addresses import Address
@@ -90,7 +90,7 @@ def attach(conn: AmqpConnection, link, address: Address) -> LinkHandler | None:
         start = (start_offset(plog, selector) if runtime.geo is None else
                  georeplication.start_offset(runtime, view.name, address.partition, plog, selector))
     except FilterError as exc:  # (cut: a geo-replicated namespace's words may quote a huge value)
-        refuse(link, INVALID_FIELD, _short(str(exc), 1000))
+        refuse(link, INVALID_FIELD, shortened(str(exc), 1000))
         return None
     except georeplication.InvalidOffset as exc:  # legacy or stale offset: the SDKs' recovery path
         refuse(link, georeplication.INVALID_OFFSET, str(exc))
@@ -122,14 +122,9 @@ def owner_level(properties) -> int | None:
     if epoch is None:
         return None
     if not isinstance(epoch, int) or isinstance(epoch, bool) or not -(1 << 63) <= epoch < 1 << 63:
-        raise FilterError(f"the owner level ({EPOCH}) must be a long, not {_short(repr(epoch))}")
+        raise FilterError(f"the owner level ({EPOCH}) must be a long, not {shortened(repr(epoch))}")
     return int(epoch)
 
-
-def _short(text: str, most: int = 100) -> str:
-    """``text`` cut to ``most`` characters for a refusal: a detach that echoes a huge
-    value does not fit the peer's frames (it arrived with no condition at all)."""
-    return text if len(text) <= most else f"{text[:most]}... ({len(text)} characters)"
 
 
 def _consumer_group(runtime, hub: str, wanted: str) -> str | None:
@@ -186,7 +181,7 @@ def start_offset(plog, selector: str | None) -> int:
         return plog.log_start_offset
     m = _SELECTOR.match(selector)
     if m is None:
-        raise FilterError(f"selector {_short(repr(selector))} is not one Event Hubs takes: "
+        raise FilterError(f"selector {shortened(repr(selector))} is not one Event Hubs takes: "
                           "amqp.annotation.x-opt-offset|sequence-number|enqueued-time > or >= 'VALUE'")
     what, op, value = m.group(1).lower(), m.group(2), m.group(3)
     inclusive = op == ">="
@@ -197,7 +192,7 @@ def start_offset(plog, selector: str | None) -> int:
         if value == "@latest":
             return end
         if not _NUMBER.match(value):
-            raise FilterError(f"offset {_short(repr(value))} is not a number, -1 or @latest")
+            raise FilterError(f"offset {shortened(repr(value))} is not a number, -1 or @latest")
         wanted = int(value)
         found = plog.offset_at_event_offset(wanted if inclusive else wanted + 1)
         return min(max(found, start), end)
@@ -207,7 +202,7 @@ def start_offset(plog, selector: str | None) -> int:
         except geo_offsets.OffsetSyntaxError as exc:
             raise FilterError(str(exc)) from None
     if not _NUMBER.match(value):
-        raise FilterError(f"{what} {_short(repr(value))} is not a number")
+        raise FilterError(f"{what} {shortened(repr(value))} is not a number")
     number = int(value)
     if what == "sequence-number":
         return min(max(number if inclusive else number + 1, start), end)

@@ -36,12 +36,20 @@ def broker(tmp_path_factory):
 
 
 @pytest.fixture
-def no_tracebacks(caplog):
-    """Fails the test if the broker logged an exception (its handler's last resort)."""
+def no_tracebacks(caplog, monkeypatch):
+    """Fails the test if the broker logged an exception (its handler's last resort), or
+    a line that quotes a client's huge value whole (one line a person can read). Every
+    refusal is logged here (the broker counts repeats from one address instead)."""
+    from kafka_wire.amqp import connection
+    from kafka_wire.log_lines import RepeatedWarnings
+
+    monkeypatch.setattr(connection, "_repeats", RepeatedWarnings(connection.log, window_s=0))
     caplog.set_level(logging.WARNING)
     yield
     raised = [r for r in caplog.records if r.exc_info]
     assert not raised, [r.getMessage() for r in raised]
+    long = [r.getMessage()[:300] for r in caplog.records if len(r.getMessage()) > 2_000]
+    assert not long, long
 
 
 def selector(text, descriptor=SELECTOR) -> dict:
