@@ -51,6 +51,9 @@ import traceback
 from collections.abc import Mapping
 from pathlib import Path
 
+from kafka_wire.log_lines import shortened
+from kafka_wire.whole_numbers import whole_number
+
 OFFICIAL_CONFIG = Path("/Eventhubs_Emulator/ConfigFiles/Config.json")
 KAFKA_WIRE_TOML = Path("/kafka-wire/kafka-wire.toml")
 READY_LINE = "Emulator Service is Successfully Up!"
@@ -69,9 +72,10 @@ log = logging.getLogger(__name__)
 
 def _port(env: Mapping[str, str], name: str) -> int:
     text = env.get(name, "").strip() or str(PORTS[name])
-    if not text.isdigit() or not 0 < int(text) < 65536:
-        raise ValueError(f"{name}={text!r} is not a port: use a number from 1 to 65535")
-    return int(text)
+    port = whole_number(text, most=5)
+    if port is None or not 0 < port < 65536:
+        raise ValueError(f"{name}={shortened(repr(text))} is not a port: use a number from 1 to 65535")
+    return port
 
 
 def _hostport(host: str, port: int) -> str:

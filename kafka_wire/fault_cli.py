@@ -25,6 +25,7 @@ import urllib.request
 from pathlib import Path
 
 from kafka_wire.fault_plan import KINDS
+from kafka_wire.whole_numbers import whole_number
 
 DEFAULT_URL = "http://127.0.0.1:5300"
 
@@ -33,7 +34,8 @@ def _param(text: str) -> tuple[str, object]:
     key, sep, value = text.partition("=")
     if not sep or not key:
         raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE (e.g. condition=amqp:link:stolen)")
-    return key, int(value) if value.lstrip("-").isdigit() else value
+    number = whole_number(value, signed=True)
+    return key, value if number is None else number
 
 
 def control_options() -> argparse.ArgumentParser:

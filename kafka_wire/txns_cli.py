@@ -27,6 +27,8 @@ import sys
 import time
 from typing import NamedTuple
 
+from kafka_wire.whole_numbers import whole_number
+
 __all__ = ["Hanging", "find_hanging", "add_parser", "run"]
 
 OPEN_STATES = ("Ongoing", "PrepareCommit", "PrepareAbort")
@@ -52,7 +54,8 @@ def _admin(args):
         key, sep, value = item.partition("=")
         if not sep:
             raise ValueError(f"--kafka-option {item!r}: use KEY=VALUE (kafka-python option names)")
-        options[key] = int(value) if value.isdigit() else value
+        number = whole_number(value)
+        options[key] = value if number is None else number
     return KafkaAdminClient(**options)
 
 

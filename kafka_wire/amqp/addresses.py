@@ -11,6 +11,7 @@ from typing import NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from kafka_wire.log_lines import shortened
+from kafka_wire.whole_numbers import whole_number
 
 __all__ = ["Address", "parse", "CBS", "MANAGEMENT"]
 
@@ -66,9 +67,8 @@ def parse(address: str | None) -> Address:
 
 
 def _partition(text: str, address: str) -> int:
-    # ASCII digits only: str.isdigit() takes '²' (which int() refuses) and '١' (which it
-    # reads as 1); and few of them (int() refuses over 4,300 digits)
-    if not (text.isascii() and text.isdigit() and len(text) <= 10):
+    number = whole_number(text, most=10)
+    if number is None:
         raise AddressError(f"partition id {shortened(repr(text))} in {shortened(repr(address))} is not a number")
-    return int(text)
+    return number
 

@@ -18,7 +18,8 @@ from kafka_wire.amqp import georeplication
 from kafka_wire.amqp.cbs import NOT_A_MAP, reply, request_properties
 from kafka_wire.eventhubs.rights import LISTEN, MANAGE, SEND
 from kafka_wire.eventhubs.door import Jwt, Refused, SasToken
-from kafka_wire.log_lines import RepeatedWarnings, client_address
+from kafka_wire.log_lines import RepeatedWarnings, client_address, shortened
+from kafka_wire.whole_numbers import whole_number
 
 if TYPE_CHECKING:
     from kafka_wire.amqp.connection import AmqpConnection
@@ -79,13 +80,11 @@ def _answer(conn: AmqpConnection, props: dict) -> Message:
         return reply(400, "the request names no partition: give its id as a string (partition)"
                           if partition is None else f"the partition id must be a string such as "
                           f"'0', not {type(partition).__name__}")
-    # ASCII digits, few: str.isdigit() takes '²' (int() refuses it) and '١' (int() reads 1)
-    if not (partition.isascii() and partition.isdigit() and len(partition) <= 10) or \
-            int(partition) >= view.partitions:
-        partition = partition if len(partition) <= 100 else f"{partition[:100]}..."
-        return reply(404, f"event hub {hub!r} has no partition {partition!r} "
+    number = whole_number(partition, most=10)
+    if number is None or number >= view.partitions:
+        return reply(404, f"event hub {hub!r} has no partition {shortened(repr(partition))} "
                           f"(it has {view.partitions})")
-    plog = runtime.topics.log(view.name, int(partition))
+    plog = runtime.topics.log(view.name, number)
     start, end = plog.log_start_offset, plog.high_watermark
     last = end - 1
     where = plog.event_position(last) if end > start else None

@@ -23,7 +23,8 @@ from kafka_wire.eventhubs.events import Incoming, encode_value
 from kafka_wire.eventhubs.publication import choose_partition, publish
 from kafka_wire.rest import refusals
 from kafka_wire.rest.api import authenticate_request
-from kafka_wire.rest.http import Later, Response, whole_number
+from kafka_wire.rest.http import Later, Response
+from kafka_wire.whole_numbers import whole_number
 
 if TYPE_CHECKING:
     from kafka_wire.console.views import ConsoleViews

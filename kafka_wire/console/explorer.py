@@ -19,7 +19,7 @@ from proton import Data
 from kafka_wire.log import batch as rb
 from kafka_wire.log import errors as log_errors
 from kafka_wire.log.records import read_events, records_bytes
-from kafka_wire.rest.http import whole_number
+from kafka_wire.whole_numbers import whole_number
 
 log = logging.getLogger(__name__)
 

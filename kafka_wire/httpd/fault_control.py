@@ -21,7 +21,8 @@ import logging
 from kafka_wire.eventhubs.door import Refused
 from kafka_wire.fault_plan import FaultError
 from kafka_wire.rest import arm
-from kafka_wire.rest.http import Later, Request, Response, error, whole_number
+from kafka_wire.rest.http import Later, Request, Response, error
+from kafka_wire.whole_numbers import whole_number
 
 log = logging.getLogger(__name__)
 

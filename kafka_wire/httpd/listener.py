@@ -27,7 +27,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from kafka_wire.httpd import fault_control, replica_control
 from kafka_wire.rest import arm
-from kafka_wire.rest.http import Later, Request, Response, error, whole_number
+from kafka_wire.rest.http import Later, Request, Response, error
+from kafka_wire.whole_numbers import whole_number
 
 log = logging.getLogger(__name__)
 

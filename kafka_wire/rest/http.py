@@ -67,11 +67,3 @@ def nesting(text: str) -> int:
     return deepest
 
 
-def whole_number(text: str, signed: bool = False) -> int | None:
-    """``text`` as a whole number of ASCII digits (a leading ``-`` where ``signed``), else
-    None: ``str.isdigit`` takes "²", and ``int`` refuses it, as it refuses more than 4,300
-    digits, so a path or query value is checked here before ``int`` sees it."""
-    digits = text[1:] if signed and text.startswith("-") else text
-    if not digits or len(digits) > 40 or not digits.isascii() or not digits.isdigit():
-        return None
-    return int(text)

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING
 from kafka_wire.eventhubs.rights import LISTEN, SEND
 from kafka_wire.eventhubs.schema_registry import RegistryError, Schema
 from kafka_wire.rest import arm
-from kafka_wire.rest.http import Request, Response, nesting, whole_number
+from kafka_wire.rest.http import Request, Response, nesting
+from kafka_wire.whole_numbers import whole_number
 
 if TYPE_CHECKING:
     from kafka_wire.rest.api import RestApi

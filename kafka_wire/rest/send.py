@@ -23,7 +23,8 @@ from kafka_wire.eventhubs.events import Incoming, encode_value
 from kafka_wire.eventhubs.rights import SEND
 from kafka_wire.eventhubs.publication import choose_partition, publish_batch
 from kafka_wire.rest import refusals
-from kafka_wire.rest.http import Later, Request, Response, error, whole_number
+from kafka_wire.rest.http import Later, Request, Response, error
+from kafka_wire.whole_numbers import whole_number
 
 if TYPE_CHECKING:
     from kafka_wire.rest.api import RestApi
