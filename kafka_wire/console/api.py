@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 JSON = "application/json; charset=utf-8"
 TOKEN_TTL_S = 24 * 3600
 SEND_TIMEOUT_MS = 10_000
+# A sign-in's body is its credential, read before anything is checked: a connection
+# string or a JWT, a few KiB at most; not the listener's 64 MiB.
+TOKEN_MAX_BODY = 64 * 1024
 _ANY = (LISTEN, SEND, MANAGE)
 
 
@@ -58,6 +61,12 @@ class ConsoleApi:
         return (len(segs) == 4 and segs[:2] == ["api", "namespaces"] and segs[3] == "token") or \
             (len(segs) == 6 and segs[:2] == ["api", "namespaces"] and segs[3] == "hubs"
              and segs[5] == "events")
+
+    def max_body(self, path: str) -> int | None:
+        """The largest body a POST to ``path`` may carry, where it is below the
+        listener's (which refuses a larger one before reading it)."""
+        segs = path.strip("/").split("/")
+        return TOKEN_MAX_BODY if len(segs) == 4 and segs[3] == "token" else None
 
     # -- who may see what --------------------------------------------------------------------
     def _principal(self, ns: str, headers: dict, peer: str, what: str):
@@ -228,6 +237,8 @@ class ConsoleApi:
     # -- POST --------------------------------------------------------------------------------
     def post(self, segs: list[str], headers: dict, peer: str, body: bytes) -> Response | Later:
         if segs[-1] == "token":  # the body is the credential: it is read to be checked
+            if len(body) > TOKEN_MAX_BODY:
+                return refuse(413, f"a sign-in's body is at most {TOKEN_MAX_BODY} bytes")
             doc, refused = _body(body)
             return refused or self._token(segs[1], doc, peer)
         return self._send(segs[1], segs[3], body, headers, peer)

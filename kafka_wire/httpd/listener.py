@@ -147,6 +147,11 @@ class HttpListener:
                                        f"a fault's JSON is at most {fault_control.MAX_BODY} bytes")
                     self._send(writer, 413, too_big.body, too_big.content_type, False, False)
                     return
+                most = None if rest or control or not posted else self.console.max_body(path)
+                if most is not None and size > most:  # (a sign-in: its body is the credential)
+                    self._send(writer, 413, b'{"error": "the request body is too large"}\n',
+                               "application/json; charset=utf-8", False, False)
+                    return
                 body = b""
                 if size:
                     if not posted:

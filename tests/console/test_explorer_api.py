@@ -6,6 +6,7 @@ requires auth refuses all of it without a token."""
 from __future__ import annotations
 
 import json
+import socket
 import time
 
 import pytest
@@ -16,6 +17,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from kafka_wire.console import explorer
+from kafka_wire.console.api import TOKEN_MAX_BODY
 from kafka_wire.eventhubs import connection_string, sas
 from kafka_wire.eventhubs.partition_key import partition_for_key
 from kafka_wire.testing import EmulatedBroker
@@ -326,6 +328,27 @@ def test_the_console_signs_in_with_a_connection_string(auth_broker):
     r = requests.post(token_url, json={"connection_string": other}, timeout=10)
     assert r.status_code == 401 and "fabrikam" in r.json()["error"]
     assert requests.post(token_url, json={}, timeout=10).status_code == 400
+
+
+def test_a_sign_in_body_past_64_kib_is_refused_before_it_is_read(auth_broker):
+    """The sign-in's body is its credential, so it is read before anything is checked:
+    the listener would otherwise take 64 MiB of it from anyone."""
+    b = auth_broker
+    token_url = f"{b.http_url}/api/namespaces/contoso/token"
+    cs = connection_string.build("contoso.servicebus.windows.net", key_name=LISTENER[0], key=LISTENER[1])
+    fits = json.dumps({"connection_string": cs, "pad": "x" * (TOKEN_MAX_BODY - len(cs) - 100)})
+    assert len(fits) <= TOKEN_MAX_BODY
+    r = requests.post(token_url, data=fits, timeout=10)
+    assert r.status_code == 200 and r.json()["rights"] == ["Listen"], r.text
+    # A 60 MiB Content-Length with no body sent: the answer comes at once, not after a read.
+    host, port = b.http_url.split("//")[1].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(b"POST /api/namespaces/contoso/token HTTP/1.1\r\nHost: x\r\n"
+                     b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % (60 << 20))
+        head = sock.recv(4096)
+    assert head.startswith(b"HTTP/1.1 413"), head
+    r = requests.post(token_url, data=b"{" + b" " * TOKEN_MAX_BODY + b"}", timeout=10)
+    assert r.status_code == 413 and "too large" in r.json()["error"]
 
 
 def test_aborted_transactions_and_markers_are_not_shown(broker):
