@@ -62,11 +62,15 @@ class ConsoleApi:
             (len(segs) == 6 and segs[:2] == ["api", "namespaces"] and segs[3] == "hubs"
              and segs[5] == "events")
 
-    def max_body(self, path: str) -> int | None:
-        """The largest body a POST to ``path`` may carry, where it is below the
-        listener's (which refuses a larger one before reading it)."""
-        segs = path.strip("/").split("/")
-        return TOKEN_MAX_BODY if len(segs) == 4 and segs[3] == "token" else None
+    def refuse_unread(self, segs: list[str], headers: dict, peer: str, size: int) -> Response | None:
+        """The answer to a POST whose body of ``size`` bytes is not read yet, where its
+        head alone refuses it (the listener asks before reading a large body): a
+        sign-in past :data:`TOKEN_MAX_BODY`, or a send its credential does not allow."""
+        if segs[-1] == "token":
+            return refuse(413, f"a sign-in's body is at most {TOKEN_MAX_BODY} bytes") \
+                if size > TOKEN_MAX_BODY else None
+        return self._hub(segs[1], segs[3], headers, peer, f"console send to {segs[1]}/{segs[3]}",
+                         (SEND,))[3]
 
     # -- who may see what --------------------------------------------------------------------
     def _principal(self, ns: str, headers: dict, peer: str, what: str):

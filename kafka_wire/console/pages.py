@@ -36,8 +36,8 @@ class ConsolePages:
     def handles_post(self, path: str) -> bool:
         return self.api.handles_post(path)
 
-    def max_body(self, path: str) -> int | None:
-        return self.api.max_body(path)
+    def refuse_unread(self, request: Request, size: int) -> Response | None:
+        return self.api.refuse_unread(request.segments[1:], request.headers, request.peer, size)
 
     def post(self, request: Request) -> Response | Later:
         return self.api.post(request.segments[1:], request.headers, request.peer, request.body)

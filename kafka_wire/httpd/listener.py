@@ -36,6 +36,9 @@ READ_TIMEOUT_S = 15.0
 _MAX_HEAD = 16 * 1024
 HEALTHY = {"status": "healthy", "message": "Service is healthy."}
 UNHEALTHY = {"status": "unhealthy", "message": "Service not available. Please try after some time."}
+# A body larger than this is read only once its head passed the checks it can pass
+# alone (credential, the route's limit): see RestApi.refuse_unread.
+CHECK_HEAD_ABOVE = 64 * 1024
 MAX_BODY = 64 * 1024 * 1024  # above any namespace's largest publication, JSON batch included
 _REASONS = {200: "OK", 201: "Created", 204: "No Content", 304: "Not Modified", 400: "Bad Request",
             401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
@@ -147,11 +150,14 @@ class HttpListener:
                                        f"a fault's JSON is at most {fault_control.MAX_BODY} bytes")
                     self._send(writer, 413, too_big.body, too_big.content_type, False, False)
                     return
-                most = None if rest or control or not posted else self.console.max_body(path)
-                if most is not None and size > most:  # (a sign-in: its body is the credential)
-                    self._send(writer, 413, b'{"error": "the request body is too large"}\n',
-                               "application/json; charset=utf-8", False, False)
-                    return
+                if size > CHECK_HEAD_ABOVE and posted and not control:
+                    # refused on its head alone, the body is never read (nor held)
+                    refused = self._refuse_unread(_request(writer, method, path, url, headers, b""),
+                                                  rest, size)
+                    if refused is not None:
+                        self._send(writer, refused.status, refused.body, refused.content_type,
+                                   False, False, extra=refused.headers)
+                        return
                 body = b""
                 if size:
                     if not posted:
@@ -163,11 +169,7 @@ class HttpListener:
                     except (asyncio.IncompleteReadError, asyncio.TimeoutError, ConnectionError):
                         return
                 if posted or method in ("GET", "HEAD"):
-                    peer = writer.get_extra_info("peername")
-                    request = Request(method, path, {k: v[0] for k, v in parse_qs(url.query).items()},
-                                      headers, body, f"{peer[0]}:{peer[1]}" if peer else "",
-                                      [s for s in path.strip("/").split("/")],
-                                      "https" if writer.get_extra_info("sslcontext") else "http")
+                    request = _request(writer, method, path, url, headers, body)
                     answer = await self._answer(request, rest, control)
                     self._send(writer, answer.status, answer.body, answer.content_type,
                                method == "HEAD", keep, extra=answer.headers)
@@ -182,6 +184,15 @@ class HttpListener:
         finally:
             self._clients.discard(writer)
             writer.close()
+
+    def _refuse_unread(self, request: Request, rest: bool, size: int) -> Response | None:
+        try:
+            if rest:
+                return self.rest.refuse_unread(request, size)
+            return self.console.refuse_unread(request, size)
+        except Exception:  # (a bug: the request goes on, to be answered as ever)
+            log.exception("checking the head of %s %s", request.method, request.path[:200])
+            return None
 
     async def _answer(self, request: Request, rest: bool, control: bool = False) -> Response:
         """The REST API's answer, or the console's; a throttled send's after its wait."""
@@ -248,3 +259,10 @@ class HttpListener:
 
 def _json(value) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _request(writer, method: str, path: str, url, headers: dict, body: bytes) -> Request:
+    peer = writer.get_extra_info("peername")
+    return Request(method, path, {k: v[0] for k, v in parse_qs(url.query).items()}, headers, body,
+                   f"{peer[0]}:{peer[1]}" if peer else "", path.strip("/").split("/"),
+                   "https" if writer.get_extra_info("sslcontext") else "http")

@@ -10,8 +10,9 @@ from kafka_wire.eventhubs.rights import LISTEN, MANAGE, SEND
 from kafka_wire.eventhubs.door import AuthorizationHeader, Refused
 from kafka_wire.rest import refusals
 from kafka_wire.eventhubs.schema_registry import SchemaRegistry
-from kafka_wire.rest import management, schemas, send
+from kafka_wire.rest import arm, management, schemas, send
 from kafka_wire.rest.http import Later, Request, Response, error
+from kafka_wire.rest.management.common import MAX_BODY as MANAGEMENT_MAX_BODY
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -80,6 +81,32 @@ class RestApi:
             partition, publisher = (segs[2], None) if low[1] == "partitions" else (None, segs[2])
             return send.send(self, request, segs[0], partition, publisher)
         return error(404, f"no Event Hubs API at {request.path}")
+
+    def refuse_unread(self, request: Request, size: int) -> Response | None:
+        """The answer to a request whose body of ``size`` bytes is not read yet, where
+        its head alone refuses it: the listener asks before reading a large body, so a
+        client without a credential cannot make the broker hold one (up to the
+        listener's 64 MiB, on each of its connections). Management and the Schema
+        Registry take at most 1 MiB; a send, what its namespace allows, from whom may send."""
+        low = [s.lower() for s in request.segments]
+        if low[0] == "subscriptions":
+            if size > MANAGEMENT_MAX_BODY:
+                return arm.fail(413, "RequestTooLarge", f"the request body is {size} bytes: at most "
+                                                        f"{MANAGEMENT_MAX_BODY}")
+            return None
+        if low[0] == "$schemagroups":
+            if size > schemas.MAX_SCHEMA_BYTES:
+                return arm.fail(413, "RequestTooLarge", f"the schema is {size} bytes: at most "
+                                                        f"{schemas.MAX_SCHEMA_BYTES}")
+            return None
+        runtime, _principal, refused = self.authorize(request, request.segments[0], SEND)
+        if refused is not None:
+            return refused
+        limit = runtime.policy.max_publication_bytes()
+        if size > limit:
+            return error(413, f"the request body is {size} bytes; event hub "
+                              f"{request.segments[0]!r} accepts at most {limit} bytes per send")
+        return None
 
     def authorize(self, request: Request, hub: str | None, right: str, *, any_right: bool = False,
                   namespace_wide: bool = False) -> tuple[NamespaceRuntime | None, object, Response | None]:

@@ -14,6 +14,7 @@ before the body is read, however deep it nests.
 from __future__ import annotations
 
 import json
+import socket
 
 import pytest
 import requests
@@ -264,7 +265,6 @@ def test_numbers_in_paths_and_queries_of_any_shape(broker, segment):
 def test_a_content_length_that_is_not_a_number_is_answered(broker, length):
     """Content-Length "²" passed str.isdigit and failed int(): the connection's task died
     with a traceback and no answer. Now a 400 (413 for digits past the largest body)."""
-    import socket
     with socket.create_connection(("127.0.0.1", int(broker.http_url.rsplit(":", 1)[1])), timeout=20) as s:
         s.sendall(f"POST /{HUB}/messages HTTP/1.1\r\nHost: {HOST}\r\nContent-Length: {length}\r\n\r\n"
                   .encode("latin-1"))  # the listener reads a head as latin-1
@@ -330,3 +330,60 @@ def test_a_body_past_the_routes_largest_is_413_before_it_is_scanned(broker, name
     answer = _answered(broker, name, method, path, ctype, doc)
     assert answer.status_code == 413, (answer.status_code, answer.text[:300])
     assert answer.json()["error"]["code"] == "RequestTooLarge", answer.text[:300]
+
+
+WRONG_KEY = next(c for c in CREDENTIALS if c.kind == "wrong-key")
+HUGE = 60 << 20  # past every route's limit, under the listener's 64 MiB
+
+
+@pytest.mark.parametrize("case", [
+    ("REST send, no credential", "POST", f"/{HUB}/messages", None, 401, b"<Error><Code>401"),
+    ("REST send, a wrong key", "POST", f"/{HUB}/messages", "wrong", 401, b"<Error><Code>401"),
+    ("REST send, past the namespace's limit", "POST", f"/{HUB}/partitions/0/messages", "root", 413,
+     b"<Error><Code>413"),
+    ("management, past 1 MiB", "PUT", f"{NS_PATH}/eventhubs/huge{API}", "owner", 413,
+     b'{"error": {"code": "RequestTooLarge"'),
+    ("Schema Registry, past 1 MiB", "PUT", f"/$schemaGroups/wshapes/schemas/huge{SR}", "root", 413,
+     b'{"error": {"code": "RequestTooLarge"'),
+    ("console send, no credential", "POST", f"/api/namespaces/contoso/hubs/{HUB}/events", None, 401,
+     b'{"error"'),
+    ("console send, a wrong key", "POST", f"/api/namespaces/contoso/hubs/{HUB}/events", "wrong", 401,
+     b'{"error"'),
+    ("console sign-in, past 64 KiB", "POST", "/api/namespaces/contoso/token", None, 413, b'{"error"'),
+], ids=lambda c: c[0])
+def test_a_large_body_is_refused_on_its_head_alone(broker, case):
+    """The listener takes bodies up to 64 MiB and read each whole before any check: a
+    client without a credential could make the broker hold 64 MiB on each of its
+    connections. A body over 64 KiB is now read only once its head passed what can be
+    checked without it (credential, the route's limit); this head comes alone, its body
+    never, so only an answer on the head can arrive."""
+    _what, method, path, who, status, starts = case
+    auth = {None: "", "root": f"Authorization: {ROOT.token()}\r\n",
+            "wrong": f"Authorization: {WRONG_KEY.token()}\r\n",
+            "owner": f"Authorization: Bearer {broker.subscription_token}\r\n"}[who]
+    with socket.create_connection(("127.0.0.1", int(broker.http_url.rsplit(":", 1)[1])), timeout=20) as s:
+        s.sendall(f"{method} {path} HTTP/1.1\r\nHost: {HOST}\r\n{auth}Content-Type: application/json\r\n"
+                  f"Content-Length: {HUGE}\r\n\r\n".encode("latin-1"))
+        answer = b""
+        while True:  # the refusal closes the connection
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            answer += chunk
+    assert answer.startswith(f"HTTP/1.1 {status} ".encode()), answer[:300]
+    assert answer.split(b"\r\n\r\n", 1)[1].startswith(starts), answer[:600]
+    ok = requests.get(broker.http_url + "/health", timeout=20)  # and the broker serves on
+    assert ok.status_code == 200
+
+
+def test_a_large_body_whose_head_passes_is_read_and_served(broker):
+    """The other side of the check: over 64 KiB with a good credential, under the
+    namespace's limit, the send is read and served (checked twice, head and whole)."""
+    body = bytes(range(256)) * 800  # 200 KiB
+    answer = requests.post(broker.http_url + f"/{HUB}/partitions/0/messages", data=body, timeout=20,
+                           headers={"Host": HOST, "Authorization": ROOT.token()})
+    assert answer.status_code == 201, (answer.status_code, answer.text[:300])
+    sent = requests.post(broker.http_url + f"/api/namespaces/contoso/hubs/{HUB}/events", timeout=20,
+                         headers={"Authorization": ROOT.token()},
+                         json={"body": "x" * (100 << 10), "partition": 0})
+    assert sent.status_code == 201, (sent.status_code, sent.text[:300])
