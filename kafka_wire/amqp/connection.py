@@ -374,8 +374,7 @@ class AmqpConnection(asyncio.Protocol):
         self.settling.clear()
         self._forgotten.clear()
         if self.padder is not None:  # it holds receivers (and so proton's objects) by their tags
-            self.padder.payloads.clear()
-            self.padder.written.clear()
+            self.padder.clear()
         self.sessions.clear()
         self.links.clear()
         self._partial.clear()

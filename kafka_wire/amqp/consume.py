@@ -29,6 +29,7 @@ from kafka_wire.amqp.connection import (INTERNAL, INVALID_FIELD, NOT_ALLOWED, NO
                                        LinkHandler, refuse)
 from kafka_wire.amqp import georeplication
 from kafka_wire.amqp.messages import runtime_metric_annotations
+from kafka_wire.amqp.frames import run_tags_blob
 from kafka_wire.amqp.outgoing import batch_events
 from kafka_wire.amqp.nodes import entity_not_found, hub_for, open_link
 from kafka_wire.eventhubs import geo_offsets
@@ -235,6 +236,22 @@ def _tag_structs(names: list[bytes]) -> tuple:
     return _ffi.from_buffer("pn_bytes_t[]", words), blob
 
 
+def _run_tag_structs(first: int, n: int) -> tuple:
+    """Tags ``run_tag(first)`` .. ``run_tag(first + n - 1)`` as pn_delivery's arguments
+    (see _tag_structs), made in C loops: one buffer of their sixteen hex digits each."""
+    blob = run_tags_blob(first, n)
+    if not _TAGS_PACKABLE:
+        return [(16, _ffi.from_buffer(blob[i:i + 16])) for i in range(0, 16 * n, 16)], blob
+    base = int(_ffi.cast("uintptr_t", _ffi.from_buffer(blob)))
+    words = array("Q", chain.from_iterable(zip(repeat(16, n), range(base, base + 16 * n, 16))))
+    return _ffi.from_buffer("pn_bytes_t[]", words), blob
+
+
+def _tag_number(tag: bytes) -> int:
+    """The number of a receiver's delivery tag: ``e`` and digits, or a run's hex digits."""
+    return int(tag[1:]) if tag[:1] in (b"e", "e") else int(tag, 16)
+
+
 class ConsumeLink(LinkHandler):
     def __init__(self, conn: AmqpConnection, link, hub: str, partition: int, start: int,
                  epoch: int | None, key, principal=None) -> None:
@@ -298,7 +315,8 @@ class ConsumeLink(LinkHandler):
         # Proton gets each delivery empty and the padder puts the event in its transfer
         # frame (frames.FramePadder): proton copied each event twice, a quarter of this
         # path. One that does not fit in a frame the client takes goes through proton.
-        payloads = conn.padder.payloads
+        padder = conn.padder
+        payloads = padder.payloads
         most = conn.largest_spliced()
         while credit(impl) > 0 and conn.writable and not self.closed:
             if not self._backlog and not self._read():
@@ -316,16 +334,19 @@ class ConsumeLink(LinkHandler):
             first = conn.tags
             conn.tags = first + n
             numbers = range(first + 1, first + n + 1)
-            names = [b"e%d" % t for t in numbers]  # (not bare numbers: other nodes' replies use those)
+            carried = max(map(len, events)) > most
             # Every delivery made first, then each advanced in turn (proton's current delivery
             # is the first not yet advanced, the one pn_link_send writes to): the per-event
             # cffi calls run in map's C loop, not a Python loop's.
-            tag_structs, held = _tag_structs(names)  # (held: alive until the calls are done)
+            if not carried:  # one run for the padder, tagged by number (frames.run_tag)
+                tag_structs, held = _run_tag_structs(first + 1, n)
+            else:  # (not bare numbers: other nodes' replies use those)
+                names = [b"e%d" % t for t in numbers]
+                tag_structs, held = _tag_structs(names)  # (held: alive until the calls are done)
             deliveries = list(map(new_delivery, repeat(impl, n), tag_structs))
             del tag_structs, held
-            carried = max(map(len, events)) > most
             if not carried:
-                payloads.update(zip(names, zip(events, repeat(self), numbers)))
+                padder.add_run(self, first + 1, events)
                 deque(map(advance, repeat(impl, n)), 0)
             else:
                 for tag, number, event in zip(names, numbers, events):
@@ -421,7 +442,7 @@ class ConsumeLink(LinkHandler):
 
     def on_delivery(self, delivery) -> None:
         if delivery.updated:  # the client accepted (or released) an event: done with it
-            if self._sent and int(delivery.tag[1:]) >= self._sent_tags[0]:
+            if self._sent and _tag_number(delivery.tag) >= self._sent_tags[0]:
                 return  # still in _sent: settle_sent settles it (settling it twice would not do)
             delivery.settle()
 

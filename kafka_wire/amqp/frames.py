@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import logging
 import struct
+import sys
+from array import array
+from itertools import chain, repeat
 
 from kafka_wire.log_lines import RepeatedWarnings, client_address
 
@@ -34,15 +37,27 @@ class FramePadder:
     keeps the link's and session's state (ids, credit, windows, settlement)
     without copying the event twice, and the event goes into the transfer frame
     here, by the delivery's tag (unique on the connection) in :attr:`payloads`.
-    A transfer of one is recorded in :attr:`written` (its owner's last tag written)."""
+    A transfer of one is recorded in :attr:`written` (its owner's last tag written).
+
+    A receiver hands over a flow's events as one run instead (:meth:`add_run`):
+    consecutive tag numbers, each tag the number in sixteen hex digits (:func:`run_tag`;
+    text, as qpid-proton's Python binding decodes a tag as UTF-8).
+    Proton writes the run's transfers one after another, alike but for the
+    delivery-id and tag, which go up by one: where its output holds exactly those
+    bytes (checked in one compare against the frames made from the first), they
+    are written again padded with their events from templates in C loops, not
+    read frame by frame."""
 
     def __init__(self, peer: str = "?") -> None:
         self.peer = peer  # for the log line of a lost payload
         self._carry = b""
         self._header_done = False
-        self.payloads: dict[bytes, tuple] = {}  # tag -> (payload, owner, tag number)
+        # tag -> (payload, owner, tag number); a run's first tag number -> the _Run
+        self.payloads: dict = {}
+        self._runs: list[_Run] = []  # the runs in payloads, oldest first
         self.written: dict = {}  # owner -> the tag number of its last transfer written
         self.lost = 0  # empty transfers found without their payload (see _lose)
+        self.bulk = 0  # transfers of runs written in steps of more than one (see _run_frames)
 
     def feed(self, data) -> bytes:
         return b"".join(self.feed_parts(data))
@@ -102,7 +117,17 @@ class FramePadder:
                                 else:  # another link's transfer with that tag (it has a payload)
                                     payloads[tag] = entry
                                     payload = None
-                            elif items_end == pos + size:
+                            elif items_end != pos + size:
+                                pass  # another link's transfer (it has a payload)
+                            elif len(tag) == 16 and tag[0] == 0x30 and self._runs:
+                                # one of a run (add_run): it and the run's transfers after it
+                                # that proton wrote next, as expected, in one step
+                                took = self._run_frames(buf, view, pos, size, end, q, tag, out)
+                                if took:
+                                    pos = start = took
+                                    continue
+                                self._lose(tag)
+                            else:
                                 self._lose(tag)
                     # as parts, joined once with the rest of the output (no bytes made per frame):
                     # the frame's head to the list8's count written again in one pack, then the
@@ -138,6 +163,87 @@ class FramePadder:
             self._carry = buf[pos:]
         return out
 
+    def add_run(self, owner, first: int, events: list) -> None:
+        """``owner``'s ``events`` go out in the empty transfers of the deliveries tagged
+        ``run_tag(first)``, ``run_tag(first + 1)``, ... (proton writes them in that order)."""
+        run = _Run(owner, first, events)
+        self._runs.append(run)
+        self.payloads[first] = run
+
+    def _run_of(self, tag: bytes):
+        """(run, index) of the delivery ``tag`` names in a run, or None."""
+        try:
+            number = int(tag, 16)
+        except ValueError:
+            return None
+        for run in self._runs:
+            i = number - run.first
+            if 0 <= i < len(run.events):
+                return run, i
+        return None
+
+    def _run_written(self, run: _Run, i: int, k: int) -> None:
+        """Deliveries ``i`` to ``i + k - 1`` of ``run`` are written (and so all before them)."""
+        self.written[run.owner] = run.first + i + k - 1
+        if i + k >= len(run.events):
+            self._runs.remove(run)
+            self.payloads.pop(run.first, None)
+
+    def _run_frames(self, buf: bytes, view, pos: int, size: int, end: int, q: int, tag: bytes,
+                    out: list) -> int:
+        """The empty transfer at ``pos`` (its delivery-tag's vbin8 at ``q``), of a run's
+        delivery, padded with its event into ``out``, and with it every one of the run's
+        next transfers that proton wrote right after it as expected; the position after
+        the last one handled (0: the tag is in no run)."""
+        found = self._run_of(tag)
+        if found is None:
+            return 0
+        run, i = found
+        events = run.events
+        _, doff, kind, channel, descriptor, lsize, count = _HEAD14.unpack_from(buf, pos)
+        pad = 11 - count
+        items_end = pos + 13 + lsize
+        did = pos + 14 + _UINT_SKIP[buf[pos + 14]]  # after the handle: the delivery-id
+        k = 1
+        if buf[did] == 0x70 and q == did + 5:  # a uint (ids from 256 on): one length for all
+            first_id = _SIZE.unpack_from(buf, did + 1)[0]
+            k = min(len(events) - i, (end - pos) // size, 0x100000000 - first_id)
+        if k == 1:
+            payload = events[i]
+            out += (_HEAD14.pack(size + pad + len(payload), doff, kind, channel, descriptor, lsize + pad, 11),
+                    buf[pos + 14:items_end], _NULLS[pad], payload)
+            self._run_written(run, i, 1)
+            return pos + size
+        # Each of proton's frames: ``lead`` (its header to the delivery-id's constructor,
+        # the same in all) and a ``mid`` (the id, the tag, the fields after it)
+        lead = buf[pos:did + 1]
+        rest = buf[q + 18:items_end]
+        pack = _mid_struct(len(rest)).pack
+        number = run.first + i
+        mids = list(map(pack, range(first_id, first_id + k), repeat(_VBIN8_16, k), run_tags(number, k),
+                        repeat(rest, k)))
+        if buf[pos:pos + k * size] != lead + lead.join(mids):
+            # Something else between (a flow, another link's transfer): the run's frames up
+            # to it (the first one at least: the template is made from it)
+            lo, hi = 1, k - 1
+            while lo < hi:
+                m = (lo + hi + 1) // 2
+                if buf[pos:pos + m * size] == lead + lead.join(mids[:m]):
+                    lo = m
+                else:
+                    hi = m - 1
+            k = lo
+            del mids[k:]
+        self.bulk += k
+        payloads = events[i:i + k]
+        lengths = list(map(len, payloads))
+        after = buf[pos + 14:did + 1]  # the handle and the delivery-id's constructor
+        heads = {n: _HEAD14.pack(size + pad + n, doff, kind, channel, descriptor, lsize + pad, 11) + after
+                 for n in set(lengths)}
+        out += chain.from_iterable(zip(map(heads.__getitem__, lengths), mids, repeat(_NULLS[pad], k), payloads))
+        self._run_written(run, i, k)
+        return pos + k * size
+
     def _splice_any(self, buf, pos: int, size: int):
         """The payload for the transfer at ``pos``, in any encoding (decoded with
         proton), taken from :attr:`payloads` (None if it has none: a delivery proton
@@ -155,6 +261,13 @@ class FramePadder:
         except Exception:
             return None
         entry = self.payloads.get(tag)
+        if entry is None and len(tag) == 16 and tag[0] == 0x30 and used == size - buf[pos + 4] * 4:
+            found = self._run_of(tag)
+            if found is None:
+                return None
+            run, i = found
+            self._run_written(run, i, 1)
+            return run.events[i]
         if entry is None or (entry[0] is not None and used != size - buf[pos + 4] * 4):
             return None  # not ours, or another link's transfer with that tag (it has a payload)
         del self.payloads[tag]
@@ -172,8 +285,59 @@ class FramePadder:
     def forget(self, owner) -> None:
         """``owner``'s link has ended: drop the payloads proton did not write."""
         self.written.pop(owner, None)
-        for tag in [t for t, entry in self.payloads.items() if entry[1] is owner]:
+        for run in [run for run in self._runs if run.owner is owner]:
+            self._runs.remove(run)
+            del self.payloads[run.first]
+        for tag in [t for t, entry in self.payloads.items() if type(entry) is tuple and entry[1] is owner]:
             del self.payloads[tag]
+
+    def clear(self) -> None:
+        """The connection has closed: let go of every receiver."""
+        self.payloads.clear()
+        self._runs.clear()
+        self.written.clear()
+
+
+class _Run:
+    """A receiver's events for the consecutive tag numbers from ``first`` (add_run)."""
+    __slots__ = ("owner", "first", "events")
+
+    def __init__(self, owner, first: int, events: list) -> None:
+        self.owner, self.first, self.events = owner, first, events
+
+
+def run_tag(number: int) -> bytes:
+    """A run's delivery tag: the number in sixteen hex digits (under 2**60: "0" first,
+    which no "e"-tag has)."""
+    return b"%016x" % number
+
+
+def run_tags(first: int, n: int) -> list:
+    """``run_tag`` of ``first`` .. ``first + n - 1``, made in C loops: the numbers'
+    big-endian bytes in hex, then cut in sixteens."""
+    text = run_tags_blob(first, n)
+    return list(map(text.__getitem__, map(slice, range(0, 16 * n, 16), range(16, 16 * n + 16, 16))))
+
+
+def run_tags_blob(first: int, n: int) -> bytes:
+    """The same tags joined (one buffer for proton's pn_delivery arguments)."""
+    numbers = array("Q", range(first, first + n))
+    if sys.byteorder == "little":
+        numbers.byteswap()
+    return numbers.tobytes().hex().encode()
+
+
+_VBIN8_16 = b"\xa0\x10"  # a run tag's constructor and length (sixteen bytes)
+_MIDS: dict[int, struct.Struct] = {}
+
+
+def _mid_struct(rest: int) -> struct.Struct:
+    """A run's transfer from its delivery-id on: the id (a uint's four bytes), the tag's
+    vbin8 head, the tag, and ``rest`` bytes of the fields after it."""
+    mid = _MIDS.get(rest)
+    if mid is None:
+        mid = _MIDS[rest] = struct.Struct(f">I2s16s{rest}s")
+    return mid
 
 
 def _is_transfer(buf, pos: int, size: int) -> bool:
