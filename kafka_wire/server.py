@@ -54,6 +54,10 @@ _SCRATCH = 256 * 1024
 # fills it: idle connections (most of a thousand) then cost KiBs, not 256 KiB.
 _SCRATCH_IDLE = 16 * 1024
 _LEN = struct.Struct(">i")
+# Until SASL succeeds on a namespace that requires it, frames stop here (Apache Kafka's
+# sasl.server.max.receive.size): a client without a credential cannot make the broker
+# buffer max_request_bytes (100 MiB) on each of its connections.
+PRE_AUTH_MAX_BYTES = 512 * 1024
 _JOIN_PIECES_BELOW = 256  # answers held in pieces averaging under this many bytes leave joined
 _conn_ids = itertools.count(1)
 _clock = time.perf_counter
@@ -102,6 +106,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._close_timer: asyncio.TimerHandle | None = None
         self.last_client_id: str | None = None
         self.last_active = _monotonic()  # for connections_max_idle_ms
+        self._pre_auth = False  # frames held to PRE_AUTH_MAX_BYTES until a SASL login
 
     # -- asyncio protocol ------------------------------------------------
     def connection_made(self, transport) -> None:
@@ -110,6 +115,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         peer_text = f"{peer[0]}:{peer[1]}" if peer else "?"
         default = self.services.namespaces.get(self.services.default_namespace)
         limit = default.request_limit(self.max_request) if default is not None else self.max_request
+        self._pre_auth = default is not None and default.door.requires_auth and limit > PRE_AUTH_MAX_BYTES
+        if self._pre_auth:  # (a SASL login sets the namespace's limit)
+            limit = PRE_AUTH_MAX_BYTES
         self.state = ConnectionState(peer=peer_text, connection_id=next(_conn_ids),
                                      max_request_bytes=limit)
         self.server.connections.add(self)
@@ -225,6 +233,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         return None
 
     def _too_large(self, size: int) -> str:
+        if self._pre_auth and not self.state.authenticated:
+            return (f"a request frame of {size} bytes before SASL authentication: at most "
+                    f"{PRE_AUTH_MAX_BYTES} until it succeeds (Kafka's sasl.server.max.receive.size)")
         if size <= self.max_request:  # under the broker's limit: the namespace's frame limit
             return self.services.auth.large_frame(self.state, size, self.services.default_namespace)
         return f"request of {size} bytes exceeds max_request_bytes={self.max_request}"
