@@ -110,19 +110,34 @@ def _refusal(status: int, text: str) -> bytes:
 
 
 class FrameReader:
-    """Client frames in, whole messages out: ``feed`` returns [(opcode, payload)]
-    with continuation frames joined; raises WebSocketError for what must close."""
+    """Client frames in, their payloads out: ``feed`` returns [(opcode, payload)].
+    A binary message's payload comes out in pieces as its bytes arrive (AMQP is a
+    byte stream: holding a message until its last frame let any client, before it
+    authenticated, make the broker hold :data:`MAX_MESSAGE` on each connection);
+    a control frame comes out whole (at most 125 bytes, RFC 6455 5.5). Raises
+    WebSocketError for what must close."""
 
     def __init__(self) -> None:
         self._buf = bytearray()
-        self._message = bytearray()
-        self._opcode: int | None = None
+        self._left = 0        # payload bytes of the data frame being read, not yet arrived
+        self._mask = b""      # its mask, turned to the next byte's place
+        self._in_message = False  # a binary message begun, its final frame not yet read
+        self._message_bytes = 0
 
     def feed(self, data: bytes) -> list[tuple[int, bytes]]:
-        self._buf += data
-        out: list[tuple[int, bytes]] = []
         buf = self._buf
-        while len(buf) >= 2:
+        buf += data
+        out: list[tuple[int, bytes]] = []
+        while buf:
+            if self._left:  # inside a data frame: what has come of its payload, unmasked
+                n = min(self._left, len(buf))
+                out.append((BINARY, unmask(bytes(buf[:n]), self._mask)))
+                del buf[:n]
+                self._left -= n
+                self._mask = self._mask[n % 4:] + self._mask[:n % 4]
+                continue
+            if len(buf) < 2:
+                break
             b0, b1 = buf[0], buf[1]
             fin, opcode, masked, n = b0 & 0x80, b0 & 0x0F, b1 & 0x80, b1 & 0x7F
             pos = 2
@@ -138,26 +153,28 @@ class FrameReader:
                 raise WebSocketError("a client frame without a mask", 1002)
             if b0 & 0x70:
                 raise WebSocketError("reserved bits set (no extension was agreed)", 1002)
-            if n + len(self._message) > MAX_MESSAGE:
-                raise WebSocketError(f"a message over {MAX_MESSAGE} bytes", 1009)
-            if len(buf) < pos + 4 + n:
-                break
-            payload = unmask(bytes(buf[pos + 4:pos + 4 + n]), bytes(buf[pos:pos + 4]))
-            del buf[:pos + 4 + n]
-            if opcode >= 0x8:  # control frames may come between fragments
-                out.append((opcode, payload))
+            if opcode >= 0x8:  # control frames may come between fragments, whole
+                if n > 125 or not fin:
+                    raise WebSocketError("a control frame over 125 bytes or fragmented", 1002)
+                if len(buf) < pos + 4 + n:
+                    break
+                out.append((opcode, unmask(bytes(buf[pos + 4:pos + 4 + n]), bytes(buf[pos:pos + 4]))))
+                del buf[:pos + 4 + n]
                 continue
             if opcode == TEXT:
                 raise WebSocketError("a text frame: AMQP travels in binary messages", 1003)
-            if opcode not in (BINARY, CONTINUATION) or \
-                    (opcode == CONTINUATION) != (self._opcode is not None):
+            if opcode not in (BINARY, CONTINUATION) or (opcode == CONTINUATION) != self._in_message:
                 raise WebSocketError(f"unexpected frame opcode 0x{opcode:x}", 1002)
-            self._message += payload
-            self._opcode = BINARY
-            if fin:
-                out.append((BINARY, bytes(self._message)))
-                self._message.clear()
-                self._opcode = None
+            if opcode == BINARY:
+                self._message_bytes = 0
+            if n + self._message_bytes > MAX_MESSAGE:
+                raise WebSocketError(f"a message over {MAX_MESSAGE} bytes", 1009)
+            if len(buf) < pos + 4:
+                break
+            self._mask = bytes(buf[pos:pos + 4])
+            del buf[:pos + 4]
+            self._left = n
+            self._in_message, self._message_bytes = not fin, self._message_bytes + n
         return out
 
 
