@@ -186,6 +186,7 @@ class AmqpConnection(asyncio.Protocol):
         # Receivers holding deliveries to settle once proton has written them (consume.py)
         self.settling: set = set()
         self.tags = 0  # the last delivery tag a receiver used: unique on the connection (frames.py)
+        self.run_tags = None  # where receivers' run tags are made for proton (consume.RunTagSlots)
         self._forgotten: list = []  # ended receivers whose unwritten payloads go after a flush
         # What proton holds for the peer until we free it: sessions with their links.
         self.sessions: dict[object, set] = {}

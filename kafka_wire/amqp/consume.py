@@ -236,15 +236,32 @@ def _tag_structs(names: list[bytes]) -> tuple:
     return _ffi.from_buffer("pn_bytes_t[]", words), blob
 
 
-def _run_tag_structs(first: int, n: int) -> tuple:
-    """Tags ``run_tag(first)`` .. ``run_tag(first + n - 1)`` as pn_delivery's arguments
-    (see _tag_structs), made in C loops: one buffer of their sixteen hex digits each."""
-    blob = run_tags_blob(first, n)
-    if not _TAGS_PACKABLE:
-        return [(16, _ffi.from_buffer(blob[i:i + 16])) for i in range(0, 16 * n, 16)], blob
-    base = int(_ffi.cast("uintptr_t", _ffi.from_buffer(blob)))
-    words = array("Q", chain.from_iterable(zip(repeat(16, n), range(base, base + 16 * n, 16))))
-    return _ffi.from_buffer("pn_bytes_t[]", words), blob
+class RunTagSlots:
+    """A connection's buffer for a run's tags and the pn_bytes_t array pointing into it,
+    made once (grown when a flow is larger) and filled per flow with one copy:
+    pn_delivery copies its tag, so the next flow may write over them. Building the
+    array per flow cost more than the pn_delivery calls it feeds."""
+
+    def __init__(self) -> None:
+        self.size = 0
+        self.text = self.words = self.structs = None
+
+    def tags(self, first: int, n: int):
+        """``run_tag(first)`` .. ``run_tag(first + n - 1)`` as pn_delivery's arguments."""
+        if n > self.size:
+            size = max(n, 2 * self.size, 256)
+            self.text = _ffi.new("char[]", 16 * size)
+            if _TAGS_PACKABLE:
+                base = int(_ffi.cast("uintptr_t", self.text))
+                self.words = array("Q", chain.from_iterable(zip(repeat(16, size), range(base, base + 16 * size, 16))))
+                self.structs = _ffi.from_buffer("pn_bytes_t[]", self.words)
+            else:
+                self.structs = _ffi.new("pn_bytes_t[]", size)
+                for i in range(size):
+                    self.structs[i].size, self.structs[i].start = 16, self.text + 16 * i
+            self.size = size
+        _ffi.memmove(self.text, run_tags_blob(first, n), 16 * n)
+        return self.structs[0:n]
 
 
 def _tag_number(tag: bytes) -> int:
@@ -339,7 +356,9 @@ class ConsumeLink(LinkHandler):
             # is the first not yet advanced, the one pn_link_send writes to): the per-event
             # cffi calls run in map's C loop, not a Python loop's.
             if not carried:  # one run for the padder, tagged by number (frames.run_tag)
-                tag_structs, held = _run_tag_structs(first + 1, n)
+                if conn.run_tags is None:
+                    conn.run_tags = RunTagSlots()
+                tag_structs, held = conn.run_tags.tags(first + 1, n), None
             else:  # (not bare numbers: other nodes' replies use those)
                 names = [b"e%d" % t for t in numbers]
                 tag_structs, held = _tag_structs(names)  # (held: alive until the calls are done)
