@@ -140,6 +140,7 @@ bench: $(BENCH_STAMP)
 	$(PY) -m bench.amqp_limits
 	$(PY) -m bench.durability $(filter --quick,$(BENCH_ARGS))
 	$(PY) -m bench.partitions $(filter --quick,$(BENCH_ARGS))
+	$(PY) -m bench.small_events $(filter --quick,$(BENCH_ARGS))
 
 # Each client SDK's tests against its oldest supported and its newest release, in
 # throwaway virtualenvs and npm prefixes under .venv-compat/ (docs/compat.md); not part of
