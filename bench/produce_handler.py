@@ -20,6 +20,9 @@ the connection's glue, per request, without the socket, librdkafka or the event 
 
     python -m bench.produce_handler [--repeat 5] [--modes fetch] [--against /path/to/other/tree]
 
+BENCH_PROFILE=1 in the environment adds, per mode and tree, one pass under cProfile: its
+top functions by own time, to stderr.
+
 ``--against`` runs the same measurement on another checkout (for example
 ``git worktree add /tmp/before <commit>``) in alternation, and prints the ratio.
 """
@@ -256,6 +259,16 @@ def child(mode: str, calls: int) -> None:
                     handler(request, ctx)
                 rounds.append((clock() - t0) / calls * 1e6)
         gc.enable()
+        if os.environ.get("BENCH_PROFILE"):  # as fetch_child: one more pass under cProfile
+            import cProfile
+            import pstats
+            prof = cProfile.Profile()
+            prof.enable()
+            for _ in range(calls):
+                for request, ctx, _parts in captured:
+                    handler(request, ctx)
+            prof.disable()
+            pstats.Stats(prof, stream=sys.stderr).sort_stats("tottime").print_stats(30)
     shutil.rmtree(work, ignore_errors=True)  # the spread runs write hundreds of MB
     print(f"{statistics.median(rounds)} {parts}")
 
@@ -266,6 +279,8 @@ def measure(tree: Path, mode: str) -> tuple[float, int]:
                          capture_output=True, text=True, timeout=600)
     if out.returncode:
         raise RuntimeError(f"{tree}: {out.stderr[-2000:]}")
+    if os.environ.get("BENCH_PROFILE"):  # (the child's profile: captured with its output)
+        sys.stderr.write(f"=== {mode} in {tree}\n{out.stderr}")
     us, parts = out.stdout.split()[-2:]
     return float(us), int(parts)
 
