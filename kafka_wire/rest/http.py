@@ -65,5 +65,3 @@ def nesting(text: str) -> int:
         elif ch in "]}":
             depth -= 1
     return deepest
-
-
