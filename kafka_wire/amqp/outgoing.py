@@ -189,20 +189,43 @@ def _uniform(recs, count: int, base: int, skip: int, position_base: int, tail: b
         return None
     first = list(chain.from_iterable(starts))
     after = list(map(n.__add__, first))
-    cut = recs.__getitem__
-    if b"".join(map(cut, map(slice, chain((0,), after), chain(first, (at,))))) != b"".join(pieces)[1:] + b"\x00":
+    if _between(recs, first, after, at) != b"".join(pieces)[1:] + b"\x00":
         return None
+    cut = recs.__getitem__
     if skip >= count:
         return []
-    values = list(map(cut, map(slice, first[skip:], after[skip:])))
-    texts = list(map(b"%d".__mod__, range(position_base + skip, position_base + count)))  # (count < _LAST)
+    last = tail + (_DATA8[n] if n < 256 else _DATA32 + _I32.pack(n))
+    return _messages(base, skip, count, position_base, repeat(last), map(cut, map(slice, first[skip:], after[skip:])))
+
+
+def _between(recs, first: list[int], after: list[int], at: int) -> bytes:
+    """The bytes before, between and after the values (which start at ``first``,
+    end at ``after``; the records end at ``at``), joined. As bytes, not views: a
+    view is an object the cyclic GC tracks, and a batch's worth of them alive at
+    once sets off collections (a full one, in a broker's large heap, now and then)."""
+    return b"".join(map(bytes, map(recs.__getitem__, map(slice, chain((0,), after), chain(first, (at,))))))
+
+
+# Offset deltas as the last six digits of an offset's text (EVENTS_PER_POSITION: 10**6)
+_DIGITS6 = [b"%06d" % n for n in range(len(_ZZ))]
+
+
+def _messages(base: int, skip: int, count: int, position_base: int, *rest) -> list[bytes]:
+    """The messages of offset deltas ``skip`` to ``count`` (below 8,192): each the
+    annotations up to its offset's text, then a piece of each of ``rest`` (the
+    enqueued time, the data section's head, the value)."""
+    if position_base:  # every offset's text is the position's and six digits of the delta
+        digits = b"%d" % (position_base // rb.EVENTS_PER_POSITION)
+        size = len(digits) + 6
+        return list(map(b"".join, zip(repeat(_ANNOTATIONS_MAP32 + _II.pack(_ENTRIES + size + 4, 6) + _SEQ_LONG),
+                                      map(_I64.pack, range(base + skip, base + count)),
+                                      repeat(_OFFSET_STR8 + bytes((size,)) + digits), _DIGITS6[skip:count], *rest)))
+    texts = list(map(b"%d".__mod__, range(skip, count)))
     sizes = list(map(len, texts))
     heads = {size: _ANNOTATIONS_MAP32 + _II.pack(_ENTRIES + size + 4, 6) + _SEQ_LONG for size in set(sizes)}
-    last = tail + (_DATA8[n] if n < 256 else _DATA32 + _I32.pack(n))
     return list(map(b"".join, zip(map(heads.__getitem__, sizes),
-                                  map(_SEQ_OFFSET.pack, range(base + skip, base + count), repeat(_OFFSET_STR8),
-                                      sizes),
-                                  texts, repeat(last), values)))
+                                  map(_SEQ_OFFSET.pack, range(base + skip, base + count), repeat(_OFFSET_STR8), sizes),
+                                  texts, *rest)))
 
 
 class SharedEvents:
