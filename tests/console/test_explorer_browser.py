@@ -46,28 +46,39 @@ def _wait_rows(driver, predicate):
     return WebDriverWait(driver, WAIT_S).until(lambda d: predicate(_rows(d)) and _rows(d))
 
 
+def _fresh(driver, read):
+    """``read(driver)``, again if the page redrew what it found before it was read or
+    clicked (the overview and the events table are redrawn live: an element found just
+    before a redraw is stale after it), or until it is there; at most WAIT_S."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    got = []
+    WebDriverWait(driver, WAIT_S, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)).until(
+        lambda d: got.append(read(d)) or True)
+    return got[-1]
+
+
+def _text(driver, css: str) -> str:
+    from selenium.webdriver.common.by import By
+
+    return _fresh(driver, lambda d: d.find_element(By.CSS_SELECTOR, css).text)
+
+
 def _click(driver, css: str) -> None:
     """Click ``css`` after scrolling it to the middle (the events table's header sticks
     to the top of its scrolling box and would take a click at its edge)."""
     from selenium.webdriver.common.by import By
 
-    element = driver.find_element(By.CSS_SELECTOR, css)
-    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
-    element.click()
-
-
-def _click_fresh(driver, css: str) -> None:
-    """Find ``css`` and click it, again if the page redrew it in between (the overview is
-    redrawn live: an element found just before a redraw is stale when clicked)."""
-    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    WebDriverWait(driver, WAIT_S, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)).until(
-        lambda d: d.find_element(By.CSS_SELECTOR, css).click() or True)
+    def click(d):
+        element = d.find_element(By.CSS_SELECTOR, css)
+        d.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
+        element.click()
+    _fresh(driver, click)
 
 
 def _text_fresh(driver, css: str, wanted: str) -> bool:
+    """Wait until ``css`` shows ``wanted``, found again whenever the page redrew it."""
     from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
@@ -85,11 +96,13 @@ def _set(driver, element_id: str, value: str) -> None:
 
 
 def test_explorer_browses_jumps_filters_follows_and_sends(tmp_path, chromium):
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     driver = chromium
-    wait = WebDriverWait(driver, WAIT_S)
+    # (stale elements too: the page redraws live, so one found may be gone when read)
+    wait = WebDriverWait(driver, WAIT_S, ignored_exceptions=(StaleElementReferenceException,))
     with EmulatedBroker(tmp_path / "data", http=True) as broker:
         broker.create_hub("orders", 2)
         bootstrap = broker.bootstrap_servers
@@ -115,14 +128,12 @@ def test_explorer_browses_jumps_filters_follows_and_sends(tmp_path, chromium):
         _set(driver, "ex-count", "100")
         driver.find_element(By.ID, "ex-go").click()
         _wait_rows(driver, lambda rows: len(rows) == 32)
-        badges = [b.text for b in driver.find_elements(By.CSS_SELECTOR, "#ex-events tbody .fmt")]
+        badges = _fresh(driver, lambda d: [b.text for b in d.find_elements(By.CSS_SELECTOR, "#ex-events tbody .fmt")])
         assert badges[:30] == ["JSON"] * 30 and badges[30:] == ["TEXT", "BINARY"]
-        text_row = driver.find_element(By.CSS_SELECTOR, '#ex-events tr[data-seq="30"]')
-        assert "a note in plain text: käse" in text_row.text
+        assert "a note in plain text: käse" in _text(driver, '#ex-events tr[data-seq="30"]')
         # Expanded: JSON as a tree, binary as a hex dump, headers listed.
         _click(driver, '#ex-events tr[data-seq="31"] button.expand')
-        hexdump = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#ex-events pre.hex"))
-        assert hexdump.text.splitlines()[0].startswith("00000000  00 01 02 03")
+        assert _text(driver, "#ex-events pre.hex").splitlines()[0].startswith("00000000  00 01 02 03")
         # Download body: the blob the page hands to the browser holds the body's bytes.
         driver.execute_script("window.__blobs = []; const make = URL.createObjectURL.bind(URL);"
                               "URL.createObjectURL = (b) => { window.__blobs.push(b); return make(b); };")
@@ -135,9 +146,9 @@ def test_explorer_browses_jumps_filters_follows_and_sends(tmp_path, chromium):
             "look();")
         assert bytes(downloaded) == bytes(range(48))
         _click(driver, '#ex-events tr[data-seq="5"] button.expand')
-        tree = wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#ex-events .json"))
-        assert '"customer"' in tree.text and '"tier": "gold"' in tree.text
-        detail = driver.find_element(By.CSS_SELECTOR, "#ex-events tr.detail").text
+        tree = _text(driver, "#ex-events .json")
+        assert '"customer"' in tree and '"tier": "gold"' in tree
+        detail = _text(driver, "#ex-events tr.detail")
         assert "trace-id" in detail and "00000005" in detail and "customer-0" in detail
 
         # Jump to a sequence number; the URL keeps it, so a reload shows the same page.
@@ -212,17 +223,19 @@ def test_explorer_browses_jumps_filters_follows_and_sends(tmp_path, chromium):
         assert [name for name, _ in msg.headers()][:2] == ["source", "attempt"]
         driver.find_element(By.ID, "send-show").click()
         _wait_rows(driver, lambda rows: rows == [0])
-        assert driver.find_element(By.CSS_SELECTOR, '#ex-events tr[data-seq="0"]').get_attribute("class") == "mark"
+        assert _fresh(driver, lambda d: d.find_element(By.CSS_SELECTOR, '#ex-events tr[data-seq="0"]')
+                      .get_attribute("class")) == "mark"
 
         # A group's checkpoint links to the events around it, the next to read marked.
         driver.find_element(By.ID, "tab-overview").click()
-        _click_fresh(driver, 'details[data-group="billing"] > summary')
+        _click(driver, 'details[data-group="billing"] > summary')
         assert _text_fresh(driver, 'details[data-group="billing"] tbody a', "12")
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, 'canvas[data-lag-chart="billing"]'))
-        _click_fresh(driver, 'details[data-group="billing"] tbody a')
+        _click(driver, 'details[data-group="billing"] tbody a')
         rows = _wait_rows(driver, lambda rows: rows[:1] == [7])
         assert 12 in rows
-        assert driver.find_element(By.CSS_SELECTOR, '#ex-events tr[data-seq="12"]').get_attribute("class") == "mark"
+        assert _fresh(driver, lambda d: d.find_element(By.CSS_SELECTOR, '#ex-events tr[data-seq="12"]')
+                      .get_attribute("class")) == "mark"
 
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         assert not errors, f"JavaScript errors in the console page: {errors}"
@@ -238,11 +251,12 @@ def test_explorer_browses_jumps_filters_follows_and_sends(tmp_path, chromium):
 
 
 def test_a_namespace_with_auth_shows_nothing_until_signed_in(tmp_path, chromium):
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
     driver = chromium
-    wait = WebDriverWait(driver, WAIT_S)
+    wait = WebDriverWait(driver, WAIT_S, ignored_exceptions=(StaleElementReferenceException,))
     with EmulatedBroker(tmp_path / "data", config_file=MULTI_TOML, http=True) as broker:
         driver.get(broker.http_url + "/#/contoso/orders/events?partition=0")
         wait.until(lambda d: d.find_element(By.ID, "signin").is_displayed())
