@@ -24,7 +24,7 @@ partition, the sequence numbers (offsets) 0..n-1 in order, once each, with
 n the events acknowledged to that partition. Writes JSON to bench/results/.
 
     python -m bench.amqp [--quick] [--events N] [--size 1024] [--spread 0.5] [--partitions 2]
-                         [--receivers 2] [--repeat 3]
+                         [--receivers 2] [--repeat 3] [--receive-only]
 
 ``--spread`` sends events of sizes drawn within ``--size`` ± that fraction (1,000 seeded
 bodies in turn), as applications' events differ: the broker's send path has a shortcut
@@ -34,6 +34,12 @@ for a batch of events all of one size, which the default (one body) takes.
 at once (``$Default``, no owner level), under one meter, each checked as above; its broker
 CPU is per event delivered (N x events), printed beside one receiver's of the same round,
 as receivers of one partition share each batch's encoded messages (amqp/outgoing.SharedEvents).
+
+``--receive-only`` measures the AMQP receive alone, for before/after figures of the receive
+path with less noise and time: one hub is written once (untimed), then read from ``-1`` by a
+new client (new connection) once untimed as a warm-up and ``--repeat`` times timed; it prints
+the broker's and the SDK's CPU per event received and their ratio, median (min-max), each
+read checked as above. ``--receivers`` does not apply.
 """
 from __future__ import annotations
 
@@ -444,6 +450,43 @@ def loadavg() -> float:
         return float("nan")
 
 
+def receive_only(count: int, size: int, partitions: int, spread: float, repeat: int) -> int:
+    """``--receive-only``: one hub written once, then read ``repeat`` times after a warm-up read."""
+    work = Path(tempfile.mkdtemp(prefix="bench-amqp-"))
+    load_before = loadavg()
+    b = start_broker(work)
+    rounds: list[dict] = []
+    try:
+        create_hub(b.bootstrap, "receive", partitions)
+        sent = amqp_send(b, "receive", count, size, partitions, spread)
+        amqp_receive(b, "receive", count, size, partitions, spread=spread)  # warm-up
+        for i in range(1, repeat + 1):
+            r = amqp_receive(b, "receive", count, size, partitions, spread=spread)
+            r["verified"] = (r["read"] == count and r["in_order"]
+                             and r["read_per_partition"] == sent["acked_per_partition"])
+            print(f"receive {i}/{repeat}: broker {r['broker_cpu_s_per_100k'] * 1e6 / PER:.3f} us/event, "
+                  f"client {r['client_cpu_s_per_100k'] * 1e6 / PER:.3f} us/event, "
+                  f"{r['broker_over_client']:.1%}, {r['events_per_s']:,.0f} events/s", flush=True)
+            rounds.append(r)
+    finally:
+        b.stop()
+    load_after = loadavg()
+
+    def line(label: str, vals: list, fmt: str) -> str:
+        return (f"{label:36}{format(statistics.median(vals), fmt):>10} "
+                f"({format(min(vals), fmt)}-{format(max(vals), fmt)})")
+
+    print(f"\nAMQP receive only: {count:,} events x {size} B, {partitions} partitions, median (min-max) of "
+          f"{repeat} read(s); load average {load_before:.2f} before, {load_after:.2f} after")
+    print(line("broker CPU us per event", [r["broker_cpu_s_per_100k"] * 1e6 / PER for r in rounds], ".3f"))
+    print(line("client CPU us per event", [r["client_cpu_s_per_100k"] * 1e6 / PER for r in rounds], ".3f"))
+    print(line("broker / client CPU", [r["broker_over_client"] for r in rounds], ".1%"))
+    print(line("events/s", [r["events_per_s"] for r in rounds], ",.0f"))
+    verified = all(r["verified"] for r in rounds)
+    print("\nacknowledged == read back (per partition, sequence numbers 0..n-1 in order):", verified)
+    return 0 if verified else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.amqp", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -458,8 +501,12 @@ def main(argv: list[str] | None = None) -> int:
                          "in one consumer group); figures per event delivered (default 1: not run)")
     ap.add_argument("--repeat", type=int, default=3, help="rounds (default 3); figures are medians")
     ap.add_argument("--no-json", action="store_true", help="do not write bench/results/")
+    ap.add_argument("--receive-only", action="store_true",
+                    help="write one hub once, then time only its AMQP receive, --repeat times")
     args = ap.parse_args(argv)
     count = args.events or (20_000 if args.quick else 100_000)
+    if args.receive_only:
+        return receive_only(count, args.size, args.partitions, args.spread, args.repeat)
 
     work = Path(tempfile.mkdtemp(prefix="bench-amqp-"))
     rounds: list[dict] = []
