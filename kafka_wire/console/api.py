@@ -62,23 +62,24 @@ class ConsoleApi:
             (len(segs) == 6 and segs[:2] == ["api", "namespaces"] and segs[3] == "hubs"
              and segs[5] == "events")
 
-    def refuse_unread(self, segs: list[str], headers: dict, peer: str, size: int) -> Response | None:
+    def refuse_unread(self, segs: list[str], headers: dict, peer: str, size: int,
+                      signed_in: dict | None = None) -> Response | None:
         """The answer to a POST whose body of ``size`` bytes is not read yet, where its
         head alone refuses it (the listener asks before reading a large body): a
-        sign-in past :data:`TOKEN_MAX_BODY`, or a send its credential does not allow."""
+        sign-in past :data:`TOKEN_MAX_BODY`, or a send its credential does not allow.
+        ``signed_in``: the request's, so its :meth:`post` does not sign in again."""
         if segs[-1] == "token":
-            return refuse(413, f"a sign-in's body is at most {TOKEN_MAX_BODY} bytes") \
-                if size > TOKEN_MAX_BODY else None
+            return _sign_in_too_large(size)
         return self._hub(segs[1], segs[3], headers, peer, f"console send to {segs[1]}/{segs[3]}",
-                         (SEND,))[3]
+                         (SEND,), signed_in)[3]
 
     # -- who may see what --------------------------------------------------------------------
-    def _principal(self, ns: str, headers: dict, peer: str, what: str):
+    def _principal(self, ns: str, headers: dict, peer: str, what: str, signed_in: dict | None = None):
         """(runtime, principal, None) or (runtime or None, None, the refusal)."""
         runtime = self.services.namespaces.get(ns)
         if runtime is None:
             return None, None, refuse(404, f"namespace {ns!r} is not served here: see /api/namespaces")
-        principal, status, why = authenticate_request(runtime, headers, peer, what)
+        principal, status, why = authenticate_request(runtime, headers, peer, what, signed_in)
         if why is not None:
             # token_refused: the token itself is missing, wrong or expired (the console
             # forgets it), as against a good token without the right (it keeps that one).
@@ -86,8 +87,9 @@ class ConsoleApi:
                                          token_refused=status == 401)
         return runtime, principal, None
 
-    def _hub(self, ns: str, hub: str, headers: dict, peer: str, what: str, rights=_ANY):
-        runtime, principal, refused = self._principal(ns, headers, peer, what)
+    def _hub(self, ns: str, hub: str, headers: dict, peer: str, what: str, rights=_ANY,
+             signed_in: dict | None = None):
+        runtime, principal, refused = self._principal(ns, headers, peer, what, signed_in)
         if refused is not None:
             return None, None, None, refused
         view = runtime.topics.get(hub)
@@ -239,13 +241,15 @@ class ConsoleApi:
         return None if registry is None else registry.schemas.get
 
     # -- POST --------------------------------------------------------------------------------
-    def post(self, segs: list[str], headers: dict, peer: str, body: bytes) -> Response | Later:
+    def post(self, segs: list[str], headers: dict, peer: str, body: bytes,
+             signed_in: dict | None = None) -> Response | Later:
         if segs[-1] == "token":  # the body is the credential: it is read to be checked
-            if len(body) > TOKEN_MAX_BODY:
-                return refuse(413, f"a sign-in's body is at most {TOKEN_MAX_BODY} bytes")
+            refused = _sign_in_too_large(len(body))  # (the listener asks before reading
+            if refused is not None:                  # only for large bodies)
+                return refused
             doc, refused = _body(body)
             return refused or self._token(segs[1], doc, peer)
-        return self._send(segs[1], segs[3], body, headers, peer)
+        return self._send(segs[1], segs[3], body, headers, peer, signed_in)
 
     def _token(self, ns: str, doc: dict, peer: str) -> Response:
         """A token for the console to send: a SAS token made from a connection string,
@@ -282,9 +286,10 @@ class ConsoleApi:
                        "rights": sorted(principal.rights), "hub": principal.hub,
                        "expires_s": principal.expires_s})
 
-    def _send(self, ns: str, hub: str, body: bytes, headers: dict, peer: str) -> Response | Later:
+    def _send(self, ns: str, hub: str, body: bytes, headers: dict, peer: str,
+              signed_in: dict | None = None) -> Response | Later:
         runtime, principal, view, refused = self._hub(ns, hub, headers, peer,
-                                                      f"console send to {ns}/{hub}", (SEND,))
+                                                      f"console send to {ns}/{hub}", (SEND,), signed_in)
         if refused is not None:  # the door first: a body is read only for whom may send
             return refused
         doc, refused = _body(body)
@@ -312,6 +317,11 @@ def _number(text: str, what: str) -> int:
     if number is None:
         raise explorer.ExplorerError(400, f"{what} {str(text)[:40]!r} is not a whole number")
     return number
+
+
+def _sign_in_too_large(size: int) -> Response | None:
+    """The 413 for a sign-in's body past :data:`TOKEN_MAX_BODY`, else None."""
+    return refuse(413, f"a sign-in's body is at most {TOKEN_MAX_BODY} bytes") if size > TOKEN_MAX_BODY else None
 
 
 def _body(body: bytes) -> tuple[dict, Response | None]:

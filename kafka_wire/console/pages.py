@@ -37,10 +37,12 @@ class ConsolePages:
         return self.api.handles_post(path)
 
     def refuse_unread(self, request: Request, size: int) -> Response | None:
-        return self.api.refuse_unread(request.segments[1:], request.headers, request.peer, size)
+        return self.api.refuse_unread(request.segments[1:], request.headers, request.peer, size,
+                                      request.signed_in)
 
     def post(self, request: Request) -> Response | Later:
-        return self.api.post(request.segments[1:], request.headers, request.peer, request.body)
+        return self.api.post(request.segments[1:], request.headers, request.peer, request.body,
+                             request.signed_in)
 
     @staticmethod
     def failed() -> Response:

@@ -20,6 +20,7 @@ loop (a throttled REST send is answered later, on the clock).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 from typing import Callable
@@ -150,10 +151,10 @@ class HttpListener:
                                        f"a fault's JSON is at most {fault_control.MAX_BODY} bytes")
                     self._send(writer, 413, too_big.body, too_big.content_type, False, False)
                     return
+                request = _request(writer, method, path, url, headers)
                 if size > CHECK_HEAD_ABOVE and posted and not control:
                     # refused on its head alone, the body is never read (nor held)
-                    refused = self._refuse_unread(_request(writer, method, path, url, headers, b""),
-                                                  rest, size)
+                    refused = self._refuse_unread(request, rest, size)
                     if refused is not None:
                         self._send(writer, refused.status, refused.body, refused.content_type,
                                    False, False, extra=refused.headers)
@@ -169,7 +170,8 @@ class HttpListener:
                     except (asyncio.IncompleteReadError, asyncio.TimeoutError, ConnectionError):
                         return
                 if posted or method in ("GET", "HEAD"):
-                    request = _request(writer, method, path, url, headers, body)
+                    if body:
+                        request = dataclasses.replace(request, body=body)  # (signed_in goes with it)
                     answer = await self._answer(request, rest, control)
                     self._send(writer, answer.status, answer.body, answer.content_type,
                                method == "HEAD", keep, extra=answer.headers)
@@ -190,9 +192,9 @@ class HttpListener:
             if rest:
                 return self.rest.refuse_unread(request, size)
             return self.console.refuse_unread(request, size)
-        except Exception:  # (a bug: the request goes on, to be answered as ever)
+        except Exception:  # a bug: answered as one, the body not read (it was not checked)
             log.exception("checking the head of %s %s", request.method, request.path[:200])
-            return None
+            return self._failed(request, rest)
 
     async def _answer(self, request: Request, rest: bool, control: bool = False) -> Response:
         """The REST API's answer, or the console's; a throttled send's after its wait."""
@@ -225,15 +227,16 @@ class HttpListener:
             side = ("replica control" if control and replica_control.handles(request.path)
                     else "fault control" if control else "REST" if rest else "console")
             log.exception("%s request %s %s failed", side, request.method, request.path)
-            if control:
-                answer = arm.fail(500, "InternalServerError", "internal error: see the broker log")
-            elif not rest:
-                answer = self.console.failed()
-            elif request.segments[0].lower() in ("subscriptions", "$schemagroups"):  # they speak JSON
-                answer = arm.fail(500, "InternalServerError", "internal error: see the broker log")
-            else:
-                answer = error(500, "internal error: see the broker log")
+            answer = self._failed(request, rest, control)
         return answer
+
+    def _failed(self, request: Request, rest: bool, control: bool = False) -> Response:
+        """The 500 for a bug met answering ``request``, in its front end's shape."""
+        if control or (rest and request.segments[0].lower() in ("subscriptions", "$schemagroups")):
+            return arm.fail(500, "InternalServerError", "internal error: see the broker log")  # JSON
+        if not rest:
+            return self.console.failed()
+        return error(500, "internal error: see the broker log")
 
     @staticmethod
     def _send(writer, status: int, body: bytes, ctype: str, head_only: bool, keep: bool,
@@ -261,8 +264,9 @@ def _json(value) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
 
 
-def _request(writer, method: str, path: str, url, headers: dict, body: bytes) -> Request:
+def _request(writer, method: str, path: str, url, headers: dict) -> Request:
+    """The request's head (its body comes later, when it has one)."""
     peer = writer.get_extra_info("peername")
-    return Request(method, path, {k: v[0] for k, v in parse_qs(url.query).items()}, headers, body,
+    return Request(method, path, {k: v[0] for k, v in parse_qs(url.query).items()}, headers, b"",
                    f"{peer[0]}:{peer[1]}" if peer else "", path.strip("/").split("/"),
                    "https" if writer.get_extra_info("sslcontext") else "http")

@@ -23,18 +23,23 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def authenticate_request(runtime: NamespaceRuntime, headers: dict, peer: str,
-                         what: str) -> tuple[object, int, str | None]:
+def authenticate_request(runtime: NamespaceRuntime, headers: dict, peer: str, what: str,
+                         signed_in: dict | None = None) -> tuple[object, int, str | None]:
     """(principal, 200, None) for an HTTP request to ``runtime``'s namespace, from its
     ``Authorization`` header (None where the namespace lets anyone in), else
     (None, status, why): 403 an IP filter refuses the client, 401 no valid token.
-    The namespace's door decides."""
+    The namespace's door decides, once per request: ``signed_in`` is the request's
+    (:attr:`Request.signed_in`), where a success is kept for the rest of it."""
+    if signed_in is not None and runtime.name in signed_in:
+        return signed_in[runtime.name]
     header = headers.get("authorization", "")
     try:
         principal = runtime.door.sign_in(AuthorizationHeader(header) if header.strip() else None,
                                          peer, what)
     except Refused as exc:
         return None, refusals.status(exc.reason), exc.message
+    if signed_in is not None:
+        signed_in[runtime.name] = (principal, 200, None)
     return principal, 200, None
 
 
@@ -123,7 +128,8 @@ class RestApi:
         if runtime is None:
             return None, None, error(404, f"host {host!r} names no namespace this server serves")
         principal, status, why = authenticate_request(runtime, request.headers, request.peer,
-                                                      f"HTTP {request.method} {request.path}")
+                                                      f"HTTP {request.method} {request.path}",
+                                                      request.signed_in)
         if why is not None:
             return runtime, None, error(status, why)
         rights = (LISTEN, SEND, MANAGE) if any_right else (right,)

@@ -16,6 +16,9 @@ class Request:
     peer: str = ""
     segments: list[str] = field(default_factory=list)
     scheme: str = "http"            # "https" on the TLS listener (URLs the answer names)
+    # the door's answer by namespace, once it let this request in: a large body's head
+    # is signed in before the body is read, and the whole request is not signed in again
+    signed_in: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def host(self) -> str:
