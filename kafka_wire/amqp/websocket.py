@@ -22,7 +22,6 @@ __all__ = ["PATH", "SUBPROTOCOL", "Handshake", "FrameReader", "FramedTransport",
 PATH = "/$servicebus/websocket"
 SUBPROTOCOL = "AMQPWSB10"
 _GUID = b"258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
-MAX_MESSAGE = 16 * 1024 * 1024   # far above AMQP's frame limit; more is a broken client
 MAX_HEAD = 16 * 1024
 CONTINUATION, TEXT, BINARY, CLOSE, PING, PONG = 0x0, 0x1, 0x2, 0x8, 0x9, 0xA
 
@@ -113,16 +112,16 @@ class FrameReader:
     """Client frames in, their payloads out: ``feed`` returns [(opcode, payload)].
     A binary message's payload comes out in pieces as its bytes arrive (AMQP is a
     byte stream: holding a message until its last frame let any client, before it
-    authenticated, make the broker hold :data:`MAX_MESSAGE` on each connection);
-    a control frame comes out whole (at most 125 bytes, RFC 6455 5.5). Raises
-    WebSocketError for what must close."""
+    authenticated, make the broker hold 16 MiB on each connection);
+    a control frame comes out whole (at most 125 bytes, RFC 6455 5.5). A message
+    has no bound of its own: AMQP's frame limit bounds what the connection holds.
+    Raises WebSocketError for what must close."""
 
     def __init__(self) -> None:
         self._buf = bytearray()
         self._left = 0        # payload bytes of the data frame being read, not yet arrived
         self._mask = b""      # its mask, turned to the next byte's place
         self._in_message = False  # a binary message begun, its final frame not yet read
-        self._message_bytes = 0
 
     def feed(self, data: bytes) -> list[tuple[int, bytes]]:
         buf = self._buf
@@ -165,16 +164,14 @@ class FrameReader:
                 raise WebSocketError("a text frame: AMQP travels in binary messages", 1003)
             if opcode not in (BINARY, CONTINUATION) or (opcode == CONTINUATION) != self._in_message:
                 raise WebSocketError(f"unexpected frame opcode 0x{opcode:x}", 1002)
-            if opcode == BINARY:
-                self._message_bytes = 0
-            if n + self._message_bytes > MAX_MESSAGE:
-                raise WebSocketError(f"a message over {MAX_MESSAGE} bytes", 1009)
+            if n >> 63:
+                raise WebSocketError("a 64-bit length with its top bit set (RFC 6455 5.2)", 1002)
             if len(buf) < pos + 4:
                 break
             self._mask = bytes(buf[pos:pos + 4])
             del buf[:pos + 4]
             self._left = n
-            self._in_message, self._message_bytes = not fin, self._message_bytes + n
+            self._in_message = not fin
         return out
 
 

@@ -10,7 +10,7 @@ import struct
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from kafka_wire.amqp.websocket import (BINARY, CLOSE, MAX_MESSAGE, PING, PONG, FrameReader,
+from kafka_wire.amqp.websocket import (BINARY, CLOSE, PING, PONG, FrameReader,
                                        WebSocketError)
 
 _MOST_HELD = 14 + 125  # a head (2 + 8 + 4 bytes of mask) and a control frame's payload
@@ -84,6 +84,18 @@ def test_a_large_frame_is_passed_on_as_it_arrives_not_held():
     assert b"".join(p for _, p in out) == first and len(reader._buf) == 0
 
 
+def test_a_message_has_no_bound_of_its_own():
+    """A message's bytes are not held, so it needs no bound (it had 16 MiB, refused on a
+    frame's head with 1009): a frame announcing a TiB streams like any other; what the
+    connection holds is bounded by AMQP's frame limit, after this reader."""
+    reader = FrameReader()
+    mask = b"\x05\x06\x07\x08"
+    head = struct.pack(">BBQ", 0x02, 0xFF, 1 << 40) + mask  # a first fragment, not final
+    data = bytes(i % 253 for i in range(1 << 16))
+    out = reader.feed(head + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
+    assert b"".join(p for _, p in out) == data and len(reader._buf) == 0
+
+
 @pytest.mark.parametrize("frame, status", [
     (struct.pack(">BB", 0x82, 4) + b"AMQP", 1002),                     # not masked
     (client_frame(0x1, b"text", b"abcd"), 1003),                       # a text frame
@@ -92,10 +104,10 @@ def test_a_large_frame_is_passed_on_as_it_arrives_not_held():
     (bytes([0xC2]) + client_frame(BINARY, b"x", b"abcd")[1:], 1002),   # RSV1 without an extension
     (client_frame(PING, b"x" * 126, b"abcd", length_form=1), 1002),    # a control frame over 125
     (client_frame(PING, b"x", b"abcd", fin=False), 1002),              # a fragmented control frame
-    (struct.pack(">BBQ", 0x82, 0xFF, MAX_MESSAGE + 1) + b"abcd", 1009),  # refused on its head
+    (struct.pack(">BBQ", 0x82, 0xFF, 1 << 63) + b"abcd", 1002),        # a length's top bit set
     (client_frame(BINARY, b"a", b"abcd", fin=False) + client_frame(BINARY, b"b", b"abcd"), 1002),
 ], ids=["unmasked", "text", "lone-continuation", "reserved-opcode", "rsv1", "long-control",
-        "fragmented-control", "too-large", "new-message-mid-message"])
+        "fragmented-control", "top-bit-length", "new-message-mid-message"])
 def test_what_rfc_6455_forbids_closes_with_its_status(frame, status):
     with pytest.raises(WebSocketError) as caught:
         FrameReader().feed(frame)
