@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cproton import ffi, lib
 
 from kafka_wire.eventhubs import connection_string
 from kafka_wire.testing import EmulatedBroker
@@ -87,3 +88,12 @@ def wait_for(predicate, timeout: float = 10.0, every: float = 0.05):
 def node():
     """The node executable with @azure/event-hubs installed, else a loud skip."""
     return node_with("@azure/event-hubs", "EVENT HUBS JS SDK TEST")
+
+
+def held_tags(deliveries) -> list[bytes]:
+    """The tags proton holds for ``deliveries`` (pn_delivery_t pointers), read back from it."""
+    out = []
+    for d in deliveries:
+        tag = lib.pn_delivery_tag(d)
+        out.append(bytes(ffi.buffer(tag.start, tag.size)))
+    return out

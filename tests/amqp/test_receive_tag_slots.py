@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from itertools import repeat
 
-from cproton import ffi, lib
+from cproton import lib
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from proton import Connection
@@ -14,13 +14,7 @@ from proton import Connection
 from kafka_wire.amqp.consume import RunTagSlots
 from kafka_wire.amqp.frames import run_tag
 
-
-def _held_tags(deliveries) -> list[bytes]:
-    out = []
-    for d in deliveries:
-        tag = lib.pn_delivery_tag(d)
-        out.append(bytes(ffi.buffer(tag.start, tag.size)))
-    return out
+from .conftest import held_tags
 
 
 @settings(max_examples=100, deadline=None, derandomize=True)
@@ -36,5 +30,5 @@ def test_proton_holds_every_flows_tags_in_order(first, flows):
         for _ in range(n):
             lib.pn_link_advance(link._impl)
     for deliveries, names in made:  # (earlier flows' tags outlive the buffer's reuse)
-        assert _held_tags(deliveries) == names
+        assert held_tags(deliveries) == names
     assert slots.size >= max(flows)

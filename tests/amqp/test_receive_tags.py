@@ -13,13 +13,7 @@ from proton import Connection
 
 from kafka_wire.amqp.consume import _tag_structs
 
-
-def _held_tags(deliveries) -> list[bytes]:
-    out = []
-    for d in deliveries:
-        tag = lib.pn_delivery_tag(d)
-        out.append(bytes(ffi.buffer(tag.start, tag.size)))
-    return out
+from .conftest import held_tags
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
@@ -32,8 +26,8 @@ def test_proton_holds_the_tags_named_in_order(first, n, near_a_digit_more):
     structs, held = _tag_structs(names)
     deliveries = list(map(lib.pn_delivery, repeat(link._impl, n), structs))
     del structs, held
-    assert _held_tags(deliveries) == names
-    assert _held_tags([lib.pn_link_current(link._impl)]) == names[:1]  # the first not yet advanced
+    assert held_tags(deliveries) == names
+    assert held_tags([lib.pn_link_current(link._impl)]) == names[:1]  # the first not yet advanced
 
 
 def test_one_length_takes_the_array_and_a_digit_more_the_tuples():
