@@ -117,29 +117,29 @@ def test_runs_are_written_as_the_padder_writes_them_frame_by_frame(owners, rng, 
     assert padder.lost == reference.lost == 0
 
 
+def _run_fed(frames: list[bytes], first: int, events: list[bytes]) -> FramePadder:
+    """A padder handed ``events`` as one run from tag number ``first``, fed proton's ``frames``
+    in one piece; what it wrote checked against a padder writing them frame by frame from
+    payloads held by tag."""
+    reference = FramePadder()
+    reference.payloads.update({run_tag(first + i): (e, "o", first + i) for i, e in enumerate(events)})
+    padder = FramePadder()
+    padder.add_run("o", first, events)
+    assert padder.feed(HEADER + b"".join(frames)) == reference.feed(HEADER + b"".join(frames))
+    return padder
+
+
 def test_a_long_run_in_one_piece_goes_in_one_step():
     events = [b"%05d" % i * 200 for i in range(600)]
-    frames = [transfer8(1, 2, 300 + i, run_tag(5 + i), b"\x43", b"") for i in range(600)]
-    data = HEADER + b"".join(frames)
-    reference = FramePadder()
-    reference.payloads.update({run_tag(5 + i): (e, "o", 5 + i) for i, e in enumerate(events)})
-    padder = FramePadder()
-    padder.add_run("o", 5, events)
-    assert padder.feed(data) == reference.feed(data)
+    padder = _run_fed([transfer8(1, 2, 300 + i, run_tag(5 + i), b"\x43", b"") for i in range(600)], 5, events)
     assert padder.bulk == 600 and padder.payloads == {} and padder.written == {"o": 604}
 
 
 def test_a_run_cut_by_other_frames_goes_in_steps_between_them():
-    events = [b"x%d" % i * 30 for i in range(100)]
     frames = [transfer8(0, 0, 1000 + i, run_tag(1 + i), b"\x43", b"") for i in range(100)]
     frames.insert(40, transfer8(0, 1, 7, run_tag(41), b"\x43", b"another link's"))  # (a tag like ours)
     frames.insert(70, struct.pack(">IBBH", 8, 2, 0, 0))  # a heartbeat
-    data = HEADER + b"".join(frames)
-    reference = FramePadder()
-    reference.payloads.update({run_tag(1 + i): (e, "o", 1 + i) for i, e in enumerate(events)})
-    padder = FramePadder()
-    padder.add_run("o", 1, events)
-    assert padder.feed(data) == reference.feed(data)
+    padder = _run_fed(frames, 1, [b"x%d" % i * 30 for i in range(100)])
     assert padder.bulk == 100 and padder.payloads == {} and padder.lost == 0
 
 
