@@ -88,6 +88,14 @@ def kernel_threads_s() -> float:
     return total / CLK_TCK
 
 
+def parse_result(line: str) -> dict:
+    """BenchSmallEvents.Window's RESULT line (bench.partitions' Java producer prints it too)."""
+    _, records, secs, cpu, busiest, thread, jit, ok, detail = line.split()
+    return {"records": int(records), "seconds": float(secs), "cpu_s": float(cpu),
+            "busiest_thread_cpu_s": float(busiest), "busiest_thread": thread,
+            "jit_s": float(jit), "verified": ok == "1", "detail": detail}
+
+
 def _phase(runner, b, mode: str, topic: str, warms: list[int], count: int, settings: dict) -> dict:
     """One instance of ``mode`` per partition, ``warms[p]`` records untimed each; when all
     are warm, ``count`` records each, timed together."""
@@ -112,12 +120,7 @@ def _phase(runner, b, mode: str, topic: str, warms: list[int], count: int, setti
     finally:
         for proc in procs:
             proc.kill()
-    inst = []
-    for line in lines:
-        _, records, secs, cpu, busiest, thread, jit, ok, detail = line.split()
-        inst.append({"records": int(records), "seconds": float(secs), "cpu_s": float(cpu),
-                     "busiest_thread_cpu_s": float(busiest), "busiest_thread": thread,
-                     "jit_s": float(jit), "verified": ok == "1", "detail": detail})
+    inst = [parse_result(line) for line in lines]
     records = sum(i["records"] for i in inst)
     seconds = max(i["seconds"] for i in inst)
     client_cpu = sum(i["cpu_s"] for i in inst)
