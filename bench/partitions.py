@@ -29,6 +29,11 @@ its partition), and beside the broker's CPU per GB it prints the JVM's, its
 busiest thread's share of the time (client-bound at 85 %) and the machine's busy
 cores (saturated at 90 %). ``--client confluent`` or ``java`` runs one of them.
 
+Before each pair of produce runs the broker's files are written back and
+dropped from the page cache (``--keep-page-cache``: not): on this VM, writing
+into memory the guest has not used lately costs ten times the CPU per byte, and
+a broker that had written 5 GB paid it on every later run.
+
 ``--produce-only`` skips the start-up, idle and kill -9 measurements: one broker,
 ``--repeat`` rounds of the two produce runs (each round's order alternating).
 ``--against TREE`` runs the same broker from another checkout (for example
@@ -142,6 +147,30 @@ def thread_cpu_s() -> dict[str, float]:
     return out
 
 
+RECYCLE = True  # --keep-page-cache: off
+
+
+def recycle_page_cache(data: Path) -> None:
+    """Write back and drop the cached pages of the broker's files (``data``), so that the next
+    run writes into memory the guest has used before. On this VM, writing into page cache the
+    guest has not touched lately costs about ten times the CPU (0.24 s per GB of pwrite, then
+    2.3 s per GB once 5 to 6 GB were written; the guest hands idle memory back to its host),
+    which tripled the broker's CPU per GB in the later runs of one broker (1.45 -> 4.2 s), both
+    ways at once. Called before each pair's untimed records, which read back the last pages."""
+    if not RECYCLE:
+        return
+    os.sync()
+    for path in data.rglob("*"):
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:  # a directory, or gone meanwhile
+            continue
+        try:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)  # mapped pages stay: no harm
+        finally:
+            os.close(fd)
+
+
 def producer(bootstrap: str) -> Producer:
     return Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "batch.size": 1_000_000,
                      "queue.buffering.max.messages": 1_000_000, "queue.buffering.max.kbytes": 1_048_576,
@@ -188,6 +217,7 @@ def every_partition():
 def produce_runs(b: Broker, p: Producer, run: int, messages: int, size: int) -> dict:
     """Round robin over SPREAD partitions and one partition, the order alternating by ``run``:
     byte rates, their ratio, and CPU s per GB of the broker and of this process (the producer)."""
+    recycle_page_cache(b.work / "data")
     value = os.urandom(size)
     wide = [(f"wide{run % BIG_HUBS}", i % SPREAD) for i in range(messages)]
     one = [(f"wide{(run + 1) % BIG_HUBS}", 0)] * messages
@@ -270,6 +300,7 @@ def java_produce_runs(runner, b: Broker, run: int, messages: int, size: int) -> 
     whether a run was client-bound (its busiest thread busy >= BUSY of the time) or the machine
     saturated (>= 90 % of its cores busy: broker, client, kernel and anything else)."""
     spread_topic, one_topic = f"wide{(run + 2) % BIG_HUBS}", f"wide{(run + 3) % BIG_HUBS}"
+    recycle_page_cache(b.work / "data")
     proc = runner.start("BenchPartitions", b.bootstrap, spread_topic, str(SPREAD), one_topic, str(JAVA_WARM),
                         str(messages), str(size), *(f"{k}={v}" for k, v in JAVA_PRODUCER.items()),
                         jvm_args=JVM_ARGS["produce"])
@@ -292,6 +323,7 @@ def java_produce_runs(runner, b: Broker, run: int, messages: int, size: int) -> 
                         f"java_cpu_gb_{name}": broker / gb,
                         f"java_client_cpu_gb_{name}": res["cpu_s"] / gb,
                         f"java_busiest_{name}": busiest,
+                        f"java_main_thread_{name}": float(res["detail"].split("main_thread=")[1].split(",")[0]),
                         f"java_machine_cores_{name}": machine / wall,
                         f"java_kernel_cores_{name}": kernel / wall,
                         f"java_client_bound_{name}": float(busiest >= BUSY),
@@ -326,6 +358,8 @@ JAVA_FIGURES = [
     ("java_client_cpu_gb_one", "  producer JVM CPU s per GB, one partition"),
     ("java_busiest_spread", f"  busiest producer thread's share, {SPREAD}"),
     ("java_busiest_one", "  busiest producer thread's share, one"),
+    ("java_main_thread_spread", f"  sending thread's share, {SPREAD}"),
+    ("java_main_thread_one", "  sending thread's share, one"),
     ("java_machine_cores_spread", f"  machine busy cores (of {os.cpu_count()}), {SPREAD}"),
     ("java_machine_cores_one", f"  machine busy cores (of {os.cpu_count()}), one"),
     ("java_ratio", f"  {SPREAD}-partition / 1-partition byte rate"),
@@ -408,7 +442,11 @@ def main() -> None:
                          "when a JDK and the jars are there) or both (default)")
     ap.add_argument("--java-set", action="append", default=[], metavar="KEY=VALUE",
                     help="a Java producer setting instead of JAVA_PRODUCER's (repeatable)")
+    ap.add_argument("--keep-page-cache", action="store_true",
+                    help="no sync and drop of the broker's cached pages before each pair of produce runs")
     args = ap.parse_args()
+    global RECYCLE
+    RECYCLE = not args.keep_page_cache
     JAVA_PRODUCER.update(kv.split("=", 1) for kv in args.java_set)
     if args.quick:
         args.repeat, args.messages = 1, 30_000

@@ -115,10 +115,15 @@ public class BenchPartitions {
                 Acks acks = wide ? spread : one;
                 KafkaProducer<byte[], byte[]> producer = wide ? wideProducer : oneProducer;
                 BenchSmallEvents.Window w = new BenchSmallEvents.Window();
+                long main0 = BenchSmallEvents.THREADS.getCurrentThreadCpuTime(), wall0 = System.nanoTime();
                 send(producer, wide ? spreadTopic : oneTopic, wide ? partitions : 1, value, acks, count);
                 // Every callback has run when flush returns (see BenchSmallEvents.produce).
                 producer.flush();
+                // The sending thread's share beside the busiest (mostly the I/O thread): both are busy.
+                double mainShare = (double) (BenchSmallEvents.THREADS.getCurrentThreadCpuTime() - main0)
+                        / (System.nanoTime() - wall0);
                 BenchSmallEvents.say(w.result(count, spread.ok() && one.ok(), acks.detail()
+                        + String.format(",main_thread=%.2f", mainShare)
                         + BenchSmallEvents.metrics(producer.metrics(), "producer-metrics", "request-latency-avg",
                         "batch-size-avg", "records-per-request-avg", "bufferpool-wait-ratio", "io-wait-ratio")));
             }
