@@ -58,7 +58,7 @@ from pathlib import Path
 from confluent_kafka import Producer
 
 from bench.run import wait_api_versions
-from bench.small_events import BUSY, JVM_ARGS, kernel_threads_s, load, machine_busy_s, parse_result
+from bench.small_events import BUSY, kernel_threads_s, load, machine_busy_s, parse_result
 from kafka_wire.log.handles import IDLE_CLOSE_S
 from kafka_wire.testing.ports import free_port
 from kafka_wire.testing.processes import stop_processes
@@ -283,6 +283,11 @@ JAVA_PRODUCER = {"acks": "all", "enable.idempotence": "false", "compression.type
                  "max.in.flight.requests.per.connection": 5, "max.request.size": 1_048_576,
                  "delivery.timeout.ms": 300_000, "request.timeout.ms": 60_000}
 JAVA_WARM = 200_000  # untimed records at least, each way, before the JIT has settled
+# C2, unlike bench.small_events' 100 B producer (C1 only, since C2 never settled there): with
+# 1 KiB records C2 settles (0-0.2 s of compiling in a timed run) and costs the JVM 2.7 / 1.7 s
+# per GB (1,000 partitions / one) against C1's 4.8 / 2.9, so more of the two cores is left
+# to the broker. The same heap as bench.small_events.
+JAVA_JVM_ARGS = ("-XX:TieredStopAtLevel=4", "-Xms1g", "-Xmx1g", "-Xmn512m")
 
 
 def java_runner():
@@ -303,7 +308,7 @@ def java_produce_runs(runner, b: Broker, run: int, messages: int, size: int) -> 
     recycle_page_cache(b.work / "data")
     proc = runner.start("BenchPartitions", b.bootstrap, spread_topic, str(SPREAD), one_topic, str(JAVA_WARM),
                         str(messages), str(size), *(f"{k}={v}" for k, v in JAVA_PRODUCER.items()),
-                        jvm_args=JVM_ARGS["produce"])
+                        jvm_args=JAVA_JVM_ARGS)
     out: dict = {}
     gb = messages * size / 1e9
     try:
