@@ -26,7 +26,7 @@ from proton import (Collector, Condition, Connection, Delivery, Event, EventType
                     Transport, symbol)
 
 from kafka_wire.amqp import addresses, websocket
-from kafka_wire.amqp.frames import FramePadder
+from kafka_wire.amqp.frames import FramePadder, dispositions
 from kafka_wire.amqp.input_frames import InputFrames
 from kafka_wire.amqp.sasl import SaslError, SaslServer
 from kafka_wire.eventhubs.auth import USERNAME, AuthError, split_plain
@@ -188,6 +188,7 @@ class AmqpConnection(asyncio.Protocol):
         self.tags = 0  # the last delivery tag a receiver used: unique on the connection (frames.py)
         self.run_tags = None  # where receivers' run tags are made for proton (consume.RunTagSlots)
         self._forgotten: list = []  # ended receivers whose unwritten payloads go after a flush
+        self._disposing: list = []  # [channel, first id, last] the receivers settle (dispose)
         # What proton holds for the peer until we free it: sessions with their links.
         self.sessions: dict[object, set] = {}
         self.links: set = set()
@@ -517,11 +518,24 @@ class AmqpConnection(asyncio.Protocol):
         self._forgotten.append(owner)
 
     def _settle_sent(self) -> bool:
-        """Let each receiver settle the deliveries proton has just written."""
+        """Let each receiver settle the deliveries proton has just written; True when
+        proton has dispositions to write. Those of the runs proton holds settled already
+        (consume.ConsumeLink.on_flow) the broker writes itself, here: after their transfers,
+        before what proton writes next."""
         settled = False
         for handler in list(self.settling):  # each leaves the set once it holds none
             settled = handler.settle_sent() or settled
+        if self._disposing:
+            ranges, self._disposing = self._disposing, []
+            conn = self.connection
+            if conn is not None and not conn.state & conn.LOCAL_CLOSED:  # (none after the close)
+                self._write_parts(dispositions(ranges))
         return settled
+
+    def dispose(self, ranges: list) -> None:
+        """Settle (accepted) the unsettled transfers ``ranges`` ([channel, first delivery id,
+        last]) name, in the disposition frames :meth:`_settle_sent` writes."""
+        self._disposing += ranges
 
     def _schedule_tick(self) -> None:
         if self.engine is None or self._closed:

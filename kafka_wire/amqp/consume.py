@@ -285,6 +285,9 @@ class ConsumeLink(LinkHandler):
         self._sent: list = []
         self._sent_tags: list[int] = []  # their tags' numbers
         self._sent_bytes = 0
+        # Deliveries of runs sent unsettled (settled in proton: see on_flow) whose disposition
+        # the broker has not written yet
+        self._run_unsettled = 0
         self._carried: set[int] = set()  # tag numbers of those sent through proton (not spliced)
         self._withheld = False  # an injected withhold-flow holds the events until it ends
         self.runtime_metric = RUNTIME_METRIC in conn.desired_capabilities(link.name)
@@ -301,6 +304,7 @@ class ConsumeLink(LinkHandler):
         self._sent = []
         self._sent_tags = []
         self._sent_bytes = 0
+        self._run_unsettled = 0
         self._carried = set()
         self.conn.settling.discard(self)
         self.conn.forget_payloads(self)
@@ -365,7 +369,11 @@ class ConsumeLink(LinkHandler):
             deliveries = list(map(new_delivery, repeat(impl, n), tag_structs))
             del tag_structs, held
             if not carried:
-                padder.add_run(self, first + 1, events)
+                # Settled here (after advancing) even when the client asked for unsettled
+                # transfers: proton forgets each delivery once its transfer is out, with no
+                # settling pass later and no disposition of its own; the padder writes the
+                # transfers unsettled and settle_sent writes their disposition.
+                padder.add_run(self, first + 1, events, not settled)
                 deque(map(advance, repeat(impl, n)), 0)
             else:
                 for tag, number, event in zip(names, numbers, events):
@@ -377,20 +385,24 @@ class ConsumeLink(LinkHandler):
                             self._carried.add(number)
                         send(impl, event, len(event))
                     advance(impl)
-            if settled:
+            if settled or not carried:
                 deque(map(_pn.pn_delivery_settle, deliveries), 0)
-            else:
-                sent += deliveries
-                sent_tags.extend(numbers)
+            if not settled:
+                if carried:
+                    sent += deliveries
+                    sent_tags.extend(numbers)
+                else:
+                    self._run_unsettled += n
                 self._sent_bytes += sum(map(len, events))
-        if sent and (self._waiting is not None or len(sent) >= SETTLE_EVERY
-                     or self._sent_bytes >= SETTLE_EVERY_BYTES):
+        if (sent or self._run_unsettled) and (self._waiting is not None
+                                              or len(sent) + self._run_unsettled >= SETTLE_EVERY
+                                              or self._sent_bytes >= SETTLE_EVERY_BYTES):
             conn.settling.add(self)  # settled in the connection's flush, once written
 
     def settle_sent(self) -> bool:
         """Settle, on our side, the deliveries whose transfer proton has written (the
         connection calls this after each ``pending`` while the link is in its
-        ``settling``); True when it settled any.
+        ``settling``); True when it settled any in proton (which then writes a disposition).
 
         The SDKs attach in receive-settle-mode first and the Python SDK (pyamqp) never
         sends a disposition for what it receives, so a delivery left unsettled stays in
@@ -405,9 +417,22 @@ class ConsumeLink(LinkHandler):
         wait per that many). Never before the transfer is written: it would go out
         pre-settled, against the snd-settle-mode unsettled the client asked for.
         Settled as accepted: proton folds consecutive accepted settlements into one
-        disposition (a range of ids), and writes one per delivery without an outcome."""
+        disposition (a range of ids), and writes one per delivery without an outcome.
+
+        The deliveries of runs (all but a flow with an event too large for the padder) are
+        settled in proton when made (on_flow) and their transfers written unsettled: for
+        those the connection writes the same disposition frames proton would, from the
+        delivery ids the padder saw (FramePadder.unsettled), at this same point."""
+        padder = self.conn.padder
+        if self._run_unsettled:
+            ranges = padder.unsettled.pop(self, None)
+            if ranges:
+                self._run_unsettled -= sum(last - first + 1 for _, first, last in ranges)
+                self.conn.dispose(ranges)
+            if self._run_unsettled and not padder.holds_runs(self):
+                self._run_unsettled = 0  # (none left to write: a count off would keep it here)
         sent, tags = self._sent, self._sent_tags
-        written = self.conn.padder.written.get(self, 0)  # the last tag whose transfer is written
+        written = padder.written.get(self, 0)  # the last tag whose transfer is written
         # Proton writes a link's transfers in order: those up to the last written are out,
         # but for one proton carried itself (a large event), which may still be partly
         # in proton (its first frame, with the tag, written); it and those after wait.
@@ -428,7 +453,7 @@ class ConsumeLink(LinkHandler):
             deque(map(_pn.pn_delivery_settle, done), 0)
             del sent[:n]
             del tags[:n]
-        if not sent:
+        if not sent and not self._run_unsettled:
             self._sent_bytes = 0
             self.conn.settling.discard(self)
         return n > 0

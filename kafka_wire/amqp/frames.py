@@ -19,7 +19,7 @@ from itertools import chain, repeat
 
 from kafka_wire.log_lines import RepeatedWarnings, client_address
 
-__all__ = ["FramePadder", "FIELDS"]
+__all__ = ["FramePadder", "FIELDS", "dispositions"]
 
 # descriptor code -> fields of the performative (AMQP 1.0 part 2.7)
 FIELDS = {0x10: 10, 0x11: 8, 0x12: 14, 0x13: 11, 0x14: 11, 0x15: 6, 0x16: 3, 0x17: 1, 0x18: 1}
@@ -27,6 +27,7 @@ _SIZE = struct.Struct(">I")
 _repeats = RepeatedWarnings(logging.getLogger(__name__))
 _LIST8 = struct.Struct(">BB")
 _LIST32 = struct.Struct(">II")
+_CHANNEL = struct.Struct(">H")
 
 
 class FramePadder:
@@ -46,7 +47,15 @@ class FramePadder:
     delivery-id and tag, which go up by one: where its output holds exactly those
     bytes (checked in one compare against the frames made from the first), they
     are written again padded with their events from templates in C loops, not
-    read frame by frame."""
+    read frame by frame.
+
+    A run for a link whose client asked for unsettled transfers (``add_run(...,
+    unsettled=True)``) is settled in proton before it is written, so proton forgets
+    each delivery once its transfer is out (no per-delivery settlement later, no
+    disposition of its own): its transfers go out with settled null (the bytes proton
+    writes for an unsettled one, padded), and their delivery ids are kept in
+    :attr:`unsettled` until the broker writes their disposition
+    (:func:`disposition_frame`)."""
 
     def __init__(self, peer: str = "?") -> None:
         self.peer = peer  # for the log line of a lost payload
@@ -56,6 +65,10 @@ class FramePadder:
         self.payloads: dict = {}
         self._runs: list[_Run] = []  # the runs in payloads, oldest first
         self.written: dict = {}  # owner -> the tag number of its last transfer written
+        # owner -> [channel, first delivery id, last] of its runs' unsettled transfers written
+        # and not yet settled by a disposition, oldest first, consecutive ids in one
+        self.unsettled: dict = {}
+        self._unsettle = False  # _splice_any's transfer is to be written unsettled
         self.lost = 0  # empty transfers found without their payload (see _lose)
         self.bulk = 0  # transfers of runs written in steps of more than one (see _run_frames)
 
@@ -151,6 +164,10 @@ class FramePadder:
                 payload = self._splice_any(buf, pos, size)
                 if payload is not None:
                     frame = b"".join(padded) if padded is not None else buf[pos:pos + size]
+                    if self._unsettle:  # (one of an unsettled run: settled written null)
+                        self._unsettle = False
+                        frame = rewrite_performative(frame, buf[pos + 4] * 4,
+                                                     lambda fields: fields[:4] + [None] + fields[5:]) or frame
                     padded = (_SIZE.pack(len(frame) + len(payload)), frame[4:], payload)
             if padded is not None:
                 out.append(view[start:pos])
@@ -163,12 +180,17 @@ class FramePadder:
             self._carry = buf[pos:]
         return out
 
-    def add_run(self, owner, first: int, events: list) -> None:
+    def add_run(self, owner, first: int, events: list, unsettled: bool = False) -> None:
         """``owner``'s ``events`` go out in the empty transfers of the deliveries tagged
-        ``run_tag(first)``, ``run_tag(first + 1)``, ... (proton writes them in that order)."""
-        run = _Run(owner, first, events)
+        ``run_tag(first)``, ``run_tag(first + 1)``, ... (proton writes them in that order);
+        ``unsettled``: settled in proton, written unsettled (see the class's text)."""
+        run = _Run(owner, first, events, unsettled)
         self._runs.append(run)
         self.payloads[first] = run
+
+    def holds_runs(self, owner) -> bool:
+        """Whether ``owner`` has runs not yet written."""
+        return any(run.owner is owner for run in self._runs)
 
     def _run_of(self, tag: bytes):
         """(run, index) of the delivery ``tag`` names in a run, or None."""
@@ -181,6 +203,19 @@ class FramePadder:
             if 0 <= i < len(run.events):
                 return run, i
         return None
+
+    def _unsettled_written(self, owner, channel: int, first_id: int, k: int) -> None:
+        """``owner``'s transfers of delivery ids ``first_id`` .. ``+ k - 1`` on ``channel``
+        went out unsettled: kept for their disposition."""
+        ranges = self.unsettled.get(owner)
+        if ranges is None:
+            self.unsettled[owner] = [[channel, first_id, first_id + k - 1]]
+            return
+        last = ranges[-1]
+        if last[2] + 1 == first_id and last[0] == channel:
+            last[2] += k
+        else:
+            ranges.append([channel, first_id, first_id + k - 1])
 
     def _run_written(self, run: _Run, i: int, k: int) -> None:
         """Deliveries ``i`` to ``i + k - 1`` of ``run`` are written (and so all before them)."""
@@ -204,14 +239,23 @@ class FramePadder:
         pad = 11 - count
         items_end = pos + 13 + lsize
         did = pos + 14 + _UINT_SKIP[buf[pos + 14]]  # after the handle: the delivery-id
+        # Settled in proton, sent unsettled: proton's settled true (its last field) written as
+        # null, the byte proton's padded transfer of an unsettled delivery holds there
+        flip = run.unsettled and buf[items_end - 1] == 0x41
         k = 1
         if buf[did] == 0x70 and q == did + 5:  # a uint (ids from 256 on): one length for all
             first_id = _SIZE.unpack_from(buf, did + 1)[0]
             k = min(len(events) - i, (end - pos) // size, 0x100000000 - first_id)
         if k == 1:
             payload = events[i]
-            out += (_HEAD14.pack(size + pad + len(payload), doff, kind, channel, descriptor, lsize + pad, 11),
-                    buf[pos + 14:items_end], _NULLS[pad], payload)
+            head = _HEAD14.pack(size + pad + len(payload), doff, kind, channel, descriptor, lsize + pad, 11)
+            if flip:
+                out += (head, buf[pos + 14:items_end - 1], _NULLS[pad + 1], payload)
+                c = buf[did]
+                self._unsettled_written(run.owner, channel, 0 if c == 0x43 else buf[did + 1] if c == 0x52
+                                        else _SIZE.unpack_from(buf, did + 1)[0], 1)
+            else:
+                out += (head, buf[pos + 14:items_end], _NULLS[pad], payload)
             self._run_written(run, i, 1)
             return pos + size
         # Each of proton's frames: ``lead`` (its header to the delivery-id's constructor,
@@ -220,15 +264,27 @@ class FramePadder:
         rest = buf[q + 18:items_end]
         pack = _mid_struct(len(rest)).pack
         number = run.first + i
+        if flip:  # the mids made as written (settled null); proton's bytes, the same so, compared
+            rest = rest[:-1] + b"\x40"
+            got = bytearray(view[pos:pos + k * size])
+            at = items_end - 1 - pos  # (in each of the k frames: k bytes from at, size apart)
+            settled = got[at::size]
+            trues = len(settled) - len(settled.lstrip(b"\x41"))
+            if trues < k:  # (not one of the run's frames from there: k cut, the compare cuts more)
+                k = trues
+                del got[k * size:]
+            got[at::size] = b"\x40" * k
+        else:
+            got = buf[pos:pos + k * size]
         mids = list(map(pack, range(first_id, first_id + k), repeat(_VBIN8_16, k), run_tags(number, k),
                         repeat(rest, k)))
-        if buf[pos:pos + k * size] != lead + lead.join(mids):
+        if got != lead + lead.join(mids):
             # Something else between (a flow, another link's transfer): the run's frames up
             # to it (the first one at least: the template is made from it)
             lo, hi = 1, k - 1
             while lo < hi:
                 m = (lo + hi + 1) // 2
-                if buf[pos:pos + m * size] == lead + lead.join(mids[:m]):
+                if got[:m * size] == lead + lead.join(mids[:m]):
                     lo = m
                 else:
                     hi = m - 1
@@ -242,6 +298,8 @@ class FramePadder:
                  for n in set(lengths)}
         out += chain.from_iterable(zip(map(heads.__getitem__, lengths), mids, repeat(_NULLS[pad], k), payloads))
         self._run_written(run, i, k)
+        if flip:
+            self._unsettled_written(run.owner, channel, first_id, k)
         return pos + k * size
 
     def _splice_any(self, buf, pos: int, size: int):
@@ -267,6 +325,9 @@ class FramePadder:
                 return None
             run, i = found
             self._run_written(run, i, 1)
+            if run.unsettled and len(fields) > 4 and fields[4] is True:
+                self._unsettled_written(run.owner, _CHANNEL.unpack_from(buf, pos + 6)[0], int(fields[1]), 1)
+                self._unsettle = True
             return run.events[i]
         if entry is None or (entry[0] is not None and used != size - buf[pos + 4] * 4):
             return None  # not ours, or another link's transfer with that tag (it has a payload)
@@ -283,8 +344,10 @@ class FramePadder:
                       f"went out without its event (an empty message; {self.lost} so far)")
 
     def forget(self, owner) -> None:
-        """``owner``'s link has ended: drop the payloads proton did not write."""
+        """``owner``'s link has ended: drop the payloads proton did not write (and the ids
+        of transfers not settled: a detached link's deliveries are not settled after)."""
         self.written.pop(owner, None)
+        self.unsettled.pop(owner, None)
         for run in [run for run in self._runs if run.owner is owner]:
             self._runs.remove(run)
             del self.payloads[run.first]
@@ -296,14 +359,46 @@ class FramePadder:
         self.payloads.clear()
         self._runs.clear()
         self.written.clear()
+        self.unsettled.clear()
 
 
 class _Run:
     """A receiver's events for the consecutive tag numbers from ``first`` (add_run)."""
-    __slots__ = ("owner", "first", "events")
+    __slots__ = ("owner", "first", "events", "unsettled")
 
-    def __init__(self, owner, first: int, events: list) -> None:
-        self.owner, self.first, self.events = owner, first, events
+    def __init__(self, owner, first: int, events: list, unsettled: bool = False) -> None:
+        self.owner, self.first, self.events, self.unsettled = owner, first, events, unsettled
+
+
+def _uint(n: int) -> bytes:
+    """``n`` as proton encodes a uint: uint0, smalluint or uint."""
+    return b"\x43" if n == 0 else b"\x52" + bytes((n,)) if n < 256 else b"\x70" + _SIZE.pack(n)
+
+
+def dispositions(ranges: list) -> list:
+    """The disposition frames settling ``ranges`` ([channel, first id, last], of one
+    receiver or several), ranges of one session's consecutive ids in one frame."""
+    if len(ranges) > 1:
+        ranges = sorted(ranges)
+        merged = [list(ranges[0])]
+        for channel, first, last in ranges[1:]:
+            top = merged[-1]
+            if top[0] == channel and top[2] + 1 == first:
+                top[2] = last
+            else:
+                merged.append([channel, first, last])
+        ranges = merged
+    return [disposition_frame(channel, first, last) for channel, first, last in ranges]
+
+
+def disposition_frame(channel: int, first: int, last: int) -> bytes:
+    """The sender's disposition settling delivery ids ``first`` .. ``last`` of the session
+    on ``channel`` as accepted, byte for byte what :class:`FramePadder` makes of proton's
+    (its fields padded to all six, in a list32; last null when it is first)."""
+    items = (b"\x42" + _uint(first) + (b"\x40" if last == first else _uint(last))
+             + b"\x41\x00\x53\x24\x45\x40")  # role sender, ..., settled, accepted, batchable
+    return (_SIZE.pack(20 + len(items)) + b"\x02\x00" + channel.to_bytes(2, "big") + b"\x00\x53\x15\xd0"
+            + _LIST32.pack(len(items) + 4, 6) + items)
 
 
 def run_tag(number: int) -> bytes:

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
+from confluent_kafka import Producer
 from cproton import ffi, lib
 
 from kafka_wire.eventhubs import connection_string
@@ -97,3 +98,44 @@ def held_tags(deliveries) -> list[bytes]:
         tag = lib.pn_delivery_tag(d)
         out.append(bytes(ffi.buffer(tag.start, tag.size)))
     return out
+
+
+def produce(broker: EmulatedBroker, hub: str, bodies: dict[int, list[bytes]]) -> None:
+    """``bodies`` (partition -> events) appended to ``hub`` with a Kafka producer, acknowledged."""
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5})
+    for p, items in bodies.items():
+        for body in items:
+            producer.produce(hub, body, partition=p)
+    assert producer.flush(30) == 0
+
+
+def read_on_one_session(client, hub: str, counts: dict[int, int], credit: int, on_delivery=None) -> dict:
+    """Receivers of ``hub``'s partitions on one session of a RawAmqp ``client`` (their
+    transfers share its delivery ids) read until each has ``counts[partition]`` events,
+    granted ``credit`` again each time theirs runs out: per partition, in order, each
+    (delivery, its message's bytes). ``on_delivery(delivery, n)`` is called with each
+    (``n``: its partition's count so far)."""
+    ssn = client.session()
+    links = {}
+    for p in counts:
+        link = ssn.receiver(f"r{p}")
+        link.source.address = f"{hub}/ConsumerGroups/$Default/Partitions/{p}"
+        link.open()
+        link.flow(credit)
+        links[p] = link
+    got: dict[int, list] = {p: [] for p in counts}
+
+    def drain():
+        for p, link in links.items():
+            while link.current is not None and not link.current.partial:
+                delivery = link.current
+                got[p].append((delivery, link.recv(delivery.pending) or b""))
+                link.advance()
+                if on_delivery is not None:
+                    on_delivery(delivery, len(got[p]))
+            if link.credit == 0 and len(got[p]) < counts[p]:
+                link.flow(credit)
+        return all(len(got[p]) >= counts[p] for p in links)
+
+    client.wait(drain, timeout=60)
+    return got
