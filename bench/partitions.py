@@ -306,6 +306,9 @@ def java_produce_runs(runner, b: Broker, run: int, messages: int, size: int) -> 
     saturated (>= 90 % of its cores busy: broker, client, kernel and anything else)."""
     spread_topic, one_topic = f"wide{(run + 2) % BIG_HUBS}", f"wide{(run + 3) % BIG_HUBS}"
     recycle_page_cache(b.work / "data")
+    # At least 100,000 records a run: --quick's 30,000 take the JVM about 0.1 s, too short a
+    # window for its first batches' linger and its 100 Hz CPU clock (ratios 0.37-0.42 then).
+    messages = max(messages, 100_000)
     proc = runner.start("BenchPartitions", b.bootstrap, spread_topic, str(SPREAD), one_topic, str(JAVA_WARM),
                         str(messages), str(size), *(f"{k}={v}" for k, v in JAVA_PRODUCER.items()),
                         jvm_args=JAVA_JVM_ARGS)
