@@ -283,6 +283,7 @@ JAVA_PRODUCER = {"acks": "all", "enable.idempotence": "false", "compression.type
                  "max.in.flight.requests.per.connection": 5, "max.request.size": 1_048_576,
                  "delivery.timeout.ms": 300_000, "request.timeout.ms": 60_000}
 JAVA_WARM = 200_000  # untimed records at least, each way, before the JIT has settled
+JAVA_LEAST = 100_000  # records a timed Java run takes at least (see java_produce_runs)
 # C2, unlike bench.small_events' 100 B producer (C1 only, since C2 never settled there): with
 # 1 KiB records C2 settles (0-0.2 s of compiling in a timed run) and costs the JVM 2.7 / 1.7 s
 # per GB (1,000 partitions / one) against C1's 4.8 / 2.9, so more of the two cores is left
@@ -308,7 +309,7 @@ def java_produce_runs(runner, b: Broker, run: int, messages: int, size: int) -> 
     recycle_page_cache(b.work / "data")
     # At least 100,000 records a run: --quick's 30,000 take the JVM about 0.1 s, too short a
     # window for its first batches' linger and its 100 Hz CPU clock (ratios 0.37-0.42 then).
-    messages = max(messages, 100_000)
+    messages = max(messages, JAVA_LEAST)
     proc = runner.start("BenchPartitions", b.bootstrap, spread_topic, str(SPREAD), one_topic, str(JAVA_WARM),
                         str(messages), str(size), *(f"{k}={v}" for k, v in JAVA_PRODUCER.items()),
                         jvm_args=JAVA_JVM_ARGS)
@@ -417,7 +418,9 @@ def produce_only(trees: list[Path], repeat: int, messages: int, size: int, confl
                 if b.proc is not None:
                     b.stop()
     med = {tree: {k: statistics.median(run[k] for run in runs[tree]) for k in runs[tree][0]} for tree in trees}
-    print(f"\nmedians of {repeat} rounds, {messages} x {size} B per produce run; the broker from each tree in turn")
+    java_part = f" ({max(messages, JAVA_LEAST)} for the Java producer's)" if java is not None else ""
+    print(f"\nmedians of {repeat} rounds, {messages} x {size} B per produce run{java_part}; "
+          "the broker from each tree in turn")
     print(f"{'figure':<50} " + " ".join(f"{str(t)[-18:]:>18}" for t in trees) + ("   ratio" if len(trees) > 1 else ""))
     for key, name in PRODUCE_FIGURES + JAVA_FIGURES + [("load", "1-minute load average at the start")]:
         if key not in med[trees[0]]:
