@@ -14,6 +14,7 @@ from __future__ import annotations
 import struct
 from collections import OrderedDict
 from itertools import chain, repeat
+from operator import itemgetter
 
 from kafka_wire.amqp import messages
 from kafka_wire.log import batch as rb
@@ -154,8 +155,10 @@ def _uniform(recs, count: int, base: int, skip: int, position_base: int, tail: b
     records are all alike but for their offset deltas (0, 1, ... in turn) and values,
     all of one length: no key, no headers, one timestamp delta (as the SDKs' sends are
     stored); None for any other batch. Where the records lie follows from the first
-    one; every byte but the values' is checked against what that predicts (in one
-    compare), so the batch is read as the record-by-record loop reads it, or not here."""
+    one; every byte but the values' is checked against what that predicts (a column of
+    the records at a time: a strided slice and one compare each, a dozen or so a batch,
+    not an object per record), so the batch is read as the record-by-record loop reads
+    it, or not here."""
     try:
         size, p = read_varint(recs, 0)
         if recs[p] != 0:  # attributes
@@ -172,7 +175,10 @@ def _uniform(recs, count: int, base: int, skip: int, position_base: int, tail: b
         return None
     value_head = b"\x01" + encode_varint(n)  # the null key and the value's length
     fixed = 2 + len(stamp) + len(value_head) + n  # the record's length less the offset delta's
-    pieces, starts = [], []
+    # Each group of records whose offset deltas are one width long (1 byte: 0-63, 2: 64-8191)
+    # is a row of records of one length: each byte of the records but the values' is checked
+    # a column at a time (a strided slice, one compare), not record by record
+    groups = []  # (where the group starts, its record's length, where the value starts, records)
     at = 0
     for width, low, high in ((1, 0, 64), (2, 64, 8192)):
         high = min(high, count)
@@ -180,52 +186,85 @@ def _uniform(recs, count: int, base: int, skip: int, position_base: int, tail: b
             break
         length = encode_varint(fixed + width)
         step = len(length) + fixed + width
+        m = high - low
+        end = at + m * step
+        if end > len(recs):
+            return None
         into = len(length) + 1 + len(stamp) + width + len(value_head)  # where the value starts
-        starts.append(range(at + into, at + into + (high - low) * step, step))
-        lead = b"\x00" + length + b"\x00" + stamp  # (the previous record's headers count first)
-        pieces.append(lead + (value_head + lead).join(_ZZ[low:high]) + value_head)
-        at += (high - low) * step
-    if at > len(recs):
-        return None
-    first = list(chain.from_iterable(starts))
-    after = list(map(n.__add__, first))
-    if _between(recs, first, after, at) != b"".join(pieces)[1:] + b"\x00":
-        return None
-    cut = recs.__getitem__
+        delta = len(length) + 1 + len(stamp)  # where the offset delta starts
+        template = length + b"\x00" + stamp + bytes(width) + value_head
+        for j in range(delta):
+            if recs[at + j:end:step] != _BYTES[template[j]] * m:
+                return None
+        for j, column in enumerate(_ZZ_COLUMNS[width]):
+            if recs[at + delta + j:end:step] != column[low - _ZZ_LOW[width]:high - _ZZ_LOW[width]]:
+                return None
+        for j in range(delta + width, into):
+            if recs[at + j:end:step] != _BYTES[template[j]] * m:
+                return None
+        if recs[at + step - 1:end:step] != _BYTES[0] * m:  # the headers' count: none
+            return None
+        groups.append((at, step, into, m))
+        at = end
     if skip >= count:
         return []
+    # The values from ``skip`` on, as bytes, by a struct's iter_unpack over each group's
+    # records (a slice object and a memoryview per value cost more than copying it)
+    values = []
+    low = 0
+    view = memoryview(recs)  # (decompressed records are bytes: a group's slice not copied)
+    for at, step, into, m in groups:
+        s = max(skip - low, 0)
+        if s < m:
+            values.append(_struct(f"{into}x{n}s{step - into - n}x").iter_unpack(view[at + s * step:at + m * step]))
+        low += m
     last = tail + (_DATA8[n] if n < 256 else _DATA32 + _I32.pack(n))
-    return _messages(base, skip, count, position_base, repeat(last), map(cut, map(slice, first[skip:], after[skip:])))
+    return _messages(base, skip, count, position_base, last, n, map(_FIRST, chain.from_iterable(values)))
 
 
-def _between(recs, first: list[int], after: list[int], at: int) -> bytes:
-    """The bytes before, between and after the values (which start at ``first``,
-    end at ``after``; the records end at ``at``), joined. As bytes, not views: a
-    view is an object the cyclic GC tracks, and a batch's worth of them alive at
-    once sets off collections (a full one, in a broker's large heap, now and then)."""
-    return b"".join(map(bytes, map(recs.__getitem__, map(slice, chain((0,), after), chain(first, (at,))))))
+_STRUCTS: dict[str, struct.Struct] = {}
+_FIRST = itemgetter(0)
+
+
+def _struct(fmt: str) -> struct.Struct:
+    """A kept Struct of ``fmt`` (the formats of a few value lengths and offset sizes)."""
+    made = _STRUCTS.get(fmt)
+    if made is None:
+        if len(_STRUCTS) >= 256:
+            _STRUCTS.clear()
+        made = _STRUCTS[fmt] = struct.Struct(fmt)
+    return made
+
+
+_BYTES = [bytes((b,)) for b in range(256)]
+# The offset deltas' zigzag varints as columns: byte j of each of those of one width, in turn
+_ZZ_LOW = {1: 0, 2: 64}
+_ZZ_COLUMNS = {1: [b"".join(_ZZ[0:64])], 2: [b"".join(_ZZ[64:8192])[j::2] for j in range(2)]}
 
 
 # Offset deltas as the last six digits of an offset's text (EVENTS_PER_POSITION: 10**6)
 _DIGITS6 = [b"%06d" % n for n in range(len(_ZZ))]
 
 
-def _messages(base: int, skip: int, count: int, position_base: int, *rest) -> list[bytes]:
+def _messages(base: int, skip: int, count: int, position_base: int, last: bytes, n: int, values) -> list[bytes]:
     """The messages of offset deltas ``skip`` to ``count`` (below 8,192): each the
-    annotations up to its offset's text, then a piece of each of ``rest`` (the
-    enqueued time, the data section's head, the value)."""
+    annotations with its sequence number and offset, ``last`` (the enqueued time, the data
+    section's head) and its value from ``values`` (each ``n`` bytes)."""
     if position_base:  # every offset's text is the position's and six digits of the delta
         digits = b"%d" % (position_base // rb.EVENTS_PER_POSITION)
         size = len(digits) + 6
-        return list(map(b"".join, zip(repeat(_ANNOTATIONS_MAP32 + _II.pack(_ENTRIES + size + 4, 6) + _SEQ_LONG),
-                                      map(_I64.pack, range(base + skip, base + count)),
-                                      repeat(_OFFSET_STR8 + bytes((size,)) + digits), _DIGITS6[skip:count], *rest)))
+        head = _ANNOTATIONS_MAP32 + _II.pack(_ENTRIES + size + 4, 6) + _SEQ_LONG
+        text = _OFFSET_STR8 + bytes((size,)) + digits
+        # one pack a message, its value copied in once
+        pack = _struct(f">{len(head)}sq{len(text)}s6s{len(last)}s{n}s").pack
+        return list(map(pack, repeat(head), range(base + skip, base + count), repeat(text), _DIGITS6[skip:count],
+                        repeat(last), values))
     texts = list(map(b"%d".__mod__, range(skip, count)))
     sizes = list(map(len, texts))
     heads = {size: _ANNOTATIONS_MAP32 + _II.pack(_ENTRIES + size + 4, 6) + _SEQ_LONG for size in set(sizes)}
     return list(map(b"".join, zip(map(heads.__getitem__, sizes),
                                   map(_SEQ_OFFSET.pack, range(base + skip, base + count), repeat(_OFFSET_STR8), sizes),
-                                  texts, *rest)))
+                                  texts, repeat(last), values)))
 
 
 class SharedEvents:
