@@ -83,12 +83,7 @@ public class BenchPartitions {
         int partitions = Integer.parseInt(args[2]);
         long warm = Long.parseLong(args[4]), count = Long.parseLong(args[5]);
         int size = Integer.parseInt(args[6]);
-        Properties props = new Properties();
-        props.put("bootstrap.servers", bootstrap);
-        for (int i = 7; i < args.length; i++) {
-            String[] kv = args[i].split("=", 2);
-            props.put(kv[0], kv[1]);
-        }
+        Properties props = BenchSmallEvents.properties(bootstrap, args, 7);
         Acks spread = new Acks(logEnds(props, spreadTopic, partitions)), one = new Acks(logEnds(props, oneTopic, 1));
         props.put("key.serializer", ByteArraySerializer.class.getName());
         props.put("value.serializer", ByteArraySerializer.class.getName());

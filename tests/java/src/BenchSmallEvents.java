@@ -115,15 +115,21 @@ public class BenchSmallEvents {
         int partition = Integer.parseInt(args[3]);
         long warm = Long.parseLong(args[4]), count = Long.parseLong(args[5]);
         int size = Integer.parseInt(args[6]);
-        Properties props = new Properties();
-        props.put("bootstrap.servers", bootstrap);
-        for (int i = 7; i < args.length; i++) {
-            String[] kv = args[i].split("=", 2);
-            props.put(kv[0], kv[1]);
-        }
+        Properties props = properties(bootstrap, args, 7);
         BufferedReader stdin = new BufferedReader(new InputStreamReader(System.in));
         if (mode.equals("produce")) produce(props, topic, partition, warm, count, size, stdin);
         else consume(props, topic, partition, warm, count, size, stdin);
+    }
+
+    /** The client's properties: bootstrap.servers, then each {@code k=v} argument from {@code from} on. */
+    static Properties properties(String bootstrap, String[] args, int from) {
+        Properties props = new Properties();
+        props.put("bootstrap.servers", bootstrap);
+        for (int i = from; i < args.length; i++) {
+            String[] kv = args[i].split("=", 2);
+            props.put(kv[0], kv[1]);
+        }
+        return props;
     }
 
     /** Before the client closes (a consumer's close takes ~0.5 s), so the reader's clock stops too. */
