@@ -14,14 +14,14 @@ import random
 import struct
 
 import pytest
-from proton import Connection, Data, Delivery, Message, Transport
+from proton import Data, Delivery, Message
 
 from kafka_wire.amqp import consume
 from kafka_wire.amqp.frames import FramePadder, disposition_frame, dispositions
 from kafka_wire.testing import EmulatedBroker
 from kafka_wire.testing.raw_amqp import RawAmqp
 
-from .conftest import produce, read_on_one_session
+from .conftest import engine_pair, produce, read_on_one_session
 
 HEADER = b"AMQP\x00\x01\x00\x00"
 SEED = 41
@@ -48,32 +48,7 @@ def test_the_brokers_disposition_is_protons_padded(channel, first, last):
 
 
 def test_protons_own_disposition_is_the_one_handmade_here():
-    server, client = Transport(Transport.SERVER), Transport(Transport.CLIENT)
-    sconn, cconn = Connection(), Connection()
-    server.bind(sconn)
-    client.bind(cconn)
-
-    def exchange():
-        for _ in range(4):
-            for a, b in ((client, server), (server, client)):
-                n = a.pending()
-                if n > 0:
-                    b.push(a.peek(n))
-                    a.pop(n)
-
-    cconn.open()
-    ssn = cconn.session()
-    ssn.open()
-    receiver = ssn.receiver("r")
-    receiver.open()
-    receiver.flow(10)
-    exchange()
-    sconn.open()
-    sssn = sconn.session_head(0)
-    sssn.open()
-    sender = sconn.link_head(0)
-    sender.open()
-    exchange()
+    sender, _receiver, _pump, _client, server = engine_pair("receiver")
     server.pop(server.pending())
     made = []
     for tag in (b"a", b"b", b"c"):

@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 from kafka_wire.amqp.messages import MessageError, batch_messages, decode_message, plain_batch
 from kafka_wire.eventhubs.events import _HEADS, Incoming, PlainEvents, records_batch
 
+from .conftest import engine_pair
+
 NOW = 1_700_000_000_000
 
 
@@ -281,45 +283,13 @@ def test_plain_events_are_stored_as_their_incoming_events_are(sizes, key):
     assert bytes(records_batch(PlainEvents(key, bodies), NOW)) == bytes(records_batch(events, NOW))
 
 
-def _engine_pair():
-    """Two proton engines joined in memory (no sockets): a sender link and a receiver link."""
-    from proton import Connection, Transport
-
-    client, server = Connection(), Connection()
-    ct, st_ = Transport(), Transport(Transport.SERVER)
-    ct.bind(client)
-    st_.bind(server)
-    client.open()
-    session = client.session()
-    session.open()
-    sender = session.sender("s")
-    sender.open()
-
-    def pump():
-        for a, b in ((ct, st_), (st_, ct), (ct, st_), (st_, ct)):
-            n = a.pending()
-            if n > 0:
-                b.push(a.peek(n))
-                a.pop(n)
-
-    pump()
-    server.open()
-    ssn = server.session_head(0)
-    ssn.open()
-    receiver = server.link_head(0)
-    receiver.open()
-    receiver.flow(10)
-    pump()
-    return sender, receiver, pump
-
-
 def test_a_kept_receive_view_is_never_overwritten():
     """The send path reads each transfer into a buffer it reuses; a view of one still
     alive (kept past its use) makes the next transfer take a buffer of its own."""
     from kafka_wire.amqp import nodes
     from kafka_wire.amqp.nodes import received_view
 
-    sender, receiver, pump = _engine_pair()
+    sender, receiver, pump, _client, _server = engine_pair("sender")
     got = []
     for tag, payload in ((b"1", b"a" * 5000), (b"2", b"b" * 3000), (b"3", b"c" * 4000)):
         sender.delivery(tag)
