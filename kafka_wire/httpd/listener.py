@@ -151,6 +151,17 @@ class HttpListener:
                                        f"a fault's JSON is at most {fault_control.MAX_BODY} bytes")
                     self._send(writer, 413, too_big.body, too_big.content_type, False, False)
                     return
+                if not posted and (size or method not in ("GET", "HEAD")):  # decided before a Request is made
+                    if size:  # its body is never read
+                        self._send(writer, 405, b"only GET and HEAD are served here\n", "text/plain",
+                                   False, False)
+                        return
+                    self._send(writer, 405, b"only GET and HEAD are served\n", "text/plain",
+                               False, keep, extra={"Allow": "GET, HEAD"})
+                    await writer.drain()
+                    if not keep:
+                        return
+                    continue
                 request = _request(writer, method, path, url, headers)
                 if size > CHECK_HEAD_ABOVE and posted and not control:
                     # refused on its head alone, the body is never read (nor held)
@@ -159,25 +170,15 @@ class HttpListener:
                         self._send(writer, refused.status, refused.body, refused.content_type,
                                    False, False, extra=refused.headers)
                         return
-                body = b""
                 if size:
-                    if not posted:
-                        self._send(writer, 405, b"only GET and HEAD are served here\n", "text/plain",
-                                   False, False)
-                        return
                     try:
                         body = await asyncio.wait_for(reader.readexactly(size), READ_TIMEOUT_S)
                     except (asyncio.IncompleteReadError, asyncio.TimeoutError, ConnectionError):
                         return
-                if posted or method in ("GET", "HEAD"):
-                    if body:
-                        request = dataclasses.replace(request, body=body)  # (signed_in goes with it)
-                    answer = await self._answer(request, rest, control)
-                    self._send(writer, answer.status, answer.body, answer.content_type,
-                               method == "HEAD", keep, extra=answer.headers)
-                else:
-                    self._send(writer, 405, b"only GET and HEAD are served\n", "text/plain",
-                               False, keep, extra={"Allow": "GET, HEAD"})
+                    request = dataclasses.replace(request, body=body)  # (signed_in goes with it)
+                answer = await self._answer(request, rest, control)
+                self._send(writer, answer.status, answer.body, answer.content_type,
+                           method == "HEAD", keep, extra=answer.headers)
                 await writer.drain()
                 if not keep:
                     return

@@ -277,6 +277,44 @@ def test_a_content_length_that_is_not_a_number_is_answered(broker, length):
     assert status == (413 if length.isascii() and length.isdigit() else 400), head[:200]
 
 
+def _answers(s: socket.socket, count: int) -> list[bytes]:
+    """The heads of ``count`` answers on one connection (these answers' bodies are short)."""
+    data = b""
+    while data.count(b"HTTP/1.1 ") < count or not data.endswith(b"\n"):
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        data += chunk
+    return [b"HTTP/1.1 " + a for a in data.split(b"HTTP/1.1 ")[1:]]
+
+
+def test_a_method_no_route_serves_is_405_and_the_connection_goes_on(broker, monkeypatch):
+    """A PUT to the console is refused before a request is made of it (no query parsed,
+    nothing asked of a route), the connection kept: the GET after it is served."""
+    from kafka_wire.httpd import listener
+    made = []
+    real = listener._request
+    monkeypatch.setattr(listener, "_request", lambda *a: made.append(a[2]) or real(*a))
+    with socket.create_connection(("127.0.0.1", int(broker.http_url.rsplit(":", 1)[1])), timeout=20) as s:
+        s.sendall(b"PUT /?x=1&x=2 HTTP/1.1\r\nHost: h\r\n\r\nGET /health HTTP/1.1\r\nHost: h\r\n\r\n")
+        first, second = _answers(s, 2)
+    assert first.startswith(b"HTTP/1.1 405 ") and b"Allow: GET, HEAD" in first, first[:300]
+    assert second.startswith(b"HTTP/1.1 200 "), second[:300]
+    assert made == ["/health"], made
+
+
+def test_a_body_no_route_takes_is_405_unread(broker):
+    """A body sent where nothing takes one is refused on its head and the connection
+    closed: its 60 MiB never come, so only an answer on the head can arrive."""
+    with socket.create_connection(("127.0.0.1", int(broker.http_url.rsplit(":", 1)[1])), timeout=20) as s:
+        s.sendall(f"PUT /api/namespaces HTTP/1.1\r\nHost: h\r\nContent-Length: {HUGE}\r\n\r\n".encode())
+        answer = b""
+        while chunk := s.recv(65536):  # the refusal closes the connection
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 405 "), answer[:300]
+    assert requests.get(broker.http_url + "/health", timeout=20).status_code == 200
+
+
 @pytest.mark.parametrize("case", [
     ("a number past AMQP's long", [{"Body": "x", "UserProperties": {"a": 10**30}}], {}),
     ("a lone surrogate as partition key", [{"Body": "x", "BrokerProperties": {"PartitionKey": "\ud800"}}], {}),
