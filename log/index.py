@@ -18,6 +18,11 @@ may be closed while idle (``close_fd``) and is reopened by the next append.
 A file is mapped when an entry is first read, not when it is opened or
 extended: a partition that is only appended to keeps no map of its indexes
 (``unmap`` lets go of one after recovery has read it).
+
+The sparse indexes (``LAZY``) are created by their first entry, not when the
+segment is: a file created costs ~0.2 ms on ext4, and a segment holding less
+than index.interval.bytes never gets an entry. A missing one reads as empty;
+``LogSegment`` decides whether that is what laziness left or damage.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ class _EntryFile:
     ENTRY: struct.Struct
     HEADER_SIZE = 0
     GROWABLE = False  # fixed files are sized once to max_bytes; growable ones double
+    LAZY = False  # created by the first entry rather than by open_for_append
     INITIAL_ENTRIES = 1024
     # Entries kept in memory and written this many at a time (0: each append writes), for a file
     # nothing reads while it is active: see OffsetIndex.
@@ -187,13 +193,48 @@ class _EntryFile:
 
     def open_for_append(self) -> None:
         """Make the file writable and give it room (sparse) for new entries."""
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         if self.GROWABLE:
             capacity = max(self.INITIAL_ENTRIES, self.entries * 2)
         else:
             capacity = max(self.max_entries, self.entries)
+        if self.LAZY and not self.exists:
+            self._capacity = capacity  # writable: the first append creates the file
+            return
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         self._resize(capacity)
+
+    @property
+    def exists(self) -> bool:
+        """Is the file there (as far as this object made or found it)?"""
+        return self.file_bytes >= 0
+
+    def create(self) -> None:
+        """Make the file now, empty, if it was never made (a LAZY file before its first
+        entry). Open for append, it gets its room as open_for_append gives it."""
+        if self.exists:
+            return
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        if not self._capacity:
+            os.close(fd)
+            self.file_bytes = 0
+            return
+        self._fd = fd
+        try:
+            self._resize(self._capacity)
+        except BaseException:  # still "never made": the next entry tries again (O_CREAT keeps the file)
+            self._fd = None
+            os.close(fd)
+            raise
+
+    def _reopen(self) -> int:
+        """The write descriptor, opened again (closed while idle) or, for a LAZY file's
+        first entry, the file created."""
+        if not self.exists:
+            self.create()
+        else:
+            self._fd = os.open(self.path, os.O_RDWR)
+        return self._fd  # type: ignore[return-value]
 
     def _resize(self, capacity: int) -> None:
         length = self.HEADER_SIZE + capacity * self.ENTRY.size
@@ -209,7 +250,7 @@ class _EntryFile:
         if self._fd is None:
             if not self._capacity:
                 raise RuntimeError(f"{self.path.name} is not open for append")
-            self._fd = os.open(self.path, os.O_RDWR)  # closed while idle
+            self._reopen()
         if self.entries + count > self._capacity:
             if not self.GROWABLE:
                 raise RuntimeError(f"{self.path.name} is full")
@@ -257,7 +298,7 @@ class _EntryFile:
         pending = self._pending
         fd = self._fd
         if fd is None:
-            fd = self._fd = os.open(self.path, os.O_RDWR)
+            fd = self._reopen()
         size = self.ENTRY.size
         _pwrite_all(fd, pending, self.HEADER_SIZE + (end - len(pending) // size) * size)
         self._pending = b""
@@ -278,6 +319,9 @@ class _EntryFile:
     def trim(self) -> None:
         """Cut the file to its entries, map it at that size and release the fd."""
         length = self.HEADER_SIZE + self.entries * self.ENTRY.size
+        if self.LAZY and not self.exists:  # never made, so it has no entries either: stays absent
+            self._capacity = 0
+            return
         fd = self._fd if self._fd is not None else os.open(self.path, os.O_RDWR)
         try:
             if self._pending:
@@ -332,6 +376,7 @@ class OffsetIndex(_EntryFile):
     """
 
     ENTRY = struct.Struct(">ii")
+    LAZY = True
     # Nothing reads an active segment's .index (reads find batches through .batches; it is kept
     # for Kafka's layout and sealed segments' checks), so its entries are written 64 at a time,
     # saving a pwrite per index.interval.bytes; trim (on roll and close), flush, closing the
@@ -365,6 +410,7 @@ class TimeIndex(_EntryFile):
     """
 
     ENTRY = struct.Struct(">qi")
+    LAZY = True  # LogSegment.seal makes it for a segment with batches, entry or none
     # As OffsetIndex's; the one reader, a lookup by timestamp, holds the partition's lock
     # (PartitionLog.offset_for_timestamp), so its read writes what is pending safely.
     DEFER_ENTRIES = 64

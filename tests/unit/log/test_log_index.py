@@ -16,8 +16,9 @@ def test_offset_index_is_preallocated_sparse_and_trimmed(tmp_path):
     path = tmp_path / "00000000000000000000.index"
     index = OffsetIndex(path, max_bytes=800)
     index.open_for_append()
-    assert path.stat().st_size == 800 and index.max_entries == 100
+    assert not path.exists() and index.max_entries == 100  # made by its first entry
     index.append(b"".join(OffsetIndex.ENTRY.pack(r, r * 100) for r in (3, 7, 12)), 3)
+    assert path.stat().st_size == 800
     assert index.lookup(2) == 0 and index.lookup(3) == 300 and index.lookup(11) == 700 and index.lookup(99) == 1200
     index.trim()
     assert path.stat().st_size == 24
