@@ -64,7 +64,8 @@ class _EntryFile:
     _pending: bytes | bytearray = b""  # entries not written yet (DEFER_ENTRIES); b"" when none
     _pending_lock = nullcontext()  # _PENDING_LOCK for files that defer (see BatchIndex)
 
-    def __init__(self, path: Path, max_bytes: int):
+    def __init__(self, path: Path, max_bytes: int, *, new: bool = False):
+        """``new``: the caller knows the file is not there (a segment being created)."""
         self.path = path
         self.max_entries = max(0, max_bytes // self.ENTRY.size)
         self._fd: int | None = None
@@ -78,13 +79,15 @@ class _EntryFile:
         self.entries = 0  # pending ones included
         if self.DEFER_ENTRIES:
             self._pending_lock = _PENDING_LOCK
-        if path.exists():
-            size = path.stat().st_size
+        self.file_bytes = -1  # missing
+        if not new:
+            try:
+                size = os.stat(path).st_size
+            except FileNotFoundError:
+                return
             self.file_bytes = size
             self.entries = max(0, size - self.HEADER_SIZE) // self.ENTRY.size
             self._remap(size)
-        else:
-            self.file_bytes = -1  # missing
 
     # -- state ------------------------------------------------------------------
 
@@ -451,8 +454,8 @@ class BatchIndex(_EntryFile):
     # log flusher's pass about once a second (PartitionLog.write_pending_entries).
     DEFER_ENTRIES = 64
 
-    def __init__(self, path: Path):
-        super().__init__(path, max_bytes=0)
+    def __init__(self, path: Path, *, new: bool = False):
+        super().__init__(path, max_bytes=0, new=new)
 
     def read_base_position(self) -> int | None:
         if self._map is None or self._map_len < self.HEADER_SIZE:
@@ -605,11 +608,13 @@ class TransactionIndex:
     rewritten whole (truncation, recovery).
     """
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, new: bool = False):
         self.path = path
         self.entries: list[AbortedTxn] = []
         self.damaged: str | None = None  # why the file could not be read whole
         self._dirty = False
+        if new:  # not there (a segment being created): nothing to read
+            return
         try:
             data = path.read_bytes()
         except FileNotFoundError:

@@ -59,6 +59,12 @@ FULLY_CHECKED_SEGMENTS = 2  # the active one and the one a crash during roll may
 def load_segments(directory: Path, config: LogConfig) -> tuple[list[LogSegment], int]:
     """Open (and recover) the segments of ``directory``; returns them, the last
     one active, and the log start offset."""
+    with os.scandir(directory) as entries:
+        empty = next(entries, None) is None
+    if empty:
+        # A new partition's first use: nothing to read or recover (no marker, start offset,
+        # recovery point or swap), which spares the six failed opens of the path below.
+        return [LogSegment.create(directory, 0, 0, config, stale=False)], 0
     marker = directory / CLEAN_SHUTDOWN_FILE
     clean = marker.exists()
     if clean:
@@ -124,7 +130,9 @@ def load_segments(directory: Path, config: LogConfig) -> tuple[list[LogSegment],
     while len(segments) > 1 and segments[0].next_offset <= persisted_start and segments[0].base_offset < persisted_start:
         segments.pop(0).delete()
     if not segments:
-        segments.append(LogSegment.create(directory, persisted_start, 0, config))
+        # Without a .log in the directory there is no segment file left either: the scan
+        # removed index files whose .log is gone, and deleting a segment removes them all.
+        segments.append(LogSegment.create(directory, persisted_start, 0, config, stale=bool(bases)))
     elif persisted_start > segments[-1].next_offset:
         logger.warning(
             "%s: log start offset %d is past the end of the log (%d); starting empty there",
