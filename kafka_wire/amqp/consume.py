@@ -285,9 +285,6 @@ class ConsumeLink(LinkHandler):
         self._sent: list = []
         self._sent_tags: list[int] = []  # their tags' numbers
         self._sent_bytes = 0
-        # Deliveries of runs sent unsettled (settled in proton: see on_flow) whose disposition
-        # the broker has not written yet
-        self._run_unsettled = 0
         self._carried: set[int] = set()  # tag numbers of those sent through proton (not spliced)
         self._withheld = False  # an injected withhold-flow holds the events until it ends
         self.runtime_metric = RUNTIME_METRIC in conn.desired_capabilities(link.name)
@@ -304,7 +301,6 @@ class ConsumeLink(LinkHandler):
         self._sent = []
         self._sent_tags = []
         self._sent_bytes = 0
-        self._run_unsettled = 0
         self._carried = set()
         self.conn.settling.discard(self)
         self.conn.forget_payloads(self)
@@ -391,13 +387,18 @@ class ConsumeLink(LinkHandler):
                 if carried:
                     sent += deliveries
                     sent_tags.extend(numbers)
-                else:
-                    self._run_unsettled += n
                 self._sent_bytes += sum(map(len, events))
-        if (sent or self._run_unsettled) and (self._waiting is not None
-                                              or len(sent) + self._run_unsettled >= SETTLE_EVERY
-                                              or self._sent_bytes >= SETTLE_EVERY_BYTES):
-            conn.settling.add(self)  # settled in the connection's flush, once written
+        if not settled:  # (a link sending settled holds nothing to settle)
+            held = len(sent) + padder.unsettled_count(self)
+            if held and (self._waiting is not None or held >= SETTLE_EVERY
+                         or self._sent_bytes >= SETTLE_EVERY_BYTES):
+                conn.settling.add(self)  # settled in the connection's flush, once written
+
+    @property
+    def _run_unsettled(self) -> int:
+        """Deliveries of runs sent unsettled (settled in proton: see on_flow) whose
+        disposition the broker has not written yet: the padder's (tests read it)."""
+        return self.conn.padder.unsettled_count(self)
 
     def settle_sent(self) -> bool:
         """Settle, on our side, the deliveries whose transfer proton has written (the
@@ -424,13 +425,9 @@ class ConsumeLink(LinkHandler):
         those the connection writes the same disposition frames proton would, from the
         delivery ids the padder saw (FramePadder.unsettled), at this same point."""
         padder = self.conn.padder
-        if self._run_unsettled:
-            ranges = padder.unsettled.pop(self, None)
-            if ranges:
-                self._run_unsettled -= sum(last - first + 1 for _, first, last in ranges)
-                self.conn.dispose(ranges)
-            if self._run_unsettled and not padder.holds_runs(self):
-                self._run_unsettled = 0  # (none left to write: a count off would keep it here)
+        ranges = padder.unsettled.pop(self, None)
+        if ranges:
+            self.conn.dispose(ranges)
         sent, tags = self._sent, self._sent_tags
         written = padder.written.get(self, 0)  # the last tag whose transfer is written
         # Proton writes a link's transfers in order: those up to the last written are out,
@@ -453,7 +450,7 @@ class ConsumeLink(LinkHandler):
             deque(map(_pn.pn_delivery_settle, done), 0)
             del sent[:n]
             del tags[:n]
-        if not sent and not self._run_unsettled:
+        if not sent and not padder.unsettled_count(self):  # (its runs' transfers all written)
             self._sent_bytes = 0
             self.conn.settling.discard(self)
         return n > 0

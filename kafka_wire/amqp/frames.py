@@ -188,9 +188,21 @@ class FramePadder:
         self._runs.append(run)
         self.payloads[first] = run
 
-    def holds_runs(self, owner) -> bool:
-        """Whether ``owner`` has runs not yet written."""
-        return any(run.owner is owner for run in self._runs)
+    def unsettled_count(self, owner) -> int:
+        """How many of ``owner``'s deliveries of unsettled runs have no disposition yet:
+        those written (:attr:`unsettled`) and those of its runs not yet written. Derived,
+        not counted apart: what the padder drops (a detached link's runs) leaves no count
+        to drift. Cheap: a few ranges, and the runs proton has not written (a few)."""
+        n = 0
+        for _, first, last in self.unsettled.get(owner, ()):
+            n += last - first + 1
+        if self._runs:
+            # (proton writes a link's transfers in order: a run is written up to written[owner])
+            after = self.written.get(owner, 0) + 1
+            for run in self._runs:
+                if run.owner is owner and run.unsettled:
+                    n += run.first + len(run.events) - max(after, run.first)
+        return n
 
     def _run_of(self, tag: bytes):
         """(run, index) of the delivery ``tag`` names in a run, or None."""

@@ -17,7 +17,7 @@ import pytest
 from proton import Data, Delivery, Message
 
 from kafka_wire.amqp import consume
-from kafka_wire.amqp.frames import FramePadder, disposition_frame, dispositions
+from kafka_wire.amqp.frames import FramePadder, disposition_frame, dispositions, run_tag
 from kafka_wire.testing import EmulatedBroker
 from kafka_wire.testing.raw_amqp import RawAmqp
 
@@ -65,6 +65,42 @@ def test_ranges_of_two_receivers_join_only_where_their_ids_meet():
     frames = dispositions([[0, 5, 9], [1, 0, 3], [0, 0, 4], [0, 11, 12]])
     assert frames == [disposition_frame(0, 0, 9), disposition_frame(0, 11, 12), disposition_frame(1, 0, 3)]
     assert dispositions([[2, 7, 7]]) == [disposition_frame(2, 7, 7)]
+
+
+def _settled_transfer(handle: int, delivery_id: int, number: int) -> bytes:
+    """An empty transfer of a run's delivery as proton writes one settled before it is
+    written (channel 0; message-format 0, settled true)."""
+    items = _uint(handle) + _uint(delivery_id) + b"\xa0\x10" + run_tag(number) + b"\x43\x41"
+    body = b"\x00\x53\x14\xc0" + bytes((len(items) + 1, 5)) + items
+    return struct.pack(">IBBH", 8 + len(body), 2, 0, 0) + body
+
+
+def test_the_padder_counts_a_links_deliveries_without_a_disposition():
+    """FramePadder.unsettled_count (what a receiver holds to settle): its unsettled runs'
+    deliveries not yet written and those written whose ids wait for a disposition; none
+    of a run sent settled, none once the link is forgotten."""
+    padder = FramePadder()
+    padder.add_run("o", 1, [b"a" * 5] * 10, unsettled=True)
+    padder.add_run("s", 11, [b"b"] * 5)  # (a link sending settled)
+    padder.add_run("o", 16, [b"c"] * 4, unsettled=True)
+    frames = ([_settled_transfer(0, 300 + i, 1 + i) for i in range(10)]
+              + [_settled_transfer(1, 310 + i, 11 + i) for i in range(5)]
+              + [_settled_transfer(0, 315 + i, 16 + i) for i in range(4)])
+    assert (padder.unsettled_count("o"), padder.unsettled_count("s")) == (14, 0)
+    padder.feed(HEADER + b"".join(frames[:4]))  # (a run cut: written in part)
+    assert padder.unsettled == {"o": [[0, 300, 303]]} and padder.unsettled_count("o") == 14
+    padder.unsettled.pop("o")  # (disposed: AmqpConnection.dispose)
+    assert padder.unsettled_count("o") == 10
+    padder.feed(b"".join(frames[4:13]))
+    assert padder.unsettled == {"o": [[0, 304, 309]]} and padder.unsettled_count("o") == 10
+    padder.unsettled.pop("o")
+    padder.feed(b"".join(frames[13:]))
+    assert padder.unsettled == {"o": [[0, 315, 318]]} and padder.unsettled_count("o") == 4
+    assert padder.unsettled_count("s") == 0 and padder.lost == 0
+    padder.add_run("o", 20, [b"d"] * 3, unsettled=True)
+    assert padder.unsettled_count("o") == 7
+    padder.forget("o")  # (the link detached: its runs dropped, its ids never disposed)
+    assert padder.unsettled_count("o") == 0
 
 
 # -- over the broker ----------------------------------------------------------------------------
