@@ -40,15 +40,32 @@ path with less noise and time: one hub is written once (untimed), then read from
 new client (new connection) once untimed as a warm-up and ``--repeat`` times timed; it prints
 the broker's and the SDK's CPU per event received and their ratio, median (min-max), each
 read checked as above. ``--receivers`` does not apply.
+
+``--receive-only --profile`` also samples the broker with py-spy (``record --native --rate 500
+--format raw``, as root or with ptrace rights; ``pip install -e '.[bench]'`` brings it) during
+each timed read only, and prints the samples' count and their shares by slice of the receive
+path: reading and encoding events, the padder, proton's deliveries, proton writing frames, join
+and socket write, the rest of the connection, freeing, on_flow's Python, other (see
+bench/amqp_profile.py). Without py-spy, or when it cannot attach, it says why and exits 2. The
+CPU figures of a profiled run are raised by the sampling: compare them only with another's.
+``--stacks DIR`` keeps the raw stacks (``readN.txt``), for a closer look than the slices.
+
+``--in-process`` starts no broker: it times ``kafka_wire.amqp.outgoing.batch_events`` (a stored
+batch to the messages a receiver sends) over 40 batches of 950 events of ``--size`` bytes (fewer
+past 1 MiB), stored as the send path stores them, one length and then mixed lengths
+(``--spread``, else ±50%), read in turn until ``--events`` events, ``--repeat`` times, and
+prints ns per event, median (min-max).
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import os
 import platform
 import random
+import shutil
 import socket
 import statistics
 import subprocess
@@ -56,12 +73,14 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
+from bench import amqp_profile
 from bench.run import BrokerProc
 from bench.run import create_topic as create_hub  # a hub is a topic to the Kafka front end
 from kafka_wire.testing.ports import free_port
@@ -275,11 +294,13 @@ def amqp_send(b: Broker, hub: str, count: int, size: int, partitions: int, sprea
 
 
 def amqp_receive(b: Broker, hub: str, count: int, size: int, partitions: int, prefetch: int = 3000,
-                 batch_size: int = 1000, spread: float = 0.0, receivers: int = 1) -> dict:
+                 batch_size: int = 1000, spread: float = 0.0, receivers: int = 1,
+                 around: contextlib.AbstractContextManager | None = None) -> dict:
     """receive_batch from ``-1`` on every partition until ``count`` events arrived, by
     ``receivers`` clients at once (each its own connection in ``$Default``, no owner level,
     no checkpoint store: each reads every partition), under one meter; the figures are per
-    event delivered (``receivers`` x ``count``), and each receiver's events are checked."""
+    event delivered (``receivers`` x ``count``), and each receiver's events are checked.
+    ``around``: entered just before the meter starts, left just after it stops (a profiler)."""
     seens = [Contiguity(partitions) for _ in range(receivers)]
     low, high = size_range(size, spread)
     lock = threading.Lock()
@@ -312,7 +333,7 @@ def amqp_receive(b: Broker, hub: str, count: int, size: int, partitions: int, pr
         on_event_batch=on_batch_of(i), on_error=lambda ctx, err: errors.append(err), max_batch_size=batch_size,
         max_wait_time=None, prefetch=prefetch, starting_position="-1"), daemon=True)
         for i, client in enumerate(clients)]
-    with Meter(b) as m:
+    with around or contextlib.nullcontext(), Meter(b) as m:
         for thread in threads:
             thread.start()
         deadline = time.monotonic() + TIMEOUT_S
@@ -450,18 +471,31 @@ def loadavg() -> float:
         return float("nan")
 
 
-def receive_only(count: int, size: int, partitions: int, spread: float, repeat: int) -> int:
-    """``--receive-only``: one hub written once, then read ``repeat`` times after a warm-up read."""
+def receive_only(count: int, size: int, partitions: int, spread: float, repeat: int,
+                 profile: bool = False, keep_stacks: Path | None = None) -> int:
+    """``--receive-only``: one hub written once, then read ``repeat`` times after a warm-up read
+    (``profile``: each timed read sampled with py-spy, see bench/amqp_profile.py; its raw
+    stacks kept in ``keep_stacks`` if given)."""
+    py_spy = amqp_profile.find_py_spy() if profile else None  # (before the broker: a missing one fails fast)
     work = Path(tempfile.mkdtemp(prefix="bench-amqp-"))
+    stacks = (keep_stacks or Path(tempfile.mkdtemp(prefix="bench-amqp-stacks-"))) if profile else None
+    if stacks is not None:
+        stacks.mkdir(parents=True, exist_ok=True)
     load_before = loadavg()
     b = start_broker(work)
     rounds: list[dict] = []
+    shares: Counter = Counter()
     try:
         create_hub(b.bootstrap, "receive", partitions)
         sent = amqp_send(b, "receive", count, size, partitions, spread)
         amqp_receive(b, "receive", count, size, partitions, spread=spread)  # warm-up
         for i in range(1, repeat + 1):
-            r = amqp_receive(b, "receive", count, size, partitions, spread=spread)
+            sampler = (amqp_profile.Sampler(py_spy, b.proc.pid, stacks / f"read{i}.txt")
+                       if profile else None)
+            r = amqp_receive(b, "receive", count, size, partitions, spread=spread, around=sampler)
+            if sampler is not None:
+                with open(sampler.path) as f:
+                    shares += amqp_profile.classify(f)
             r["verified"] = (r["read"] == count and r["in_order"]
                              and r["read_per_partition"] == sent["acked_per_partition"])
             print(f"receive {i}/{repeat}: broker {r['broker_cpu_s_per_100k'] * 1e6 / PER:.3f} us/event, "
@@ -470,6 +504,8 @@ def receive_only(count: int, size: int, partitions: int, spread: float, repeat: 
             rounds.append(r)
     finally:
         b.stop()
+        if stacks is not None and keep_stacks is None:
+            shutil.rmtree(stacks, ignore_errors=True)
     load_after = loadavg()
 
     def line(label: str, vals: list, fmt: str) -> str:
@@ -482,6 +518,9 @@ def receive_only(count: int, size: int, partitions: int, spread: float, repeat: 
     print(line("client CPU us per event", [r["client_cpu_s_per_100k"] * 1e6 / PER for r in rounds], ".3f"))
     print(line("broker / client CPU", [r["broker_over_client"] for r in rounds], ".1%"))
     print(line("events/s", [r["events_per_s"] for r in rounds], ",.0f"))
+    if profile:
+        print("(profiled: py-spy's sampling pauses the broker, which raises its CPU figures above)")
+        amqp_profile.print_shares(shares, repeat)
     verified = all(r["verified"] for r in rounds)
     print("\nacknowledged == read back (per partition, sequence numbers 0..n-1 in order):", verified)
     return 0 if verified else 1
@@ -503,10 +542,26 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-json", action="store_true", help="do not write bench/results/")
     ap.add_argument("--receive-only", action="store_true",
                     help="write one hub once, then time only its AMQP receive, --repeat times")
+    ap.add_argument("--profile", action="store_true",
+                    help="with --receive-only: sample the broker with py-spy during the timed reads and "
+                         "print the samples' shares by slice of the receive path")
+    ap.add_argument("--stacks", type=Path, metavar="DIR",
+                    help="with --profile: keep py-spy's raw stacks of each timed read in DIR (readN.txt)")
+    ap.add_argument("--in-process", action="store_true",
+                    help="no broker: time outgoing.batch_events per event, one-length and mixed-length batches")
     args = ap.parse_args(argv)
     count = args.events or (20_000 if args.quick else 100_000)
+    if args.profile and not args.receive_only:
+        ap.error("--profile goes with --receive-only")
+    if args.in_process:
+        return amqp_profile.in_process(args.size, args.spread, count, args.repeat, event_bodies)
     if args.receive_only:
-        return receive_only(count, args.size, args.partitions, args.spread, args.repeat)
+        try:
+            return receive_only(count, args.size, args.partitions, args.spread, args.repeat, args.profile,
+                                args.stacks)
+        except amqp_profile.ProfileError as exc:
+            print(f"\n*** --profile FAILED: {exc} ***", file=sys.stderr, flush=True)
+            return 2
 
     work = Path(tempfile.mkdtemp(prefix="bench-amqp-"))
     rounds: list[dict] = []
