@@ -394,12 +394,6 @@ class ConsumeLink(LinkHandler):
                          or self._sent_bytes >= SETTLE_EVERY_BYTES):
                 conn.settling.add(self)  # settled in the connection's flush, once written
 
-    @property
-    def _run_unsettled(self) -> int:
-        """Deliveries of runs sent unsettled (settled in proton: see on_flow) whose
-        disposition the broker has not written yet: the padder's (tests read it)."""
-        return self.conn.padder.unsettled_count(self)
-
     def settle_sent(self) -> bool:
         """Settle, on our side, the deliveries whose transfer proton has written (the
         connection calls this after each ``pending`` while the link is in its

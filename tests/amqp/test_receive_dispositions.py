@@ -186,7 +186,7 @@ def test_every_delivery_is_settled_once_after_its_transfer(broker, monkeypatch, 
         # the broker holds nothing more to settle
         readers = broker.call(lambda: [h for hs in broker.broker.amqp_server.readers.values() for h in hs
                                        if h.hub == hub])
-        assert broker.call(lambda: [(r._run_unsettled, r._sent, r in r.conn.settling) for r in readers]) == \
+        assert broker.call(lambda: [(r.conn.padder.unsettled_count(r), r._sent, r in r.conn.settling) for r in readers]) == \
             [(0, [], False)] * 2
     transferred: dict[int, int] = {}  # delivery id -> index of its transfer's last frame
     tags: dict[int, bytes] = {}

@@ -56,7 +56,7 @@ def test_a_receiver_that_read_all_holds_no_unsettled_deliveries(tmp_path):
             assert wait_for(lambda: broker.call(lambda: pn.pn_link_unsettled(reader.link._impl)) == 0,
                             timeout=10), broker.call(lambda: pn.pn_link_unsettled(reader.link._impl))
             # and none is left for the broker's own dispositions to settle
-            assert wait_for(lambda: broker.call(lambda: (reader._run_unsettled, reader.conn.padder.unsettled))
+            assert wait_for(lambda: broker.call(lambda: (reader.conn.padder.unsettled_count(reader), reader.conn.padder.unsettled))
                             == (0, {}), timeout=10)
             assert [e.sequence_number for e in got] == list(range(EVENTS))
             # and events appended later still arrive, in order, after the settlement
@@ -101,7 +101,7 @@ def test_a_streaming_receiver_settles_at_its_cap(tmp_path, monkeypatch):
 
     def recorded(self):
         if self._waiting is None:
-            streaming.append(len(self._sent) + self._run_unsettled)  # (runs: settled in proton, not to the client)
+            streaming.append(len(self._sent) + self.conn.padder.unsettled_count(self))  # (runs: settled in proton, not to the client)
         return settle_sent(self)
 
     monkeypatch.setattr(consume.ConsumeLink, "settle_sent", recorded)
