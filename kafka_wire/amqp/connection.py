@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import threading
 from typing import TYPE_CHECKING
 
 from cproton import ffi as _ffi
@@ -153,11 +154,15 @@ class LinkHandler:
 
 
 WRITE_PARTS = 1024  # pieces of the padder's output joined into one write (see _write_parts)
+# What a connection reads into (get_buffer): one buffer per thread (per broker loop; tests run
+# several), shared by its connections, as each read is handed to proton before the next one.
+READ_BYTES = 256 * 1024
+_reads = threading.local()
 PEEK_KEPT = 1 << 20  # the most of proton's output a connection keeps a buffer for
 _NO_BUFFER = _ffi.new("char[]", 0)
 
 
-class AmqpConnection(asyncio.Protocol):
+class AmqpConnection(asyncio.BufferedProtocol):
     def __init__(self, server: AmqpServer) -> None:
         self.server = server
         self.services = server.services
@@ -227,7 +232,27 @@ class AmqpConnection(asyncio.Protocol):
                           f"{HANDSHAKE_TIMEOUT_S:g} s of connecting")
             self.abort()
 
+    def get_buffer(self, sizehint: int) -> memoryview:
+        """Read into a buffer of ours, not a new bytes each time: uvloop copies every
+        read of a Protocol into one (a megabyte per batch sent, 3% of the send path)."""
+        buf = getattr(_reads, "buf", None)
+        if buf is None:
+            buf = _reads.buf = memoryview(bytearray(READ_BYTES))
+        return buf
+
+    def buffer_updated(self, nbytes: int) -> None:
+        data = _reads.buf[:nbytes]
+        if self.engine is not None and self._frames is None and not self._closed:
+            # The AMQP frames after the handshake: handed to proton (which copies them)
+            # through InputFrames, which keeps nothing of the buffer.
+            self._last_input = self.services.clock.now_ms()
+            self._push(self.scanner.feed_parts(data), self.scanner.ended)
+        else:  # (the handshake, WebSocket frames, a lingering close: may keep what they read)
+            self.data_received(bytes(data))
+
     def data_received(self, data: bytes) -> None:
+        """What was read (from buffer_updated, or from the HTTP listener for a connection
+        it upgraded to a WebSocket)."""
         if self._closed:
             if self._frames is not None and self._linger_timer is not None:
                 self._lingering_websocket(data)

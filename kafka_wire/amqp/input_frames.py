@@ -118,8 +118,9 @@ class InputFrames:
         """:meth:`feed`'s bytes as parts to hand proton in turn, views of ``data`` where
         they pass whole. A transfer frame (a 256 KiB part of a batch, which spans two
         reads) is passed on as it comes, not held until it is whole: that was a copy of
-        every batch sent, and another to join it."""
-        buf = self._carry + bytes(data) if self._carry else bytes(data)
+        every batch sent, and another to join it. ``data`` may be a view of a buffer the
+        caller reuses once the parts are handed on: nothing kept here refers to it."""
+        buf = self._carry + data if self._carry else data
         self._carry = b""
         pos, end = 0, len(buf)
         view = memoryview(buf)
@@ -133,7 +134,7 @@ class InputFrames:
             out.append(view[:pos])
         if not self._header_done:
             if end < 8:
-                self._carry = buf
+                self._carry = bytes(buf)
                 return []
             pos = 8
             self._header_done = self.ended = True
@@ -164,7 +165,7 @@ class InputFrames:
             pos += size
         out.append(view[start:pos])
         if pos < end:
-            self._carry = buf[pos:]
+            self._carry = bytes(buf[pos:])
         if self.ended:
             self._deferred = 0  # (handled by the pump this feed brings)
         return [part for part in out if len(part)]
@@ -185,13 +186,13 @@ class InputFrames:
         body = pos + doff
         return (len(buf) >= body + 3 and buf[pos + 5] == 0 and doff >= 8 and size >= doff + 3
                 and buf[body] == 0x00 and buf[body + 1] == 0x53 and buf[body + 2] == 0x14
-                and buf[pos + 6:pos + 8] not in self._ended)
+                and bytes(buf[pos + 6:pos + 8]) not in self._ended)
 
     def _frame(self, buf: bytes, pos: int, size: int) -> bool | bytes:
         doff = buf[pos + 4] * 4
         if buf[pos + 5] != 0 or size < doff + 3 or doff < 8:
             return True
-        channel = buf[pos + 6:pos + 8]
+        channel = bytes(buf[pos + 6:pos + 8])
         body = pos + doff
         if buf[body] != 0x00 or buf[body + 1] != 0x53:
             return True
@@ -205,11 +206,11 @@ class InputFrames:
             self.dropped += 1
             return False
         if code == 0x10:          # open
-            return _smaller_frames(buf[pos:pos + size], doff) or True
+            return _smaller_frames(bytes(buf[pos:pos + size]), doff) or True
         if code == 0x17:          # end
             self._ended.add(channel)
         elif code == 0x12:        # attach
-            self._attach(buf[body:pos + size])
+            self._attach(bytes(buf[body:pos + size]))
         return True
 
     def _attach(self, performative: bytes) -> None:

@@ -414,8 +414,11 @@ _ALIKE_BEFORE = 256
 
 @functools.lru_cache(maxsize=64)
 def _alike_pattern(before: bytes, n: int) -> re.Pattern:
-    """Events each ``before`` then ``n`` bytes of body, one after another to the end."""
-    return re.compile(b"(?:%s.{%d})*" % (re.escape(before), n), re.DOTALL)
+    """Events each ``before`` then ``n`` bytes of body, one after another to the end.
+    Possessive (``*+``): an event is always the same length, so giving one back cannot
+    help a full match, and sre then keeps no backtracking state per event (43 us a 1 MB
+    batch of 1 KiB events, 23 us so)."""
+    return re.compile(b"(?:%s.{%d})*+" % (re.escape(before), n), re.DOTALL)
 
 
 def _events(buf: memoryview, pos: int, end: int, outer_key: str | None) -> PlainEvents | None:
