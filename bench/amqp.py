@@ -24,7 +24,7 @@ partition, the sequence numbers (offsets) 0..n-1 in order, once each, with
 n the events acknowledged to that partition. Writes JSON to bench/results/.
 
     python -m bench.amqp [--quick] [--events N] [--size 1024] [--spread 0.5] [--partitions 2]
-                         [--receivers 2] [--repeat 3] [--receive-only]
+                         [--receivers 2] [--repeat 3] [--receive-only | --send-only]
 
 ``--spread`` sends events of sizes drawn within ``--size`` ± that fraction (1,000 seeded
 bodies in turn), as applications' events differ: the broker's send path has a shortcut
@@ -40,6 +40,11 @@ path with less noise and time: one hub is written once (untimed), then read from
 new client (new connection) once untimed as a warm-up and ``--repeat`` times timed; it prints
 the broker's and the SDK's CPU per event received and their ratio, median (min-max), each
 read checked as above. ``--receivers`` does not apply.
+
+``--send-only`` measures the send path alone: after a warm-up, ``--repeat`` rounds of an AMQP
+send and a Kafka produce of the same events, each to new hubs, printing the broker's and the
+SDK's CPU per event, their ratio and the ratio to a Kafka record, median (min-max); every
+acknowledgement is checked, nothing is read back.
 
 ``--receive-only --profile`` also samples the broker with py-spy (``record --native --rate 500
 --format raw``, as root or with ptrace rights; ``pip install -e '.[bench]'`` brings it) during
@@ -526,6 +531,50 @@ def receive_only(count: int, size: int, partitions: int, spread: float, repeat: 
     return 0 if verified else 1
 
 
+def send_only(count: int, size: int, partitions: int, spread: float, repeat: int) -> int:
+    """``--send-only``: after a warm-up, ``repeat`` rounds of an AMQP send and a Kafka produce of
+    the same events, each to a new hub (the acknowledgements checked, nothing read back)."""
+    work = Path(tempfile.mkdtemp(prefix="bench-amqp-"))
+    load_before = loadavg()
+    b = start_broker(work)
+    rounds: list[tuple[dict, dict]] = []
+    try:
+        create_hub(b.bootstrap, "warm", partitions)
+        amqp_send(b, "warm", min(count, 20_000), size, partitions, spread)
+        kafka_produce(b, "warm", min(count, 20_000), size, partitions, spread)
+        for i in range(1, repeat + 1):
+            create_hub(b.bootstrap, f"amqp-{i}", partitions)
+            create_hub(b.bootstrap, f"kafka-{i}", partitions)
+            s = amqp_send(b, f"amqp-{i}", count, size, partitions, spread)
+            k = kafka_produce(b, f"kafka-{i}", count, size, partitions, spread)
+            s["verified"] = s["acked"] == count and k["acked"] == count and k["offsets_ok"]
+            rounds.append((s, k))
+            print(f"send {i}/{repeat}: broker {s['broker_cpu_s_per_100k'] * 1e6 / PER:.3f} us/event, "
+                  f"client {s['client_cpu_s_per_100k'] * 1e6 / PER:.3f} us/event, "
+                  f"{s['broker_over_client']:.1%}; Kafka produce {k['broker_cpu_s_per_100k'] * 1e6 / PER:.3f} "
+                  f"us/record", flush=True)
+    finally:
+        b.stop()
+    load_after = loadavg()
+
+    def line(label: str, vals: list, fmt: str) -> str:
+        return (f"{label:36}{format(statistics.median(vals), fmt):>10} "
+                f"({format(min(vals), fmt)}-{format(max(vals), fmt)})")
+
+    print(f"\nAMQP send only: {count:,} events x {size} B (spread {spread:g}), {partitions} partitions, "
+          f"median (min-max) of {repeat} round(s); load average {load_before:.2f} before, {load_after:.2f} after")
+    print(line("broker CPU us per event", [s["broker_cpu_s_per_100k"] * 1e6 / PER for s, _ in rounds], ".3f"))
+    print(line("client CPU us per event", [s["client_cpu_s_per_100k"] * 1e6 / PER for s, _ in rounds], ".3f"))
+    print(line("broker / client CPU", [s["broker_over_client"] for s, _ in rounds], ".1%"))
+    print(line("Kafka produce broker us per record", [k["broker_cpu_s_per_100k"] * 1e6 / PER for _, k in rounds],
+               ".3f"))
+    print(line("AMQP send / Kafka produce (broker)",
+               [s["broker_cpu_s_per_100k"] / k["broker_cpu_s_per_100k"] for s, k in rounds], ".2f"))
+    verified = all(s["verified"] for s, _ in rounds)
+    print("\nevery event acknowledged (AMQP), every record acknowledged at offsets 0..n-1 (Kafka):", verified)
+    return 0 if verified else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.amqp", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -547,6 +596,8 @@ def main(argv: list[str] | None = None) -> int:
                          "print the samples' shares by slice of the receive path")
     ap.add_argument("--stacks", type=Path, metavar="DIR",
                     help="with --profile: keep py-spy's raw stacks of each timed read in DIR (readN.txt)")
+    ap.add_argument("--send-only", action="store_true",
+                    help="AMQP send and Kafka produce only, each round to new hubs (see above)")
     ap.add_argument("--in-process", action="store_true",
                     help="no broker: time outgoing.batch_events per event, one-length and mixed-length batches")
     args = ap.parse_args(argv)
@@ -555,6 +606,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--profile goes with --receive-only")
     if args.in_process:
         return amqp_profile.in_process(args.size, args.spread, count, args.repeat, event_bodies)
+    if args.send_only:
+        return send_only(count, args.size, args.partitions, args.spread, args.repeat)
     if args.receive_only:
         try:
             return receive_only(count, args.size, args.partitions, args.spread, args.repeat, args.profile,
