@@ -172,7 +172,10 @@ def _decode(buf, strict: bool = False) -> Incoming:
             for k, v, e in _entries(buf, value):
                 if bytes(buf[k + 2:v]) == _PARTITION_KEY_SYM and buf[k] == 0xA3:
                     found = _text(buf, v)
-                    key = found if found is not None else key
+                    if found is not None:
+                        key = found
+                    else:  # not a string: routed as no key, and kept as sent, as the service does
+                        annotations.append(bytes(buf[k:e]))
                 elif buf[k] != 0xA3 or bytes(buf[k + 2:v]) not in _SERVICE_ANNOTATIONS:
                     annotations.append(bytes(buf[k:e]))
         elif code == _APP_PROPS:

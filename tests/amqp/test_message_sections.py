@@ -31,23 +31,28 @@ def decoded(raw: bytes) -> Message:
        priority=st.one_of(st.none(), st.integers(0, 9)), ttl=st.one_of(st.none(), st.integers(1, 10**6)),
        annotations=st.dictionaries(symbols, values, max_size=3),
        instructions=st.dictionaries(symbols, values, max_size=3),
-       subject=st.one_of(st.none(), names), key=st.one_of(st.none(), names))
+       subject=st.one_of(st.none(), names),
+       key=st.one_of(st.none(), names, st.integers(-2**63, 2**63 - 1), st.binary(max_size=20)))
 def test_sections_come_back_as_sent(body, priority, ttl, annotations, instructions, subject, key):
-    """(Proton's Message has no footer: the SDK test, test_message_fidelity, sends one.)"""
+    """(Proton's Message has no footer: the SDK test, test_message_fidelity, sends one.)
+    A partition key that is not a string is no key for routing (the record has none)
+    but comes back as it was sent (the service keeps it: Azure/azure-event-hubs-spark#424)."""
     m = Message(body=body, inferred=isinstance(body, bytes))
     if priority is not None:
         m.priority = priority
     if ttl is not None:
         m.ttl = ttl / 1000
-    m.annotations = {**annotations, **({symbol("x-opt-partition-key"): key} if key else {})}
+    m.annotations = {**annotations, **({symbol("x-opt-partition-key"): key} if key is not None else {})}
     m.instructions = instructions
     if subject is not None:
         m.subject = subject
     incoming = decode_message(bytes(m.encode()))
+    assert incoming.partition_key == (key if isinstance(key, str) else None)
     (record,) = list(DefaultRecordBatch(bytes(records_batch([incoming], now_ms=1_700_000_000_000))))
+    assert record.key == (key.encode() if isinstance(key, str) else None)
     headers = list(record.headers)
     plain = isinstance(body, bytes) and priority is None and ttl is None and not annotations \
-        and not instructions and subject is None
+        and not instructions and subject is None and (key is None or isinstance(key, str))
     assert (rb.AMQP_PROPERTIES_HEADER in dict(headers)) == (not plain)  # none for a plain event
     if isinstance(body, bytes):
         assert record.value == body  # Kafka consumers get the body as it is
@@ -58,6 +63,7 @@ def test_sections_come_back_as_sent(body, priority, ttl, annotations, instructio
     got = dict(back.annotations or {})
     assert got.pop(symbol("x-opt-sequence-number")) == 5
     assert {k: v for k, v in got.items() if not str(k).startswith("x-opt-")} == annotations
+    assert got.get(symbol("x-opt-partition-key")) == key
     assert (back.instructions or {}) == instructions
     assert back.subject == subject
 

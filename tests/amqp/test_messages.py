@@ -121,6 +121,27 @@ def test_the_sdk_batch_format_splits_into_its_messages():
     assert not is_batch(decode_message(bytes(Message(body=b"\x00\x53\x75plain", inferred=True).encode())))
 
 
+def test_a_batch_whose_events_have_a_key_that_is_not_a_string_keeps_it():
+    """Each inner message's number key: no key for routing, and back to a receiver as sent."""
+    inner = []
+    for i in range(3):
+        m = Message(body=f"e{i}".encode(), inferred=True)
+        m.annotations = {symbol("x-opt-partition-key"): 40 + i}
+        inner.append(m)
+    raw = bytes(Message(body=None).encode())
+    for m in inner:
+        section = bytes(m.encode())
+        raw += b"\x00\x53\x75\xb0" + len(section).to_bytes(4, "big") + section
+    parts = batch_messages(decode_message(raw))
+    assert parts == split_batch(decode_message(raw))
+    assert [p.partition_key for p in parts] == [None] * 3
+    records = list(DefaultRecordBatch(bytes(records_batch(parts, now_ms=1_700_000_000_000))))
+    assert [r.key for r in records] == [None] * 3
+    back = [decoded(encode_event(i, i, 0, r.key, r.value, r.headers, True)) for i, r in enumerate(records)]
+    assert [b.annotations[symbol("x-opt-partition-key")] for b in back] == [40, 41, 42]
+    assert [bytes(b.body) for b in back] == [b"e0", b"e1", b"e2"]
+
+
 @settings(max_examples=300, deadline=None)
 @given(sections=st.lists(st.one_of(
     st.binary(max_size=40),
