@@ -28,7 +28,7 @@ from proton import (Collector, Condition, Connection, Delivery, Event, EventType
 
 from kafka_wire.amqp import addresses, websocket
 from kafka_wire.amqp.frames import FramePadder, dispositions
-from kafka_wire.amqp.input_frames import InputFrames, PayloadPart
+from kafka_wire.amqp.input_frames import InputFrames
 from kafka_wire.amqp.sasl import SaslError, SaslServer
 from kafka_wire.eventhubs.auth import USERNAME, AuthError, split_plain
 from kafka_wire.eventhubs.door import (ConnectionString, Refusal, Refused, SasKey, door_for_credential,
@@ -133,9 +133,6 @@ class LinkHandler:
     # the connection refuses a larger one as its frames arrive, before a handler sees it.
     max_message_bytes: int | None = None
     token_timer = None  # the check of the token that authorized the link (watch_token)
-    # Where the messages sent on the link are when InputFrames keeps them out of proton
-    # (input_frames.Payloads), else None: proton's deliveries hold them.
-    payloads = None
 
     def detach(self, condition: str, description: str) -> None:
         """End the link with an error, as the service does (a stolen partition,
@@ -453,16 +450,6 @@ class AmqpConnection(asyncio.BufferedProtocol):
         first bytes make proton do nothing, and a pump costs a flush and a tick."""
         pushed = False
         for data in parts:
-            if data.__class__ is PayloadPart:
-                head = data.head
-                if head and self.engine is not None and 0 < self.engine.capacity() < len(head):
-                    # Room for all of its head first: proton's events are not handled between
-                    # the payload kept and its frame's head (see input_frames.PayloadPart).
-                    self.pump()
-                data.apply()
-                if not head:
-                    continue
-                data = head
             view = memoryview(data)
             while len(view) and self.engine is not None:
                 room = self.engine.capacity()
@@ -860,20 +847,16 @@ class AmqpConnection(asyncio.BufferedProtocol):
         node takes it, its sender aborted it, or it has grown past the link's limit or
         past the connection's budget for messages still arriving."""
         if handler is None or delivery.aborted:
-            self._drop(delivery, None, "")  # (an aborted message's bytes: dropped by Payloads too)
+            self._drop(delivery, None, "")
             return False
-        payloads = handler.payloads
-        if payloads is not None and not delivery.readable:
-            payloads = None  # (an update of a message already taken: not the one arriving)
-        pending = delivery.pending if payloads is None else payloads.arrived(delivery.partial)
+        pending = delivery.pending
         limit = handler.max_message_bytes or self.namespace.policy.max_publication_bytes()
         if pending > limit:
             return self._refuse_transfer(
                 delivery, "amqp-message-size", MESSAGE_SIZE_EXCEEDED,
                 logged=f"a message over {limit} bytes refused at its frame past the limit",
                 description=f"the message exceeds the limit ({limit} bytes) allowed on this link: "
-                            f"it was refused at {pending} bytes and the rest of it is discarded",
-                payloads=payloads)
+                            f"it was refused at {pending} bytes and the rest of it is discarded")
         if not delivery.partial:
             self._forget(delivery)
             return True
@@ -885,17 +868,14 @@ class AmqpConnection(asyncio.BufferedProtocol):
                 delivery, "amqp-limit", RESOURCE_LIMIT,
                 logged=f"over {budget} bytes of messages arriving at once; one refused",
                 description=f"the messages still arriving on this connection hold over {budget} "
-                            "bytes: finish (or abort) some before starting more",
-                payloads=payloads)
+                            "bytes: finish (or abort) some before starting more")
         return True
 
     def _refuse_transfer(self, delivery, kind: str, condition: str, *, logged: str,
-                         description: str, payloads=None) -> bool:
+                         description: str) -> bool:
         """Refuse an arriving message with ``condition`` (``logged`` once per client
         and ``kind``): False, for :meth:`_admit_transfer` to return."""
         _repeats.warn(kind, client_address(self.peer), f"AMQP connection from {self.peer}: {logged}")
-        if payloads is not None:  # its bytes kept out of proton: dropped there too
-            payloads.drop(delivery.partial)
         self._drop(delivery, condition, description)
         return False
 

@@ -3,20 +3,17 @@
 :class:`InputFrames` keeps what proton's Python binding does not expose (an
 ``attach``'s desired capabilities), drops frames the service ignores (on a
 channel the client has ended), sizes proton's frames for the padder
-(:mod:`kafka_wire.amqp.frames`), passes transfers on as they come, keeps the
-messages sent on a link that asked for them (:class:`Payloads`) out of proton,
-and says when what it passed on needs handling (:attr:`InputFrames.ended`).
+(:mod:`kafka_wire.amqp.frames`), passes transfers on as they come, and says
+when what it passed on needs handling (:attr:`InputFrames.ended`).
 """
 from __future__ import annotations
 
 import struct
-import threading
-from collections import deque
 
 from kafka_wire.amqp.frames import PAD_ROOM, rewrite_performative
 from kafka_wire.amqp.messages import _skip
 
-__all__ = ["InputFrames", "Payloads", "DEFERRED_BYTES"]
+__all__ = ["InputFrames", "DEFERRED_BYTES"]
 
 _SIZE = struct.Struct(">I")
 _U32 = struct.Struct(">I")
@@ -69,222 +66,6 @@ _TRANSFER_FIELDS = (_UINT, _UINT + b"\x40", b"\xa0\xb0\x40", _UINT + b"\x40", _B
                     _BOOLEAN, b"\x50\x40", b"\x00\x40", _BOOLEAN + b"\x40", _BOOLEAN + b"\x40")
 
 
-_WAIT = object()  # (InputFrames._stripped: not yet known)
-
-
-def _transfer_head(buf, body: int, stop: int) -> tuple[int, bool, bool, int] | None:
-    """(handle, more, aborted, the performative's end) of the transfer whose performative
-    starts at ``body`` (its bytes up to ``stop`` at hand); None when it is cut short there,
-    or a field read here (handle, more, aborted) is not of the type the specification
-    gives it (absent and null fields are false)."""
-    try:
-        p = body + 3
-        code = buf[p]
-        if code == 0xC0:    # list8: size, count
-            count, q, after = buf[p + 2], p + 3, p + 2 + buf[p + 1]
-        elif code == 0xD0:  # list32
-            count, q, after = _U32.unpack_from(buf, p + 5)[0], p + 9, p + 5 + _U32.unpack_from(buf, p + 1)[0]
-        else:
-            return None
-        if after > stop or count < 1:
-            return None
-        handle = _uint(buf, q)
-        if handle is None:
-            return None
-        flags = [False, False]  # more, aborted
-        for field in range(min(count, 10)):
-            if q >= after:
-                return None
-            if field == 5 or field == 9:
-                value = buf[q]
-                if value == 0x41 or (value == 0x56 and buf[q + 1] == 1):
-                    flags[field == 9] = True
-                elif not (value == 0x42 or value == 0x40 or (value == 0x56 and buf[q + 1] == 0)):
-                    return None
-            q = _skip(buf, q)
-        if q > after:
-            return None
-        return handle, flags[0], flags[1], after
-    except Exception:  # noqa: BLE001 - cut short, or a value _skip cannot size
-        return None
-
-
-def _first_uint(buf, body: int) -> int | None:
-    """The first field of the performative at ``body`` when it is a uint (a detach's handle)."""
-    try:
-        code = buf[body + 3]
-        if code == 0xC0 and buf[body + 5]:
-            return _uint(buf, body + 6)
-        if code == 0xD0 and _U32.unpack_from(buf, body + 8)[0]:
-            return _uint(buf, body + 12)
-    except (IndexError, struct.error):
-        pass
-    return None
-
-
-def _uint(buf, q: int) -> int | None:
-    """The uint encoded at ``q`` (uint0, smalluint, uint), else None."""
-    code = buf[q]
-    if code == 0x43:
-        return 0
-    if code == 0x52:
-        return buf[q + 1]
-    if code == 0x70:
-        return _U32.unpack_from(buf, q + 1)[0]
-    return None
-
-
-class Payloads:
-    """The messages sent on one link, their bytes kept here and not handed to proton.
-
-    Proton copied each message sent three times (into its input, into the delivery,
-    and out to us: a third of the send path's copies, 0.2 us of a 1 KiB event's 2 us).
-    :class:`InputFrames` hands proton each transfer on the link with only the first
-    byte of its payload (without one, proton has no event for a message's part, and the
-    connection's checks of arriving messages need them) and puts the payload here, in
-    order; proton does all the rest (delivery ids, credit, settlement), and the link's
-    handler takes each message here when proton says it is complete (:meth:`take`), in
-    the same order, checking that proton holds the bytes it was given of it.
-
-    The bytes are kept in one buffer while the link has messages arriving or not taken,
-    from a few the thread keeps for its links in turn (a megabyte allocated per batch is
-    faulted in again each time: see nodes.received_view; one kept per link would be a
-    megabyte per idle link)."""
-    __slots__ = ("buf", "start", "fill", "given", "ends", "skipping", "closed")
-
-    def __init__(self) -> None:
-        self.buf: bytearray | None = None  # (None while it holds nothing)
-        self.start = 0       # the first byte not taken
-        self.fill = 0        # the end of what has arrived
-        self.given = 0       # the bytes proton was handed of the arriving message
-        # (end, bytes proton was handed) of each message complete and not taken
-        self.ends: deque[tuple[int, int]] = deque()
-        self.skipping = False  # the arriving message was refused: its bytes are dropped
-        self.closed = False
-
-    def add(self, chunk) -> None:
-        """More of the arriving message."""
-        n = len(chunk)
-        if self.skipping or self.closed or not n:
-            return
-        if self.buf is None:
-            self.buf = _pooled()
-        fill = self.fill
-        if fill + n > len(self.buf):
-            live = self.fill - self.start
-            grown = bytearray(max(2 * len(self.buf), live + n, 4096))
-            grown[:live] = self.buf[self.start:self.fill]
-            self.ends = deque((end - self.start, given) for end, given in self.ends)
-            self.buf, self.start, self.fill = grown, 0, live
-            fill = live
-        memoryview(self.buf)[fill:fill + n] = chunk  # (a bytearray's slice copies a view twice)
-        self.fill = fill + n
-
-    def end(self, aborted: bool) -> None:
-        """The arriving message is complete (or ``aborted``: its bytes are dropped)."""
-        if self.skipping or aborted:
-            self.skipping = False
-            self.fill = self._arriving_from()
-            self._release_if_empty()
-        elif not self.closed:
-            self.ends.append((self.fill, self.given))
-        self.given = 0
-
-    def _release_if_empty(self) -> None:
-        if self.fill == self.start and not self.ends and self.buf is not None:
-            _release(self.buf)
-            self.buf, self.start, self.fill = None, 0, 0
-
-    def _arriving_from(self) -> int:
-        return self.ends[-1][0] if self.ends else self.start
-
-    def arrived(self, partial: bool) -> int:
-        """The bytes of the message proton has as arriving (``partial``), else of the next
-        complete one: what proton's delivery.pending said of a message it held whole."""
-        if partial:
-            return self.fill - self._arriving_from()
-        return self.ends[0][0] - self.start if self.ends else 0
-
-    def take(self, pending: int) -> memoryview | None:
-        """The next complete message, of which proton holds ``pending`` bytes: a view valid
-        until the next :meth:`add`, of which the caller keeps nothing. None when there is
-        none, or proton holds other than the bytes it was handed of it (then proton and
-        this disagree: a transfer on the link was handed to proton whole)."""
-        if not self.ends or self.ends[0][1] != pending:
-            return None
-        end = self.ends.popleft()[0]
-        view = memoryview(self.buf)[self.start:end] if self.buf is not None else memoryview(b"")  # (empty)
-        self.start = end
-        self._release_if_empty()  # (the view holds it until the caller is done with it)
-        return view
-
-    def drop(self, partial: bool) -> None:
-        """The message proton has as arriving (``partial``), else the next complete one,
-        is refused: its bytes are dropped (the rest of an arriving one as it comes)."""
-        if partial:
-            self.skipping = True
-            self.fill = self._arriving_from()
-            self.given = 0
-        elif self.ends:
-            self.start = self.ends.popleft()[0]
-        self._release_if_empty()
-
-
-# Buffers the links of this thread (one broker loop; tests run several) take in turn:
-# a few, none over 4 MiB (a larger message's is its own).
-_POOLED, _POOLED_BYTES = 4, 4 << 20
-_pool = threading.local()
-
-
-def _pooled() -> bytearray:
-    free = getattr(_pool, "free", None)
-    while free:
-        buf = free.pop()
-        if not _exported(buf):  # (a view of it kept past its use: left to its holder)
-            return buf
-    return bytearray()
-
-
-def _release(buf: bytearray) -> None:
-    free = getattr(_pool, "free", None)
-    if free is None:
-        free = _pool.free = []
-    if len(free) < _POOLED and len(buf) <= _POOLED_BYTES:
-        free.append(buf)
-
-
-def _exported(buf: bytearray) -> bool:
-    """Is a view of ``buf`` still alive? (A bytearray with views cannot change size.)"""
-    try:
-        buf.append(0)
-    except BufferError:
-        return True
-    buf.pop()
-    return False
-
-
-class PayloadPart:
-    """A kept transfer's payload (or part of it) among the parts :meth:`InputFrames.feed_parts`
-    returns, with the frame's ``head`` for proton once the frame is whole: :meth:`apply`
-    it where it stands, then hand proton its head before proton's events are handled, so
-    :class:`Payloads` has the messages proton has, and of the one arriving at least as much."""
-    __slots__ = ("payloads", "data", "given", "last", "aborted", "head")
-
-    def __init__(self, payloads: Payloads, data, given: int = 0, last: bool = False,
-                 aborted: bool = False, head: bytes = b"") -> None:
-        self.payloads, self.data, self.given, self.last, self.aborted = payloads, data, given, last, aborted
-        self.head = head
-
-    def apply(self) -> None:
-        """(``given``: the bytes of it its head hands proton)"""
-        payloads = self.payloads
-        payloads.add(self.data)
-        if not payloads.skipping:
-            payloads.given += self.given
-        if self.last:
-            payloads.end(self.aborted)
-
-
 def _smaller_frames(frame: bytes, doff: int) -> bytes | None:
     """The client's ``open`` with a max-frame-size :data:`PAD_ROOM` smaller (at
     least 512), for proton to size its frames by: the padder lengthens frames
@@ -329,17 +110,6 @@ class InputFrames:
         self._ended: set[bytes] = set()
         self.capabilities: dict[str, set[str]] = {}
         self.dropped = 0
-        # Payloads kept out of proton (see Payloads): by (channel, handle) as the client
-        # numbers them; and the links the client attached as a sender that have sent
-        # nothing yet (by name, and the names by (channel, handle)), the ones whose
-        # payloads may be kept from their first transfer on.
-        self._payloads: dict[tuple[bytes, int], Payloads] = {}
-        self._idle_senders: dict[str, tuple[bytes, int] | None] = {}
-        self._idle_keys: dict[tuple[bytes, int], str] = {}
-        self._through_payloads: Payloads | None = None  # the through frame's, if stripped
-        self._through_head = b""
-        self._through_aborted = False
-        self._through_given = 0
 
     def feed(self, data) -> bytes:
         return b"".join(self.feed_parts(data))
@@ -359,17 +129,9 @@ class InputFrames:
         if self._through:  # (never with a carry: a frame is held or passed on, not both)
             pos = min(self._through, end)
             self._through -= pos
-            payloads = self._through_payloads
-            if payloads is None:
-                out.append(view[:pos])
-            elif self._through:
-                out.append(PayloadPart(payloads, view[:pos]))
-            else:  # its payload's end, then its head (proton sees the frame once it is whole)
-                out.append(PayloadPart(payloads, view[:pos], self._through_given, not self._through_continued,
-                                       self._through_aborted, self._through_head))
-                self._through_payloads, self._through_head = None, b""
             if not self._through:
                 self._ended_frame(self._through_size, self._through_continued)
+            out.append(view[:pos])
         if not self._header_done:
             if end < 8:
                 self._carry = bytes(buf)
@@ -385,35 +147,7 @@ class InputFrames:
                 # framing error (holding back the frame would buffer it whole).
                 pos, self.ended = end, True
                 break
-            whole = end - pos >= size
-            if (self._payloads or self._idle_keys) and self._transfer(buf, pos, size):
-                head = self._stripped(buf, pos, size, end)
-                if head is _WAIT:
-                    break  # (carried until its performative is here)
-                if head is not None:
-                    payloads, more, aborted, after = head
-                    out.append(view[start:pos])
-                    frame_end = min(pos + size, end)
-                    start = frame_end
-                    # Its head, with its payload's first byte if it has one (see Payloads)
-                    given = 1 if pos + size > after else 0
-                    header = _SIZE.pack(after + given - pos) + bytes(buf[pos + 4:after + given])
-                    if whole:
-                        out.append(PayloadPart(payloads, view[after:frame_end], given, not more or aborted,
-                                               aborted, header))
-                        self._ended_frame(size, more and not aborted)
-                        pos = frame_end
-                        continue
-                    out.append(PayloadPart(payloads, view[after:frame_end]))
-                    self._through_given = given
-                    self._through = pos + size - end
-                    self._through_size = size
-                    self._through_continued = more and not aborted
-                    self._through_payloads, self._through_head = payloads, header
-                    self._through_aborted = aborted
-                    pos = end
-                    break
-            if not whole:
+            if end - pos < size:
                 if self._transfer(buf, pos, size):
                     self._through = pos + size - end
                     self._through_size = size
@@ -434,33 +168,7 @@ class InputFrames:
             self._carry = bytes(buf[pos:])
         if self.ended:
             self._deferred = 0  # (handled by the pump this feed brings)
-        return [part for part in out if part.__class__ is PayloadPart or len(part)]
-
-    def _stripped(self, buf, pos: int, size: int, end: int):
-        """For the transfer at ``pos``: (its link's Payloads, more, aborted, its
-        performative's end) when its payload is to be kept out of proton; None when not;
-        _WAIT when that cannot be told until more of it has come."""
-        body = pos + buf[pos + 4] * 4
-        head = _transfer_head(buf, body, min(pos + size, end))
-        if head is None:
-            if end - pos < size:
-                return _WAIT  # (cut short, or not as specified: decided once it is whole)
-            # Not as the specification types it: handed to proton as it is (which refuses it).
-            # Whichever link it is on, proton now holds a payload: the link's handler sees
-            # a payload in proton, not here, and detaches it (publish.PublishLink).
-            return None
-        handle, more, aborted, after = head
-        if after == end < pos + size:
-            return _WAIT  # (its payload's first byte, for its head, has not come)
-        key = (bytes(buf[pos + 6:pos + 8]), handle)
-        name = self._idle_keys.pop(key, None)
-        if name is not None:  # its first transfer: its payloads are proton's from now on
-            self._idle_senders.pop(name, None)
-            return None
-        payloads = self._payloads.get(key)
-        if payloads is None:
-            return None
-        return payloads, more, aborted, after
+        return [part for part in out if len(part)]
 
     def _ended_frame(self, size: int, continued: bool) -> None:
         """A frame of ``size`` has been passed on whole: does it need a pump now? Not if it
@@ -501,44 +209,11 @@ class InputFrames:
             return _smaller_frames(bytes(buf[pos:pos + size]), doff) or True
         if code == 0x17:          # end
             self._ended.add(channel)
-            if self._payloads or self._idle_keys:
-                for key in [k for k in (*self._payloads, *self._idle_keys) if k[0] == channel]:
-                    self._forget(key)
         elif code == 0x12:        # attach
-            self._attach(channel, bytes(buf[body:pos + size]))
-        elif code == 0x16 and (self._payloads or self._idle_keys):  # detach: its handle may be used again
-            handle = _first_uint(buf, body)
-            if handle is not None:
-                self._forget((channel, handle))
+            self._attach(bytes(buf[body:pos + size]))
         return True
 
-    def keep_payloads(self, name: str) -> Payloads | None:
-        """Keep the payloads of the messages the client sends on link ``name`` out of
-        proton, from its first transfer on: where they will be, or None when they cannot
-        be (the link has sent already, or the name is not one link's: then proton has them)."""
-        key = self._idle_senders.pop(name, None)
-        if key is None:
-            return None
-        self._idle_keys.pop(key, None)
-        payloads = self._payloads[key] = Payloads()
-        return payloads
-
-    def drop_payloads(self, payloads: Payloads) -> None:
-        """The link ``payloads`` serves has ended: its transfers go to proton again."""
-        payloads.closed = True
-        for key, held in list(self._payloads.items()):
-            if held is payloads:
-                del self._payloads[key]
-
-    def _forget(self, key: tuple[bytes, int]) -> None:
-        payloads = self._payloads.pop(key, None)
-        if payloads is not None:
-            payloads.closed = True
-        name = self._idle_keys.pop(key, None)
-        if name is not None:
-            self._idle_senders.pop(name, None)
-
-    def _attach(self, channel: bytes, performative: bytes) -> None:
+    def _attach(self, performative: bytes) -> None:
         from proton import Data
 
         data = Data()
@@ -551,20 +226,6 @@ class InputFrames:
             return
         if not isinstance(fields, list):  # (a described null or number: proton refuses it)
             return
-        if len(fields) > 2 and fields[2] is False and isinstance(fields[0], str) and isinstance(fields[1], int):
-            # The client's sender: its payloads may be kept out of proton (keep_payloads).
-            # A name attached twice is no one link's.
-            key = (channel, int(fields[1]))
-            self._forget(key)
-            name = fields[0]
-            if name in self._idle_senders:
-                old = self._idle_senders[name]
-                if old is not None:
-                    self._idle_keys.pop(old, None)
-                self._idle_senders[name] = None
-            else:
-                self._idle_senders[name] = key
-                self._idle_keys[key] = name
         if len(fields) > 12 and fields[0] is not None and fields[12] is not None:
             wanted = fields[12]
             values = wanted if isinstance(wanted, (list, tuple)) or hasattr(wanted, "elements") else [wanted]

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cproton import lib as _pn
 from proton import Condition, Delivery
 
 from kafka_wire.amqp.connection import (NOT_ALLOWED, NOT_FOUND, RESOURCE_LIMIT, SERVER_BUSY,
@@ -61,20 +60,14 @@ class PublishLink(LinkHandler):
         self.withheld = False  # an injected withhold-flow: no credit renewed until it ends
         open_link(link)
         link.max_message_size = self.max_message_bytes
-        # The messages sent here are kept out of proton (input_frames.Payloads): before the
-        # credit, so from the first on.
-        scanner = conn.scanner
-        self.payloads = scanner.keep_payloads(link.name) if scanner is not None else None
         link.flow(CREDIT)
         conn.watch_token(self, link, hub, SEND)
 
     def on_close(self) -> None:
         self.closed = True
-        if self.payloads is not None and self.conn.scanner is not None:
-            self.conn.scanner.drop_payloads(self.payloads)
 
     def on_delivery(self, delivery) -> None:
-        raw = received_view(self.link, delivery) if self.payloads is None else self._taken(delivery)
+        raw = received_view(self.link, delivery)
         if raw is None:
             return
         link = self.link
@@ -87,23 +80,6 @@ class PublishLink(LinkHandler):
             delivery.local.condition = condition
             delivery.update(Delivery.REJECTED)
             delivery.settle()
-
-    def _taken(self, delivery) -> memoryview | None:
-        """:func:`received_view` of a message whose bytes were kept out of proton: taken
-        from the link's Payloads once proton has all its frames."""
-        impl = delivery._impl
-        if not _pn.pn_delivery_readable(impl) or _pn.pn_delivery_partial(impl):
-            return None
-        raw = self.payloads.take(_pn.pn_delivery_pending(impl))
-        self.link.advance()
-        if raw is None:
-            # Proton holds other bytes of it than it was handed (a transfer not read as the
-            # specification types it went to proton whole): neither can be trusted from here.
-            self.detach("amqp:decode-error", "a transfer on this link could not be read: attach again")
-            return None
-        if not raw:
-            return None  # (an empty message: nothing to read, as proton's recv says)
-        return raw
 
     def _publish(self, raw: memoryview, delivery) -> Condition | None:
         """Append the transfer (a view of a buffer reused for the next one: nothing of
