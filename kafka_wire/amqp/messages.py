@@ -639,11 +639,13 @@ def encode_event(sequence: int, offset: int, enqueued_ms: int, key: bytes | None
                    _SYM_OFFSET, _str(str(offset).encode()),
                    _SYM_TIME, b"\x83", _I64.pack(enqueued_ms)]
     pairs = 3
+    keyed = False
     if key is not None:
         try:
             key.decode("utf-8")
             annotations += [_SYM_KEY, _str(key)]
             pairs += 1
+            keyed = True
         except UnicodeDecodeError:  # a binary Kafka key has no string form
             pass
     kept: _Kept | None = None
@@ -671,8 +673,11 @@ def encode_event(sequence: int, offset: int, enqueued_ms: int, key: bytes | None
     if n:
         out.append(_map(_DELIVERY_ANN, delivery, n))
     if kept is not None and kept.annotation_pairs:
-        annotations.append(kept.annotations)
-        pairs += kept.annotation_pairs
+        kept_annotations, kept_pairs = kept.annotations, kept.annotation_pairs
+        if keyed and _SYM_KEY in kept_annotations:
+            kept_annotations, kept_pairs = _without_key(kept_annotations, kept_pairs)
+        annotations.append(kept_annotations)
+        pairs += kept_pairs
     out.append(_map(_MESSAGE_ANN, annotations, pairs))
     if kept is not None and kept.properties:
         out.append(kept.properties)  # the sender's properties section, before the application's
@@ -684,6 +689,15 @@ def encode_event(sequence: int, offset: int, enqueued_ms: int, key: bytes | None
     if kept is not None and kept.footer:
         out.append(kept.footer)
     return b"".join(out)
+
+
+def _without_key(entries: bytes, pairs: int) -> tuple[bytes, int]:
+    """The sender's kept annotation ``entries`` without a partition key (one that was not
+    a string, kept as sent): a key the event was stored by (a batch's, a publisher's) is
+    written instead, and a map holds a key once."""
+    buf = b"\xd1" + _U32.pack(len(entries) + 4) + _U32.pack(pairs * 2) + entries  # (a map, for _entries)
+    kept = [buf[k:e] for k, v, e in _entries(buf, 0) if buf[k:v] != _SYM_KEY]
+    return b"".join(kept), len(kept)
 
 
 _SEQ_LONG = _SYM_SEQ + b"\x81"

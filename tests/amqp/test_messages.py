@@ -142,6 +142,25 @@ def test_a_batch_whose_events_have_a_key_that_is_not_a_string_keeps_it():
     assert [bytes(b.body) for b in back] == [b"e0", b"e1", b"e2"]
 
 
+def test_a_key_the_event_is_stored_by_replaces_one_that_was_not_a_string():
+    """An inner message's number key under a batch's text key: the event is stored by the
+    batch's key, and the delivered message holds that one key (a map holds a key once)."""
+    inner = Message(body=b"event", inferred=True)
+    inner.annotations = {symbol("x-opt-partition-key"): 5, symbol("mine"): "kept"}
+    section = bytes(inner.encode())
+    outer = Message(body=None)
+    outer.annotations = {symbol("x-opt-partition-key"): "K"}
+    raw = bytes(outer.encode()) + b"\x00\x53\x75\xb0" + len(section).to_bytes(4, "big") + section
+    (part,) = batch_messages(decode_message(raw))
+    assert part.partition_key == "K"
+    (record,) = list(DefaultRecordBatch(bytes(records_batch([part], now_ms=1_700_000_000_000))))
+    out = encode_event(1, 2, 3, record.key, record.value, record.headers, True)
+    assert out.count(b"x-opt-partition-key") == 1
+    back = decoded(out)
+    assert back.annotations[symbol("x-opt-partition-key")] == "K"
+    assert back.annotations[symbol("mine")] == "kept"
+
+
 @settings(max_examples=300, deadline=None)
 @given(sections=st.lists(st.one_of(
     st.binary(max_size=40),
