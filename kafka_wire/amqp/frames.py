@@ -201,7 +201,7 @@ class FramePadder:
             after = self.written.get(owner, 0) + 1
             for run in self._runs:
                 if run.owner is owner and run.unsettled:
-                    n += run.first + len(run.events) - max(after, run.first)
+                    n += max(0, run.first + len(run.events) - max(after, run.first))  # (0 once passed)
         return n
 
     def _run_of(self, tag: bytes):
