@@ -476,6 +476,12 @@ def loadavg() -> float:
         return float("nan")
 
 
+def _line(label: str, vals: list, fmt: str) -> str:
+    """A figure's median (min-max) of the rounds, for --receive-only and --send-only."""
+    return (f"{label:36}{format(statistics.median(vals), fmt):>10} "
+            f"({format(min(vals), fmt)}-{format(max(vals), fmt)})")
+
+
 def receive_only(count: int, size: int, partitions: int, spread: float, repeat: int,
                  profile: bool = False, keep_stacks: Path | None = None) -> int:
     """``--receive-only``: one hub written once, then read ``repeat`` times after a warm-up read
@@ -513,16 +519,12 @@ def receive_only(count: int, size: int, partitions: int, spread: float, repeat: 
             shutil.rmtree(stacks, ignore_errors=True)
     load_after = loadavg()
 
-    def line(label: str, vals: list, fmt: str) -> str:
-        return (f"{label:36}{format(statistics.median(vals), fmt):>10} "
-                f"({format(min(vals), fmt)}-{format(max(vals), fmt)})")
-
     print(f"\nAMQP receive only: {count:,} events x {size} B, {partitions} partitions, median (min-max) of "
           f"{repeat} read(s); load average {load_before:.2f} before, {load_after:.2f} after")
-    print(line("broker CPU us per event", [r["broker_cpu_s_per_100k"] * 1e6 / PER for r in rounds], ".3f"))
-    print(line("client CPU us per event", [r["client_cpu_s_per_100k"] * 1e6 / PER for r in rounds], ".3f"))
-    print(line("broker / client CPU", [r["broker_over_client"] for r in rounds], ".1%"))
-    print(line("events/s", [r["events_per_s"] for r in rounds], ",.0f"))
+    print(_line("broker CPU us per event", [r["broker_cpu_s_per_100k"] * 1e6 / PER for r in rounds], ".3f"))
+    print(_line("client CPU us per event", [r["client_cpu_s_per_100k"] * 1e6 / PER for r in rounds], ".3f"))
+    print(_line("broker / client CPU", [r["broker_over_client"] for r in rounds], ".1%"))
+    print(_line("events/s", [r["events_per_s"] for r in rounds], ",.0f"))
     if profile:
         print("(profiled: py-spy's sampling pauses the broker, which raises its CPU figures above)")
         amqp_profile.print_shares(shares, repeat)
@@ -557,18 +559,14 @@ def send_only(count: int, size: int, partitions: int, spread: float, repeat: int
         b.stop()
     load_after = loadavg()
 
-    def line(label: str, vals: list, fmt: str) -> str:
-        return (f"{label:36}{format(statistics.median(vals), fmt):>10} "
-                f"({format(min(vals), fmt)}-{format(max(vals), fmt)})")
-
     print(f"\nAMQP send only: {count:,} events x {size} B (spread {spread:g}), {partitions} partitions, "
           f"median (min-max) of {repeat} round(s); load average {load_before:.2f} before, {load_after:.2f} after")
-    print(line("broker CPU us per event", [s["broker_cpu_s_per_100k"] * 1e6 / PER for s, _ in rounds], ".3f"))
-    print(line("client CPU us per event", [s["client_cpu_s_per_100k"] * 1e6 / PER for s, _ in rounds], ".3f"))
-    print(line("broker / client CPU", [s["broker_over_client"] for s, _ in rounds], ".1%"))
-    print(line("Kafka produce broker us per record", [k["broker_cpu_s_per_100k"] * 1e6 / PER for _, k in rounds],
+    print(_line("broker CPU us per event", [s["broker_cpu_s_per_100k"] * 1e6 / PER for s, _ in rounds], ".3f"))
+    print(_line("client CPU us per event", [s["client_cpu_s_per_100k"] * 1e6 / PER for s, _ in rounds], ".3f"))
+    print(_line("broker / client CPU", [s["broker_over_client"] for s, _ in rounds], ".1%"))
+    print(_line("Kafka produce broker us per record", [k["broker_cpu_s_per_100k"] * 1e6 / PER for _, k in rounds],
                ".3f"))
-    print(line("AMQP send / Kafka produce (broker)",
+    print(_line("AMQP send / Kafka produce (broker)",
                [s["broker_cpu_s_per_100k"] / k["broker_cpu_s_per_100k"] for s, k in rounds], ".2f"))
     verified = all(s["verified"] for s, _ in rounds)
     print("\nevery event acknowledged (AMQP), every record acknowledged at offsets 0..n-1 (Kafka):", verified)

@@ -30,16 +30,21 @@ ROOT = Path(__file__).resolve().parent.parent
 APPENDS = 20_000
 
 
+def _one_record_batch(size: int) -> bytes:
+    """A batch of one record of ``size`` zero bytes, at offset 0 (in the tree on sys.path)."""
+    from kafka_wire.log import batch as rb
+    return rb.encode_batch(
+        base_offset=0, partition_leader_epoch=0, attributes=0, last_offset_delta=0, base_timestamp=1,
+        max_timestamp=1, producer_id=-1, producer_epoch=-1, base_sequence=-1, records_count=1,
+        records=b"\x00" * size)
+
+
 def _measure(parts: int) -> float:
     """In the tree on sys.path: µs of thread CPU per append, round robin over ``parts``."""
-    from kafka_wire.log import batch as rb
     from kafka_wire.log.config import LogConfig
     from kafka_wire.log.partition_log import PartitionLog
 
-    batch = rb.encode_batch(
-        base_offset=0, partition_leader_epoch=0, attributes=0, last_offset_delta=0, base_timestamp=1,
-        max_timestamp=1, producer_id=-1, producer_epoch=-1, base_sequence=-1, records_count=1,
-        records=b"\x00" * 1024)
+    batch = _one_record_batch(1024)
     root = Path(tempfile.mkdtemp(prefix="bench-log-append-", dir="/var/tmp"))
     try:
         logs = [PartitionLog(root / f"p-{i}", LogConfig(), now_ms=0) for i in range(parts)]
@@ -65,14 +70,10 @@ FIRST_WRITES = 1_000
 
 def _first_write(parts: int = FIRST_WRITES) -> tuple[float, float]:
     """In the tree on sys.path: (ms of wall time per partition's first write, files per partition)."""
-    from kafka_wire.log import batch as rb
     from kafka_wire.log.config import LogConfig
     from kafka_wire.log.manager import LogManager
 
-    batch = rb.encode_batch(
-        base_offset=0, partition_leader_epoch=0, attributes=0, last_offset_delta=0, base_timestamp=1,
-        max_timestamp=1, producer_id=-1, producer_epoch=-1, base_sequence=-1, records_count=1,
-        records=b"\x00" * 100)
+    batch = _one_record_batch(100)
     root = Path(tempfile.mkdtemp(prefix="bench-first-write-", dir="/var/tmp"))
     try:
         manager = LogManager(root, LogConfig())
