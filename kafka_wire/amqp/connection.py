@@ -245,8 +245,7 @@ class AmqpConnection(asyncio.BufferedProtocol):
         if self.engine is not None and self._frames is None and not self._closed:
             # The AMQP frames after the handshake: handed to proton (which copies them)
             # through InputFrames, which keeps nothing of the buffer.
-            self._last_input = self.services.clock.now_ms()
-            self._push(self.scanner.feed_parts(data), self.scanner.ended)
+            self._amqp_received(data)
         else:  # (the handshake, WebSocket frames, a lingering close: may keep what they read)
             self.data_received(bytes(data))
 
@@ -319,7 +318,9 @@ class AmqpConnection(asyncio.BufferedProtocol):
                 self._closed = True
                 return
 
-    def _amqp_received(self, data: bytes) -> None:
+    def _amqp_received(self, data) -> None:
+        """AMQP bytes after the protocol header (bytes, or a view of the read buffer from
+        buffer_updated once the engine runs): SASL until it is done, then the frames."""
         if self.engine is None:
             try:
                 reply = self.sasl.feed(data)
