@@ -565,9 +565,9 @@ def send_only(count: int, size: int, partitions: int, spread: float, repeat: int
     print(_line("client CPU us per event", [s["client_cpu_s_per_100k"] * 1e6 / PER for s, _ in rounds], ".3f"))
     print(_line("broker / client CPU", [s["broker_over_client"] for s, _ in rounds], ".1%"))
     print(_line("Kafka produce broker us per record", [k["broker_cpu_s_per_100k"] * 1e6 / PER for _, k in rounds],
-               ".3f"))
+                ".3f"))
     print(_line("AMQP send / Kafka produce (broker)",
-               [s["broker_cpu_s_per_100k"] / k["broker_cpu_s_per_100k"] for s, k in rounds], ".2f"))
+                [s["broker_cpu_s_per_100k"] / k["broker_cpu_s_per_100k"] for s, k in rounds], ".2f"))
     verified = all(s["verified"] for s, _ in rounds)
     print("\nevery event acknowledged (AMQP), every record acknowledged at offsets 0..n-1 (Kafka):", verified)
     return 0 if verified else 1
