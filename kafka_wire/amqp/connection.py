@@ -68,6 +68,8 @@ INTERNAL = "amqp:internal-error"
 INVALID_FIELD = "amqp:invalid-field"
 RESOURCE_LIMIT = "amqp:resource-limit-exceeded"
 MESSAGE_SIZE_EXCEEDED = "amqp:link:message-size-exceeded"
+DETACH_FORCED = "amqp:link:detach-forced"
+DECODE_ERROR = "amqp:decode-error"
 SERVER_BUSY = "com.microsoft:server-busy"
 
 # The namespace's refusals as the AMQP conditions Event Hubs sends.
@@ -705,7 +707,7 @@ class AmqpConnection(asyncio.BufferedProtocol):
                 if not conn.state & conn.REMOTE_CLOSED:
                     _repeats.warn("amqp-transport", client_address(self.peer),
                                   f"AMQP connection from {self.peer}: input ended without a close")
-                    self._fail("amqp:decode-error", "the input ended without a close frame "
+                    self._fail(DECODE_ERROR, "the input ended without a close frame "
                                                     "(or held a frame that does not decode)")
                 else:
                     conn.close()
@@ -845,10 +847,18 @@ class AmqpConnection(asyncio.BufferedProtocol):
     def _admit_transfer(self, delivery, handler: LinkHandler | None) -> bool:
         """Bound what an incoming message holds while its frames arrive: False (and the
         delivery settled, so proton drops the rest of its frames as they come) when no
-        node takes it, its sender aborted it, or it has grown past the link's limit or
+        node takes it (rejected, with the link's reason), its sender aborted it, or it has grown past the link's limit or
         past the connection's budget for messages still arriving."""
-        if handler is None or delivery.aborted:
+        if delivery.aborted:
             self._drop(delivery, None, "")
+            return False
+        if handler is None:
+            # The link was refused, or has ended: say why in a rejected outcome. A settle
+            # with none reads as an unknown error in pyamqp, and rhea-promise waits for one.
+            reason = delivery.link.condition
+            self._drop(delivery, reason.name if reason else DETACH_FORCED,
+                       reason.description if reason else "the link is detached: nothing takes "
+                                                         "its messages")
             return False
         pending = delivery.pending
         limit = handler.max_message_bytes or self.namespace.policy.max_publication_bytes()

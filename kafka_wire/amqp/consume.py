@@ -25,8 +25,8 @@ from cproton import ffi as _ffi
 from cproton import lib as _pn
 from proton import Delivery, Link, symbol
 
-from kafka_wire.amqp.connection import (INTERNAL, INVALID_FIELD, NOT_ALLOWED, NOT_FOUND, UNAUTHORIZED,
-                                       LinkHandler, refuse)
+from kafka_wire.amqp.connection import (DETACH_FORCED, INTERNAL, INVALID_FIELD, NOT_ALLOWED, NOT_FOUND,
+                                       UNAUTHORIZED, LinkHandler, refuse)
 from kafka_wire.amqp import georeplication
 from kafka_wire.amqp.messages import runtime_metric_annotations
 from kafka_wire.amqp.frames import run_tags_blob
@@ -50,7 +50,6 @@ SELECTOR_FILTER = "apache.org:selector-filter:string"
 EPOCH = "com.microsoft:epoch"
 RUNTIME_METRIC = "com.microsoft:enable-receiver-runtime-metric"
 LINK_STOLEN = "amqp:link:stolen"
-DETACH_FORCED = "amqp:link:detach-forced"
 RESOURCE_LIMIT = "amqp:resource-limit-exceeded"
 READ_BYTES = 1024 * 1024
 _SELECTOR = re.compile(r"^\s*amqp\.annotation\.x-opt-(offset|sequence-number|enqueued-time)\s*"

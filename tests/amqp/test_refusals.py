@@ -4,16 +4,22 @@ send raises instead of waiting forever. Each send runs in a thread with a
 bounded wait, so a hang fails the test rather than the run."""
 from __future__ import annotations
 
+import socket
+import struct
 import threading
+import time
 
 import pytest
 from azure.eventhub import EventData, EventHubProducerClient
 from azure.eventhub.exceptions import EventDataSendError, EventHubError
+from proton import Data, Described, uint, ulong
 
 from kafka_wire.testing import EmulatedBroker
 from tests.eventhubs.test_quotas import _produce
 from tests.rawclient import RawClient
 from tests.unit.log.log_helpers import make_batch
+
+from .test_bad_input import AMQP_HEADER, frames
 
 
 def outcome(broker, hub: str, send, timeout: float = 30.0):
@@ -95,3 +101,62 @@ def test_a_send_to_a_hub_deleted_under_the_producer_fails(tmp_path):
 
         error = outcome(broker, "doomed", send)
         assert isinstance(error, EventHubError) and "deleted" in str(error)
+
+
+def _frame(code: int, fields: list, payload: bytes = b"") -> bytes:
+    d = Data()
+    d.put_object(Described(ulong(code), fields))
+    body = bytes(d.encode()) + payload
+    return struct.pack(">IBBH", 8 + len(body), 2, 0, 0) + body
+
+
+def _frames_until(sock: socket.socket, done, skip: int = 0, timeout: float = 10.0) -> list:
+    """The performatives the broker writes after ``skip`` bytes (its protocol header),
+    read until ``done(performatives)`` or the timeout (the broker keeps the connection
+    open)."""
+    data, deadline = bytearray(), time.monotonic() + timeout
+    sock.settimeout(0.2)
+    while time.monotonic() < deadline:
+        try:
+            chunk = sock.recv(65536)
+        except socket.timeout:
+            continue
+        if not chunk:
+            break
+        data += chunk
+        got = [p for _, p in frames(bytes(data[skip:]))]
+        if done(got):
+            return got
+    raise AssertionError(f"not reached in {timeout} s: {[p for _, p in frames(bytes(data[skip:]))]}")
+
+
+@pytest.mark.parametrize("address, condition", [
+    ("missing", "amqp:not-found"),                   # no such hub
+    ("hub/Partitions/../../x", "amqp:not-found"),    # a path-like address
+])
+def test_a_transfer_on_a_refused_link_is_rejected_with_the_refusals_reason(tmp_path, address, condition):
+    # A client that sends before reading the attach's answer: its message reaches a link
+    # the broker refused. It was settled with no outcome, which pyamqp reads as an unknown
+    # error (and retries) and rhea-promise never resolves; now it is rejected, saying why.
+    with EmulatedBroker(tmp_path / "data", amqp=True) as broker:
+        broker.create_hub("hub", 1)
+        with socket.create_connection(("127.0.0.1", broker.amqp_port), timeout=10) as s:
+            s.sendall(AMQP_HEADER + _frame(0x10, ["c", "localhost"])
+                      + _frame(0x11, [None, uint(0), uint(100), uint(100)]))
+            _frames_until(s, lambda got: any(int(p.descriptor) == 0x11 for p in got), skip=8)
+            target = Described(ulong(0x29), [address])
+            s.sendall(_frame(0x12, ["l", uint(0), False, None, None, Described(ulong(0x28), ["c"]),
+                                    target, None, None, uint(0)])
+                      + _frame(0x14, [uint(0), uint(0), b"t0", uint(0), False],
+                               b"\x00\x53\x75\xa0\x05hello"))
+            got = _frames_until(s, lambda got: any(int(p.descriptor) == 0x15 for p in got))
+        detach = next(p for p in got if int(p.descriptor) == 0x16)
+        assert str(detach.value[2].value[0]) == condition, detach
+        disposition = next(p for p in got if int(p.descriptor) == 0x15)
+        role, first, last, settled, state = disposition.value[:5]
+        assert (role, first, settled) == (True, 0, True) and last in (None, 0), disposition
+        assert state is not None and int(state.descriptor) == 0x25, disposition  # rejected
+        error = state.value[0]
+        assert int(error.descriptor) == 0x1d and str(error.value[0]) == condition, disposition
+        assert error.value[1] == detach.value[2].value[1]  # the refusal's own description
+        assert _watermarks(broker, "hub") == (0, 0)  # nothing stored
