@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Callable
 from cproton import PN_EOS
 from cproton import ffi as _ffi
 from cproton import lib as _pn
-from proton import Delivery, Link, Message
+from proton import Condition, Delivery, Link, Message
 
 from kafka_wire.amqp import addresses
-from kafka_wire.amqp.connection import NOT_FOUND, LinkHandler, refuse
+from kafka_wire.amqp.connection import DECODE_ERROR, NOT_FOUND, LinkHandler, refuse
+from kafka_wire.log_lines import shortened
 
 if TYPE_CHECKING:
     from kafka_wire.amqp.connection import AmqpConnection
@@ -186,10 +187,13 @@ class RequestLink(LinkHandler):
         try:
             request.decode(raw)
         except Exception as exc:  # proton's MessageException
+            # Say why: pyamqp reads the fields of a rejected outcome's error.
+            delivery.local.condition = Condition(DECODE_ERROR, shortened(
+                f"the {self.node} request is not an AMQP message: {exc}", 500))
             delivery.update(Delivery.REJECTED)
             delivery.settle()
             log.warning("AMQP connection from %s: an undecodable %s request: %s",
-                        self.conn.peer, self.node, exc)
+                        self.conn.peer, self.node, shortened(str(exc), 200))
             return
         reply = self.answer(self.conn, request)
         delivery.update(Delivery.ACCEPTED)

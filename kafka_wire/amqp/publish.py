@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from proton import Condition, Delivery
 
-from kafka_wire.amqp.connection import (NOT_ALLOWED, NOT_FOUND, RESOURCE_LIMIT, SERVER_BUSY,
-                                        UNAUTHORIZED, LinkHandler, condition_for, refuse)
+from kafka_wire.amqp.connection import (DECODE_ERROR, NOT_ALLOWED, NOT_FOUND, RESOURCE_LIMIT,
+                                        SERVER_BUSY, UNAUTHORIZED, LinkHandler, condition_for, refuse)
 from kafka_wire.amqp.messages import MessageError, batch_messages, decode_message, plain_batch
 from kafka_wire.amqp.nodes import hub_for, open_link, received_view
 from kafka_wire.eventhubs.rights import SEND
@@ -98,7 +98,7 @@ class PublishLink(LinkHandler):
                 outer = decode_message(raw)
                 messages = batch_messages(outer) or [outer]
             except MessageError as exc:
-                return Condition("amqp:decode-error", str(exc))
+                return Condition(DECODE_ERROR, str(exc))
             if not messages:
                 return Condition(NOT_ALLOWED, "an empty batch")
             if self.publisher is not None:

@@ -13,7 +13,7 @@ import struct
 
 import pytest
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
-from proton import Data, Described, Endpoint, Message, int32, symbol, uint, ulong
+from proton import Data, Delivery, Described, Endpoint, Message, int32, symbol, uint, ulong
 
 from kafka_wire.testing import EmulatedBroker
 from kafka_wire.testing.raw_amqp import RawAmqp
@@ -318,3 +318,28 @@ def test_desired_capabilities_are_forgotten_with_their_link(broker):
             conn = next(c for c in broker.broker.amqp_server.connections if c.peer == f"{host}:{port}")
             return len(conn.scanner.capabilities), len(conn.links)
         assert asyncio.run_coroutine_threadsafe(kept(), broker._loop).result(10) == (0, 0)
+
+
+@pytest.mark.parametrize("node", ["$cbs", "$management"])
+@pytest.mark.parametrize("request_bytes", [
+    b"\x00\x53\x74\x73\x18\x18\x64\x87",  # application properties: a char past U+10FFFF
+    b"\x00\x53\x77\x73\xce\x32\x0c\x35",  # a value: a char past a C int
+], ids=["app-properties-char", "value-char"])
+def test_a_request_that_does_not_decode_is_rejected_saying_so(broker, no_tracebacks, node,
+                                                             request_bytes):
+    # (proton's Message reads most garbage as an empty message, answered with a status;
+    # these raise.) The rejected outcome carried no error, which pyamqp indexes.
+    with RawAmqp(broker.amqp_port) as client:
+        client.open()
+        ssn = client.session()
+        requests = client.sender(ssn, node, "requests")
+        client.wait(lambda: requests.credit > 0, 10)
+        delivery = requests.delivery(b"1")
+        requests.send(request_bytes)
+        requests.advance()
+        client.wait(lambda: delivery.remote_state, 10)
+        assert delivery.remote_state == Delivery.REJECTED
+        condition = delivery.remote.condition
+        assert condition is not None and condition.name == "amqp:decode-error", condition
+        assert node in condition.description and len(condition.description) <= 500
+        still_open(client, ssn)
