@@ -9,7 +9,7 @@ TEST_STAMP := $(VENV)/.installed-test
 BENCH_STAMP := $(VENV)/.installed-bench
 JS_STAMP := tests/js/node_modules/.installed
 
-.PHONY: install install-test install-bench run test soak bench compat clean chromium docker image container-test
+.PHONY: install install-test install-bench run test soak bench bench-cost compat clean chromium docker image container-test
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -141,6 +141,20 @@ bench: $(BENCH_STAMP)
 	$(PY) -m bench.durability $(filter --quick,$(BENCH_ARGS))
 	$(PY) -m bench.partitions $(filter --quick,$(BENCH_ARGS))
 	$(PY) -m bench.small_events $(filter --quick,$(BENCH_ARGS))
+
+# Issue 30's table (cost per event and per request) in one run, row after row, each
+# figure beside its peer or limit: about 13 minutes on 2 cores, nothing else running.
+bench-cost: $(BENCH_STAMP)
+	$(PY) -m bench.run --repeat 3
+	$(PY) -m bench.small_requests --repeat 3
+	$(PY) -m bench.small_events --repeat 3
+	$(PY) -m bench.partitions
+	$(PY) -m bench.rest_send
+	$(PY) -m bench.amqp
+	$(PY) -m bench.amqp --spread 0.5
+	$(PY) -m bench.amqp --receive-only --repeat 3 --events 100000
+	$(PY) -m bench.amqp --send-only --repeat 3
+	$(PY) -m bench.amqp --send-only --repeat 3 --spread 0.5
 
 # Each client SDK's tests against its oldest supported and its newest release, in
 # throwaway virtualenvs and npm prefixes under .venv-compat/ (docs/compat.md); not part of
