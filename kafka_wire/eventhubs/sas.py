@@ -19,10 +19,13 @@ import hmac
 from dataclasses import dataclass
 from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlsplit
 
+from kafka_wire.log_lines import shortened
+
 __all__ = ["SasToken", "SasError", "generate", "parse", "signature", "verify_signature",
            "expired", "resource_uri", "Scope", "scope_of", "SKEW_S"]
 
 SKEW_S = 15 * 60
+MAX_SE = 253_402_300_799  # 9999-12-31T23:59:59Z
 _PREFIX = "SharedAccessSignature "
 
 
@@ -94,6 +97,9 @@ def parse(text: str) -> SasToken:
         se = int(fields["se"])
     except ValueError:
         raise SasError(f"the SAS token's expiry se={fields['se']!r} is not an integer") from None
+    if not 0 <= se <= MAX_SE:  # (a time a person, and datetime, can read back)
+        raise SasError(f"the SAS token's expiry se={shortened(fields['se'], 40)} is not a time: "
+                       "expected seconds since 1970 (UTC), before the year 10000")
     return SasToken(sr=fields["sr"], sig=unquote(fields["sig"]), se=se,
                     skn=unquote(fields["skn"]), se_text=fields["se"])
 
@@ -120,19 +126,24 @@ def scope_of(resource: str) -> Scope:
     something other than a namespace, a hub, a hub's publisher, or a consumer group
     or partition of a hub (which count as the hub)."""
     text = resource.strip()
-    url = urlsplit(text if "://" in text else f"sb://{text}")
-    if not url.hostname:
+    try:
+        url = urlsplit(text if "://" in text else f"sb://{text}")
+        host = url.hostname
+    except ValueError as exc:  # urllib's own refusals: an unclosed [ of an IPv6 host, ...
+        raise SasError(f"the SAS token's resource {shortened(resource, 200)!r} is not a URI: "
+                       f"{exc}") from None
+    if not host:
         raise SasError(f"the SAS token's resource {resource!r} names no host")
     segments = [unquote(s) for s in url.path.split("/") if s]
     if not segments:
-        return Scope(url.hostname.lower())
+        return Scope(host.lower())
     if len(segments) == 1:
-        return Scope(url.hostname.lower(), segments[0])
+        return Scope(host.lower(), segments[0])
     if len(segments) == 3 and segments[1].lower() == "publishers":
-        return Scope(url.hostname.lower(), segments[0], segments[2])
+        return Scope(host.lower(), segments[0], segments[2])
     if segments[1].lower() in ("consumergroups", "partitions", "$management"):
         # The AMQP SDKs sign for the entity a link addresses (a consumer group, a
         # partition, the hub's management node); the token then covers that hub.
-        return Scope(url.hostname.lower(), segments[0])
+        return Scope(host.lower(), segments[0])
     raise SasError(f"the SAS token's resource {resource!r} is not a namespace, an event hub or "
                    "a publisher: use https://<namespace>/<hub>[/publishers/<name>]")

@@ -195,6 +195,13 @@ READ_PARTITION = {"operation": "READ", "type": "com.microsoft:partition", "name"
     ("$cbs", {"operation": {"a": 1}}, "token", 400),
     ("$cbs", {"operation": "put-token", "type": SAS, "name": "sb://x/hub",
               "expiration": "soon"}, "SharedAccessSignature sr=a&sig=b&se=\u00b2&skn=c", 401),
+    ("$cbs", {"operation": "put-token", "type": SAS, "name": "sb://x/hub"},
+     "SharedAccessSignature sr=sb%3A%2F%2F%5Bx%2Fhub&sig=b&se=1&skn=c", 401),  # before: urllib raised
+    ("$cbs", {"operation": "put-token", "type": SAS, "name": "sb://x/hub"},
+     "SharedAccessSignature sr=sb%3A%2F%2Fx%2Fhub&sig=b&se=-1000000000000000&skn=c", 401),  # datetime
+    ("$management", {"operation": "READ", "type": "com.microsoft:eventhub", "name": "hub",
+                     "security_token": "SharedAccessSignature sr=sb%3A%2F%2F%5Bx&sig=b&se=1&skn=c"},
+     None, 401),
     ("$management", ["READ"], None, 400),                    # before: internal-error close
     ("$management", {**READ_PARTITION, "partition": "\u00b2"}, None, 404),  # before: int('²')
     ("$management", {**READ_PARTITION, "partition": "9" * 10_000}, None, 404),  # before: int()
@@ -208,7 +215,8 @@ READ_PARTITION = {"operation": "READ", "type": "com.microsoft:partition", "name"
      None, 400),
     ("$management", {"operation": "READ", "type": "com.microsoft:eventhub", "name": 5}, None, 400),
 ], ids=["cbs-properties-list", "cbs-name-list", "cbs-token-number", "cbs-token-map",
-        "cbs-type-number", "cbs-operation-map", "cbs-expiry-superscript", "mgmt-properties-list",
+        "cbs-type-number", "cbs-operation-map", "cbs-expiry-superscript", "cbs-sr-unclosed-bracket",
+        "cbs-expiry-before-year-1", "mgmt-token-sr-unclosed-bracket", "mgmt-properties-list",
         "mgmt-partition-superscript", "mgmt-partition-10k-digits", "mgmt-partition-arabic",
         "mgmt-partition-dots", "mgmt-partition-negative", "mgmt-partition-list",
         "mgmt-partition-bool", "mgmt-partition-missing", "mgmt-operation-list", "mgmt-name-number"])

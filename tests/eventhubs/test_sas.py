@@ -7,6 +7,8 @@ import hmac
 import urllib.parse
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafka_wire.eventhubs import connection_string, sas
 from kafka_wire.eventhubs.auth import AuthError, authenticate, authenticate_plain
@@ -98,10 +100,35 @@ def test_scope_of_other_resources_is_refused(uri):
         sas.scope_of(uri)
 
 
-@pytest.mark.parametrize("bad", ["SharedAccessSignature sr=a&sig=b&se=1", "sr=a&sig=b&se=x&skn=p"])
+@pytest.mark.parametrize("bad", ["SharedAccessSignature sr=a&sig=b&se=1", "sr=a&sig=b&se=x&skn=p",
+                                 "sr=a&sig=b&se=-1000000000000000&skn=p",  # datetime raised on it
+                                 "sr=a&sig=b&se=" + "9" * 40 + "&skn=p"])
 def test_malformed_tokens(bad):
     with pytest.raises(sas.SasError):
         sas.parse(bad)
+
+
+@pytest.mark.parametrize("uri", ["sb://[contoso/orders", "sb%3A%2F%2F%5Bcontoso", "https://[::1/x",
+                                 "sb://]/orders"])
+def test_a_resource_urllib_cannot_split_is_a_sas_error(uri):
+    # urllib's ValueError escaped, and the AMQP connection closed with internal-error.
+    with pytest.raises(sas.SasError):
+        sas.scope_of(urllib.parse.unquote(uri))
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(st.text(max_size=300) | st.text(alphabet="sr=&sig=se=kn[]:/%0123456789-.", max_size=300))
+def test_any_token_text_parses_or_is_a_sas_error(text):
+    # Every caller (AMQP $cbs and $management, Kafka SASL, HTTP) turns SasError into its
+    # front end's refusal: anything else became a traceback and a dropped connection.
+    for candidate in (text, "SharedAccessSignature " + text, f"sr={text}&sig=a&se=1&skn=b",
+                      f"sr=a&sig=b&se={text}&skn=c"):
+        try:
+            token = sas.parse(candidate)
+            sas.scope_of(token.resource)
+            sas.expired(token, NOW)
+        except sas.SasError:
+            pass
 
 
 # -- connection strings ------------------------------------------------------------------
