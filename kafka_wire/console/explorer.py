@@ -299,7 +299,7 @@ def body_json(value: bytes | None, limit: int | None) -> dict:
         try:
             json.loads(text)
             fmt = "json"
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past Python's recursion limit: text
             pass
     elif text.lstrip()[:1] in ("{", "["):
         fmt = "json"  # too long to parse here: shown as text, downloadable whole
