@@ -182,7 +182,6 @@ class RequestLink(LinkHandler):
         raw = received(self.link, delivery)
         if raw is None:
             return
-        link = self.link
         request = Message()
         try:
             request.decode(raw)
@@ -202,11 +201,23 @@ class RequestLink(LinkHandler):
         if request.reply_to:
             reply.address = request.reply_to
         self.conn_reply(reply, request.reply_to)
-        if link.credit < REQUEST_CREDIT // 2:
+        self.renew_credit()
+
+    def renew_credit(self) -> None:
+        """Top the client's credit up, unless the replies its reply links have no credit
+        for number REQUEST_CREDIT: a client that never takes its replies cannot make the
+        broker hold them without bound (it may send what credit it holds, no more)."""
+        link = self.link
+        if link.credit >= REQUEST_CREDIT // 2 or not link.state & link.LOCAL_ACTIVE:
+            return
+        if sum(len(h.queue) for h in self.reply_links()) < REQUEST_CREDIT:
             link.flow(REQUEST_CREDIT - link.credit)
 
+    def reply_links(self) -> list[ReplyLink]:
+        return [h for h in self.conn.handlers if isinstance(h, ReplyLink) and h.node == self.node]
+
     def conn_reply(self, reply: Message, reply_to: str | None) -> None:
-        links = [h for h in self.conn.handlers if isinstance(h, ReplyLink) and h.node == self.node]
+        links = self.reply_links()
         for handler in links:
             if reply_to and handler.link.remote_target.address == reply_to:
                 handler.send(reply)
@@ -228,6 +239,7 @@ class ReplyLink(LinkHandler):
 
     def on_flow(self) -> None:
         link = self.link
+        backlog = len(self.queue)
         while self.queue and link.credit > 0:
             self._tags += 1
             delivery = link.delivery(str(self._tags).encode())
@@ -235,6 +247,10 @@ class ReplyLink(LinkHandler):
             link.advance()
             if link.snd_settle_mode == Link.SND_SETTLED:
                 delivery.settle()
+        if backlog > len(self.queue):  # replies left: the requests held back may come
+            for handler in [h for h in self.conn.handlers if isinstance(h, RequestLink)
+                            and h.node == self.node]:
+                handler.renew_credit()
 
     def on_delivery(self, delivery) -> None:
         if delivery.updated:  # the client settled a reply

@@ -296,3 +296,39 @@ def test_sasl_plain_credentials_count_as_authenticated(secured):
             assert not plain.closed
     finally:
         server.limits = ConnectionLimits()
+
+
+# -- $management requests whose replies are never taken -----------------------------------
+
+def test_requests_stop_getting_credit_while_their_replies_are_not_taken(broker):
+    from kafka_wire.amqp.nodes import REQUEST_CREDIT, ReplyLink
+
+    request = Message(reply_to="replies", properties={
+        "operation": "READ", "type": "com.microsoft:eventhub", "name": "hub"})
+    with RawAmqp(broker.amqp_port) as client:
+        client.open()
+        ssn = client.session()
+        replies = ssn.receiver("replies")
+        replies.source.address, replies.target.address = "$management", "replies"
+        replies.open()  # and no credit: the replies pile up on the broker's side
+        requests = client.sender(ssn, "$management", "requests")
+        sent = 0
+        for _ in range(50 * REQUEST_CREDIT):  # (bounded: stops when credit is not renewed)
+            try:
+                client.wait(lambda: requests.credit > 0, 2)
+            except AssertionError:
+                break  # no more credit
+            request.id = sent
+            requests.send(request).settle()
+            sent += 1
+        assert sent <= 2 * REQUEST_CREDIT, sent
+        conn = server_side(broker, client)
+        queued = on_loop(broker, lambda: sum(len(h.queue) for h in conn.handlers
+                                             if isinstance(h, ReplyLink)))
+        assert queued <= 2 * REQUEST_CREDIT, queued
+        # Taking the replies gives the requests their credit back.
+        replies.flow(sent)
+        client.wait(lambda: replies.queued >= sent, 30)
+        assert client.wait(lambda: requests.credit > 0, 10)
+        assert not client.closed
+    sdk_send(broker)
