@@ -9,11 +9,26 @@ from kafka_wire.log.manager import MAX_TOPIC_NAME  # an event hub is a Kafka top
 
 __all__ = ["namespace_name_error", "hub_name_error", "consumer_group_name_error",
            "schema_group_name_error", "policy_name_error", "application_group_name_error",
-           "RESERVED_NAMESPACE_NAMES"]
+           "RESERVED_NAMESPACE_NAMES", "DATA_DIR_ENTRIES"]
 
 DEFAULT_CONSUMER_GROUP = "$Default"
 # Host names that always mean the default namespace: no namespace may take one.
 RESERVED_NAMESPACE_NAMES = frozenset({"localhost", "host.docker.internal", "0.0.0.0"})
+# What the broker itself keeps at the top of the data directory, beside DATA_DIR/<namespace>
+# (each namespace's log): a namespace of one of these names would share that entry, and its
+# deletion would remove it (the default Capture root, the producer-id block). Every entry is
+# listed, those no namespace name can spell ('_' first, a '.') too, so that this is the
+# directory's whole layout (tests/rest/test_namespace_lifecycle.py checks it).
+DATA_DIR_ENTRIES = frozenset({
+    "capture",                    # the default Capture root (rest.management.event_hubs.capture_root)
+    "producer-ids",               # the Kafka producer-id block (broker.py)
+    "tls",                        # the listener's generated certificates (broker.py)
+    "meta.properties",            # the cluster id (broker.py)
+    "subscription.key",           # the management plane's owner key (eventhubs.subscription)
+    "compatibility-report.json",  # eventhubs.report
+    "capture-spark.log",          # capture_jobs
+    "_checkpoints", "_transactions", "_schemas", "_management", "_geo", "_geo_dr",
+})
 
 _NAMESPACE = re.compile(r"[A-Za-z][A-Za-z0-9-]{4,48}[A-Za-z0-9]")
 # letters, digits, '.', '-', '_'; a letter or digit first and last (ASCII only: no NUL, no U+202E)
@@ -42,6 +57,9 @@ def namespace_name_error(name) -> str | None:
                 "starting with a letter and ending with a letter or digit")
     if name.lower() in RESERVED_NAMESPACE_NAMES:
         return f"namespace name {name!r} is reserved: it is a host name for the default namespace"
+    if name.lower() in DATA_DIR_ENTRIES:
+        return (f"namespace name {name!r} is reserved: the broker keeps its own {name.lower()!r} "
+                "in the data directory, beside each namespace's: choose another name")
     return None
 
 
