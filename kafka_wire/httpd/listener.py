@@ -24,7 +24,7 @@ import dataclasses
 import json
 import logging
 from typing import Callable
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from kafka_wire.httpd import fault_control, replica_control
 from kafka_wire.rest import arm
@@ -46,6 +46,7 @@ _REASONS = {200: "OK", 201: "Created", 204: "No Content", 304: "Not Modified", 4
             409: "Conflict", 411: "Length Required", 413: "Payload Too Large", 429: "Too Many Requests",
             500: "Internal Server Error", 503: "Service Unavailable"}
 _JSON = "application/json; charset=utf-8"
+_PRINTABLE_ASCII = "".join(map(chr, range(0x20, 0x7F)))
 
 
 class HttpListener:
@@ -243,12 +244,12 @@ class HttpListener:
     def _send(writer, status: int, body: bytes, ctype: str, head_only: bool, keep: bool,
               extra: dict | None = None) -> None:
         lines = [f"HTTP/1.1 {status} {_REASONS.get(status, '')}",
-                 f"Content-Type: {ctype}", f"Content-Length: {len(body)}",
+                 f"Content-Type: {_header_text(ctype)}", f"Content-Length: {len(body)}",
                  "Cache-Control: no-store", "X-Content-Type-Options: nosniff",
                  f"Connection: {'keep-alive' if keep else 'close'}"]
         for k, v in (extra or {}).items():
-            lines.append(f"{k}: {v}")
-        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1"))
+            lines.append(f"{_header_text(k)}: {_header_text(v)}")
+        writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("ascii"))
         if not head_only:
             writer.write(body)
 
@@ -259,6 +260,19 @@ class HttpListener:
             ok = self.ready()
             return Response(200 if ok else 503, _json(HEALTHY if ok else UNHEALTHY), _JSON)
         return self.console.get(request)
+
+
+def _header_text(value) -> str:
+    """``value`` as a header may carry it: printable ASCII as it stands, anything else
+    percent-encoded (UTF-8). A route echoes what a client sent (a name, a path, the Host):
+    a CR LF written raw would split the answer, a character past Latin-1 could not be
+    written at all. Routes check their names first; this is the last guard."""
+    text = str(value)
+    if text.isascii() and text.isprintable():
+        return text
+    log.warning("an HTTP answer's header %r was percent-encoded: a route let it through unchecked",
+                text[:200])
+    return quote(text, safe=_PRINTABLE_ASCII)
 
 
 def _json(value) -> bytes:

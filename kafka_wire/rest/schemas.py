@@ -9,7 +9,9 @@ includes it); reading needs any right. Groups come from the management API.
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING
+from urllib.parse import quote
 
 from kafka_wire.eventhubs.rights import LISTEN, SEND
 from kafka_wire.eventhubs.schema_registry import RegistryError, Schema
@@ -28,6 +30,11 @@ API_VERSIONS = frozenset({"2020-09-01-preview", "2021-10", "2022-10", "2023-07-0
 _CONTENT_TYPES = {"avro": "application/json;serialization=Avro",
                   "json": "application/json;serialization=Json"}
 _FORMAT_OF = {"application/json;serialization=avro": "Avro", "application/json;serialization=json": "Json"}
+# The service's rule for a schema name (its API definition: at most 50 characters, a letter or
+# digit first, no '\\', '/', '$' or ':'), narrowed to printable ASCII: the name is echoed in the
+# answer's headers (Schema-Name, Location), where CR LF would split the answer and a character
+# past Latin-1 cannot be written at all. (Avro full names are ASCII anyway.)
+_SCHEMA_NAME = re.compile(r"[A-Za-z0-9][\x20-\x23\x25-\x2e\x30-\x39\x3b-\x5b\x5d-\x7e]{0,49}")
 
 
 def handle(api: RestApi, request: Request) -> Response:
@@ -64,6 +71,9 @@ def handle(api: RestApi, request: Request) -> Response:
                                                      "version with this content")
             return _properties(schema)
         if len(segs) == 3 and request.method == "PUT":
+            problem = schema_name_error(name)
+            if problem is not None:  # refused before anything is stored (a read finds no such name)
+                return arm.fail(400, "BadRequest", problem)
             return _properties(registry.register(group, name, _format(request), _text(request)))
         if len(segs) >= 4 and low[3] == "versions" and request.method == "GET":
             if len(segs) == 4:
@@ -80,6 +90,15 @@ def handle(api: RestApi, request: Request) -> Response:
         return _not_allowed(request)
     except RegistryError as exc:
         return arm.fail(exc.status, exc.code, str(exc))
+
+
+def schema_name_error(name: str) -> str | None:
+    """Why the Schema Registry refuses ``name`` (a sentence to act on), or None."""
+    if _SCHEMA_NAME.fullmatch(name):
+        return None
+    shown = repr(name) if len(repr(name)) <= 60 else repr(name)[:57] + "..."
+    return (f"schema name {shown} is invalid: use 1-50 printable ASCII characters, starting with a "
+            "letter or digit, without '\\', '/', '$' or ':'")
 
 
 def _format(request: Request) -> str:
@@ -107,7 +126,8 @@ def _text(request: Request) -> str:
 
 
 def _headers(schema: Schema) -> dict[str, str]:
-    where = f"/$schemaGroups/{schema.group}/schemas/{schema.name}/versions/{schema.version}"
+    where = f"/$schemaGroups/{quote(schema.group, safe='')}/schemas/{quote(schema.name, safe='')}" \
+            f"/versions/{schema.version}"  # a URL: a space in a name is %20 there
     return {"Schema-Id": schema.id, "Schema-Id-Location": f"/$schemaGroups/$schemas/{schema.id}",
             "Schema-Group-Name": schema.group, "Schema-Name": schema.name,
             "Schema-Version": str(schema.version), "Location": where}

@@ -1,0 +1,116 @@
+"""What a client sends never reaches an answer's headers raw: a name or a path
+echoed in a header (Schema Registry's Schema-Name and Location, a failover's
+Azure-AsyncOperation) cannot split the answer with CR LF, nor leave the client
+without one because a character past Latin-1 cannot be written. Names are
+refused by the route's own rule (in its own error shape) before anything is
+stored; whatever gets through anyway is percent-encoded by the listener."""
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+import requests
+
+from tests.hostile.conftest import start
+from tests.hostile.surfaces import API, CREDENTIALS, HOST, MG, NS
+
+ROOT = next(c for c in CREDENTIALS if c.kind == "root")
+SENDER = next(c for c in CREDENTIALS if c.kind == "send-only")
+SR = "?api-version=2023-07-01"
+AVRO = "application/json;serialization=Avro"
+SCHEMA = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "string"}]})
+INJECTED = "x\r\nSet-Cookie: session=attacker\r\nX-Injected: yes"
+
+
+def raw(broker, head: str, body: bytes = b"", timeout: float = 15.0) -> tuple[list[str], bytes]:
+    """The answer's head lines and body, read until the broker closes (``Connection: close``)."""
+    with socket.create_connection(("127.0.0.1", broker.http_port), timeout=timeout) as s:
+        s.sendall(head.encode("latin-1") + body)
+        out = b""
+        while chunk := s.recv(65536):
+            out += chunk
+    head_bytes, _, rest = out.partition(b"\r\n\r\n")
+    return head_bytes.decode("latin-1").split("\r\n"), rest
+
+
+def arm_error(answer: requests.Response) -> tuple[int, str]:
+    assert answer.headers["content-type"].startswith("application/json"), answer.text
+    return answer.status_code, answer.json()["error"]["code"]
+
+
+def stored_names(data_dir) -> set[str]:
+    state = json.loads((data_dir / "_schemas" / f"{NS}.json").read_text())
+    return {s["name"] for s in state["schemas"].values()}
+
+
+@pytest.fixture
+def registry(tmp_path):
+    """A broker whose namespace has the schema group ``g1`` and one schema in it."""
+    broker = start(tmp_path / "data")
+    try:
+        made = requests.put(f"{broker.http_url}{MG}/{NS}/schemagroups/g1{API}", timeout=15,
+                            json={"properties": {"schemaType": "Avro"}},
+                            headers={"Host": HOST, **ROOT.header()})
+        assert made.status_code == 200, made.text
+        put = requests.put(f"{broker.http_url}/$schemaGroups/g1/schemas/shop.Order{SR}", data=SCHEMA,
+                           timeout=15, headers={"Host": HOST, "Content-Type": AVRO, **SENDER.header()})
+        assert put.status_code == 204, put.text
+        yield broker, tmp_path / "data"
+    finally:
+        broker.stop()
+
+
+def test_a_schema_name_past_latin_1_is_refused_in_the_registrys_shape_and_not_stored(registry):
+    broker, data_dir = registry
+    for name in ("%E2%82%AC-euro", "a%3Ab", "-dash-first", "n" * 51):
+        answer = requests.put(f"{broker.http_url}/$schemaGroups/g1/schemas/{name}{SR}", data=SCHEMA,
+                              timeout=15, headers={"Host": HOST, "Content-Type": AVRO, **SENDER.header()})
+        assert arm_error(answer) == (400, "BadRequest"), name
+        assert "schema name" in answer.json()["error"]["message"]
+        looked_up = requests.post(f"{broker.http_url}/$schemaGroups/g1/schemas/{name}:get-id{SR}",
+                                  data=SCHEMA, timeout=15,
+                                  headers={"Host": HOST, "Content-Type": AVRO, **SENDER.header()})
+        assert arm_error(looked_up) == (404, "ItemNotFound"), name  # nothing was stored under it
+    assert stored_names(data_dir) == {"shop.Order"}
+
+
+def test_cr_lf_in_a_schema_name_cannot_split_the_answer(registry):
+    broker, data_dir = registry
+    path = "/$schemaGroups/g1/schemas/x%0D%0ASet-Cookie:%20session=attacker%0D%0AX-Injected:%20yes" + SR
+    lines, body = raw(broker, f"PUT {path} HTTP/1.1\r\nHost: {HOST}\r\nAuthorization: {SENDER.token()}\r\n"
+                              f"Content-Type: {AVRO}\r\nContent-Length: {len(SCHEMA)}\r\n"
+                              "Connection: close\r\n\r\n", SCHEMA.encode())
+    assert lines[0] == "HTTP/1.1 400 Bad Request", lines
+    assert not [h for h in lines if h.lower().startswith(("set-cookie", "x-injected"))], lines
+    assert json.loads(body)["error"]["code"] == "BadRequest"
+    assert stored_names(data_dir) == {"shop.Order"}
+
+
+def test_names_stored_before_the_rule_are_served_with_their_headers_percent_encoded(tmp_path):
+    """A registry kept by an older broker may hold any name: the listener still answers,
+    and never with a header of the client's making."""
+    state = {"groups": {"g1": {"format": "Avro", "compatibility": "None", "properties": {},
+                               "versions": {INJECTED: ["crlf"], "\u20ac-euro": ["euro"]}}},
+             "schemas": {"crlf": {"group": "g1", "name": INJECTED, "version": 1, "format": "Avro",
+                                  "content": SCHEMA},
+                         "euro": {"group": "g1", "name": "\u20ac-euro", "version": 1, "format": "Avro",
+                                  "content": SCHEMA}}}
+    (tmp_path / "data" / "_schemas").mkdir(parents=True)
+    (tmp_path / "data" / "_schemas" / f"{NS}.json").write_text(json.dumps(state))
+    broker = start(tmp_path / "data")
+    try:
+        lines, body = raw(broker, f"GET /$schemaGroups/$schemas/crlf{SR} HTTP/1.1\r\nHost: {HOST}\r\n"
+                                  f"Authorization: {ROOT.token()}\r\nConnection: close\r\n\r\n")
+        assert lines[0] == "HTTP/1.1 200 OK", lines
+        assert body == SCHEMA.encode()
+        assert not [h for h in lines if h.lower().startswith(("set-cookie", "x-injected"))], lines
+        assert "Schema-Name: x%0D%0ASet-Cookie: session=attacker%0D%0AX-Injected: yes" in lines
+        euro = requests.get(f"{broker.http_url}/$schemaGroups/$schemas/euro{SR}", timeout=15,
+                            headers={"Host": HOST, **ROOT.header()})
+        assert euro.status_code == 200 and euro.text == SCHEMA
+        assert euro.headers["Schema-Name"] == "%E2%82%AC-euro"
+        assert euro.headers["Location"] == "/$schemaGroups/g1/schemas/%E2%82%AC-euro/versions/1"
+    finally:
+        broker.stop()
+
