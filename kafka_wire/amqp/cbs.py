@@ -40,6 +40,8 @@ def request_properties(request: Message) -> dict | None:
     return {} if props is None else props if isinstance(props, dict) else None
 
 
+# An entity's URI: a namespace host, a hub and a consumer group (256 each) and a partition.
+MAX_AUDIENCE = 1024
 NOT_A_MAP = "the request's application properties must be a map (operation, type, name...)"
 
 
@@ -67,6 +69,9 @@ def answer(conn: AmqpConnection, request: Message) -> Message:
     kind, audience, token = props.get("type"), props.get("name"), request.body
     if not isinstance(token, str) or not isinstance(audience, str) or not audience:
         return reply(400, "put-token needs a token (string body) and its audience (name)")
+    if len(audience) > MAX_AUDIENCE:
+        return reply(400, f"the audience (name) is over {MAX_AUDIENCE} characters: name the "
+                          "namespace, event hub or link entity the token is for")
     door = conn.namespace.door
     oauth = conn.namespace.model is not None and conn.namespace.model.oauth
     if kind == SAS_TOKEN:
@@ -80,6 +85,8 @@ def answer(conn: AmqpConnection, request: Message) -> Message:
         principal = door.sign_in(credential, conn.peer, f"AMQP put-token for {audience}")
     except Refused as exc:
         return reply(401, exc.message)
-    conn.tokens[str(audience)] = principal
+    refused = conn.put_token(str(audience), principal)
+    if refused is not None:
+        return reply(403, refused)
     log.info("AMQP connection from %s: token for %s accepted as %s", conn.peer, audience, principal)
     return reply(202, "Accepted")

@@ -135,6 +135,7 @@ class LinkHandler:
     # the connection refuses a larger one as its frames arrive, before a handler sees it.
     max_message_bytes: int | None = None
     token_timer = None  # the check of the token that authorized the link (watch_token)
+    token_watch = None  # (link, hub, right) that check is for, to re-arm it on a renewal
 
     def detach(self, condition: str, description: str) -> None:
         """End the link with an error, as the service does (a stolen partition,
@@ -935,6 +936,7 @@ class AmqpConnection(asyncio.BufferedProtocol):
     def watch_token(self, handler: LinkHandler, link, hub: str, right: str) -> None:
         """End ``handler``'s link when the token that authorized it expires and no
         other token held by the connection still grants ``right`` on ``hub``."""
+        handler.token_watch = (link, hub, right)
         principal, _ = self.principal_for(hub, right)
         if principal is None or principal.expires_s is None:
             return
@@ -951,6 +953,29 @@ class AmqpConnection(asyncio.BufferedProtocol):
                 self.watch_token(handler, link, hub, right)
 
         handler.token_timer = clock.call_later(max(delay, 0), check)
+
+    def put_token(self, audience: str, principal: Principal) -> str | None:
+        """Hold ``principal`` for ``audience`` (replacing the token put for it before);
+        why not, when the connection holds tokens for max_tokens audiences. The links
+        it may cover are checked again when it ends: a renewal that expires sooner
+        than the token it replaces must end them sooner too."""
+        tokens = self.tokens
+        limit = self.server.limits.max_tokens
+        if audience not in tokens and len(tokens) >= limit:
+            now_s = self.services.clock.now_ms() / 1000
+            for name in [a for a, p in tokens.items() if p.expires_s is not None and p.expires_s <= now_s]:
+                del tokens[name]
+            if len(tokens) >= limit:
+                return (f"this connection holds tokens for {limit} audiences: put new tokens "
+                        f"under the audiences already used, or open another connection")
+        tokens[audience] = principal
+        for handler in list(self.handlers):
+            watch = handler.token_watch
+            if watch is not None and handler.token_timer is not None and \
+                    (principal.hub is None or principal.hub.lower() == watch[1].lower()):
+                _cancel_token_timer(handler)
+                self.watch_token(handler, *watch)
+        return None
 
     def principal_for(self, hub: str, right: str) -> tuple[Principal | None, str | None]:
         """(principal, None) when this connection may exercise ``right`` on ``hub``,

@@ -32,12 +32,15 @@ class ConnectionLimits:
     # hold for the connection; past it the message that grew is refused with
     # amqp:resource-limit-exceeded. Never below one message of the namespace's limit.
     max_arriving_bytes: int = 64 * 1024 * 1024
+    # Audiences holding a token put on $cbs (the SDKs put one per link's entity);
+    # a put-token for one more, once the expired ones are dropped, gets status 403.
+    max_tokens: int = 4096
     # On a namespace that requires authentication, a connection with no token put
     # on $cbs (and no SASL PLAIN credentials) by then is closed with
     # amqp:unauthorized-access.
     unauthenticated_timeout_s: float = 60.0
 
     def __post_init__(self) -> None:
-        if min(self.max_sessions, self.max_links, self.max_arriving_bytes) < 1 or \
+        if min(self.max_sessions, self.max_links, self.max_arriving_bytes, self.max_tokens) < 1 or \
                 self.unauthenticated_timeout_s <= 0:
             raise ValueError(f"AMQP connection limits must be positive: {self}")
