@@ -117,7 +117,13 @@ class SchemaRegistry:
         if ids and group.compatibility != "None":
             latest = self.schemas[ids[-1]].content
             reader, writer = (content, latest) if group.compatibility == "Backward" else (latest, content)
-            why = avro_compat.incompatibility(reader, writer)
+            try:
+                why = avro_compat.incompatibility(reader, writer)
+            except avro_compat.CheckTooLong as exc:
+                raise RegistryError(400, "InvalidSchema", f"the schema cannot be checked for "
+                                    f"{group.compatibility} compatibility with version {len(ids)} of "
+                                    f"{name!r}: {exc}; share fewer named types across unions, or use "
+                                    "a group whose compatibility is None") from None
             if why is not None:
                 raise RegistryError(400, "InvalidSchema", f"the schema is not {group.compatibility} "
                                     f"compatible with version {len(ids)} of {name!r}: {why}")
