@@ -376,7 +376,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def _handle_raw_sasl(self, frame) -> None:
         """The bare SASL token that follows a SaslHandshake v0."""
         self.state.attrs.pop("sasl_raw", None)
-        reply = self.services.auth.raw_sasl(self.services, self.state, bytes(frame))
+        try:
+            reply = self.services.auth.raw_sasl(self.services, self.state, bytes(frame))
+        except Exception as exc:  # noqa: BLE001 - outside _handle's try: it escaped the transport
+            log.warning("SASL token (after SaslHandshake v0) from %s could not be read: %s: %s",
+                        self.state.peer, type(exc).__name__, str(exc)[:200])
+            reply = None
         if reply is None:  # v0 has no error answer: only the (delayed) close
             self._close_after_write()
             return

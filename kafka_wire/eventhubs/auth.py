@@ -268,6 +268,15 @@ class Authenticator:
             return str(exc)
         except Refused as exc:
             return exc.message
+        except Exception as exc:  # noqa: BLE001 - any credential a parser chokes on is a failed login
+            # (the parsers raise their own errors; this keeps a gap in them from becoming a
+            # traceback and a dropped connection before the client has even authenticated)
+            self._failures.warn("auth-unreadable", client_address(state.peer),
+                                f"{mechanism} authentication of {state.peer} failed: its "
+                                f"credential could not be read ({type(exc).__name__}: "
+                                f"{str(exc)[:200]})")
+            return (f"the {mechanism} credential could not be read: send a connection string "
+                    "(PLAIN) or a JWT (OAUTHBEARER) as Event Hubs expects")
         if principal is None:  # an empty credential cannot stand for a login
             return "no credential: send a connection string as the SASL/PLAIN password"
         runtime = door.runtime

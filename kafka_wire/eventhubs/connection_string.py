@@ -58,8 +58,13 @@ def parse(text: str) -> ConnectionString:
     if not endpoint:
         raise ConnectionStringError("the connection string has no Endpoint: it should start "
                                     "with Endpoint=sb://<namespace>.servicebus.windows.net/")
-    url = urlsplit(endpoint if "://" in endpoint else f"sb://{endpoint}")
-    if not url.hostname:
+    try:  # (urllib raises ValueError on an unclosed "[" of an IPv6 host, and the like)
+        url = urlsplit(endpoint if "://" in endpoint else f"sb://{endpoint}")
+        host = url.hostname
+    except ValueError:
+        raise ConnectionStringError(f"Endpoint {endpoint[:200]!r} is not a URL: write "
+                                    "sb://<namespace>.servicebus.windows.net/") from None
+    if not host:
         raise ConnectionStringError(f"Endpoint {endpoint!r} names no host")
     try:
         port = url.port
@@ -70,7 +75,7 @@ def parse(text: str) -> ConnectionString:
         raise ConnectionStringError("the connection string needs SharedAccessKeyName and "
                                     "SharedAccessKey, or SharedAccessSignature")
     return ConnectionString(
-        endpoint=endpoint, host=url.hostname.lower(), port=port,
+        endpoint=endpoint, host=host.lower(), port=port,
         key_name=values.get("key_name") or None, key=values.get("key") or None,
         signature=values.get("signature") or None,
         entity_path=values.get("entity_path") or None,

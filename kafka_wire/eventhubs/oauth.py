@@ -30,6 +30,7 @@ import base64
 import hashlib
 import hmac
 import json
+import math
 import re
 from dataclasses import dataclass, field
 
@@ -49,6 +50,11 @@ ROLE_RIGHTS = {
 _SCOPE_RIGHTS = {"send": frozenset({SEND}), "listen": frozenset({LISTEN}), "manage": _ALL}
 _GLOBAL_AUDIENCES = ("https://eventhubs.azure.net",)
 _AUD = re.compile(r"^(?:https|sb|amqps)://([^/:]+)(?::\d+)?/?$", re.IGNORECASE)
+# Times are seconds since 1970 up to the end of year 9999, what datetime (and the log
+# lines' iso_utc) can show; NaN, infinities and 400-digit integers are refused here.
+_LAST_SECOND = 253402300799
+_JSON_KINDS = {dict: "a JSON object", list: "a JSON array", bool: "a boolean", int: "a number",
+               float: "a number", type(None): "null"}
 
 
 class TokenError(Exception):
@@ -159,17 +165,35 @@ def _verify(ns: Namespace, header: dict, signature: bytes, signed: bytes) -> Non
     elif alg == "RS256":
         ok = any(_rs256_ok(pem, signature, signed) for pem in settings.public_keys)
     else:
-        raise TokenError(f"token algorithm {alg!r} is not supported: use HS256 or RS256")
+        raise TokenError(f"token algorithm {_shown(alg)} is not supported: use HS256 or RS256")
     if not ok:
         raise TokenError(f"the token's {alg} signature matches no key namespace {ns.name!r} "
                          "trusts")
 
 
-def _audiences(claims: dict) -> list[str]:
-    aud = claims.get("aud")
-    if aud is None:
+def _shown(value, most: int = 200) -> str:
+    """A claim as a message may quote it: a string's repr cut short, else only its type
+    (the repr of a deeply nested list can raise RecursionError)."""
+    if isinstance(value, str):
+        return repr(value[:most])
+    return _JSON_KINDS.get(type(value), "a JSON value")
+
+
+def _strings(claims: dict, name: str) -> list[str]:
+    """A claim that is a string or a list of strings (``aud``, ``roles``), or TokenError."""
+    value = claims.get(name)
+    if value is None:
         return []
-    return [aud] if isinstance(aud, str) else [a for a in aud if isinstance(a, str)]
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    raise TokenError(f"the token's {name!r} claim must be a string or a list of strings, "
+                     f"not {_shown(value)}")
+
+
+def _audiences(claims: dict) -> list[str]:
+    return _strings(claims, "aud")
 
 
 def _namespace(model: EventHubsModel, claims: dict) -> Namespace:
@@ -186,7 +210,8 @@ def _namespace(model: EventHubsModel, claims: dict) -> Namespace:
         name = model.namespace_for_host(m.group(1)) if m else None
         if name is not None:
             return model.namespaces[name]
-    raise TokenError(f"the token's audience {auds!r} names no namespace this server serves "
+    shown = [a[:200] for a in auds[:5]]
+    raise TokenError(f"the token's audience {shown!r} names no namespace this server serves "
                      "(expected https://<namespace>.servicebus.windows.net)")
 
 
@@ -196,15 +221,17 @@ def _number(claims: dict, name: str) -> float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TokenError(f"the token's {name!r} claim must be a number of seconds")
+    # (compared before float(): an integer of 400 digits overflows it)
+    if isinstance(value, float) and not math.isfinite(value) or not 0 <= value <= _LAST_SECOND:
+        raise TokenError(f"the token's {name!r} claim must be seconds since 1970, at most "
+                         f"{_LAST_SECOND} (the end of year 9999)")
     return float(value)
 
 
 def rights_of(claims: dict) -> frozenset[str]:
     rights: set[str] = set()
-    roles = claims.get("roles") or []
-    for role in [roles] if isinstance(roles, str) else roles:
-        if isinstance(role, str):
-            rights |= ROLE_RIGHTS.get(role.strip().lower(), frozenset())
+    for role in _strings(claims, "roles"):
+        rights |= ROLE_RIGHTS.get(role.strip().lower(), frozenset())
     for name in ("scope", "scp"):
         scope = claims.get(name)
         words = scope.split() if isinstance(scope, str) else scope if isinstance(scope, list) else []
@@ -235,6 +262,7 @@ def authenticate_token(model: EventHubsModel, token: str, now_s: float):
         raise TokenError(f"the token is not valid before {iso_utc(nbf)} (now {iso_utc(now_s)})")
     issuer = ns.oauth.issuer if ns.oauth is not None else None
     if issuer is not None and claims.get("iss") != issuer:
-        raise TokenError(f"the token's issuer {claims.get('iss')!r} is not {issuer!r}")
-    subject = claims.get("sub") or claims.get("oid") or claims.get("appid") or "?"
+        raise TokenError(f"the token's issuer {_shown(claims.get('iss'))} is not {issuer!r}")
+    subject = next((v for v in (claims.get(k) for k in ("sub", "oid", "appid"))
+                    if v and isinstance(v, str)), "?")
     return Principal(ns.name, f"oauth:{subject}", rights_of(claims), expires_s=int(exp))
