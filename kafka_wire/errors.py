@@ -18,6 +18,8 @@ def for_log_error(exc: Exception) -> int:
         return Errors.UnsupportedForMessageFormatError.errno
     if isinstance(exc, log_errors.RecordTooLarge):
         return Errors.MessageSizeTooLargeError.errno
+    if isinstance(exc, log_errors.UnsupportedCompression):  # before its base class, InvalidRecord
+        return Errors.UnsupportedCompressionTypeError.errno
     if isinstance(exc, log_errors.InvalidRecord):
         return Errors.InvalidRecordError.errno
     if isinstance(exc, log_errors.OffsetOutOfRange):

@@ -21,7 +21,7 @@ from typing import Iterator, NamedTuple
 
 from crc32c import crc32c
 
-from .errors import CorruptRecord, InvalidRecord, UnsupportedMagic
+from .errors import CorruptRecord, InvalidRecord, UnsupportedCompression, UnsupportedMagic
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +37,7 @@ ATTRIBUTES_OFFSET = 21  # the CRC covers everything from here to the end of the 
 MAX_TIMESTAMP_OFFSET = 35
 
 COMPRESSION_MASK = 0x07
+MAX_CODEC = 4  # 0 none .. 4 zstd; 5-7 name no codec
 TIMESTAMP_TYPE_BIT = 0x08  # 1 = LogAppendTime
 TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
@@ -179,8 +180,9 @@ def validate_records(buf) -> list[BatchHeader]:
     """Validate a Produce request's records blob and return its batch headers.
 
     Checks are those a Kafka broker makes before assigning offsets: each batch
-    complete, magic 2, batchLength >= 49, CRC-32C valid, at least one record and
-    a record count matching the offset range, and no bytes after the last batch.
+    complete, magic 2, batchLength >= 49, CRC-32C valid, a compression codec
+    Kafka knows (0-4), at least one record and a record count matching the
+    offset range, and no bytes after the last batch.
     Cost is one C CRC pass over the bytes plus O(batches) Python.
     """
     end = len(buf)
@@ -213,6 +215,12 @@ def validate_records(buf) -> list[BatchHeader]:
             header = make(unpack(view, pos))
             if crc32c(view[pos + ATTRIBUTES_OFFSET : pos + size]) != header.crc:
                 raise CorruptRecord(f"record batch at byte {pos} fails its CRC-32C check")
+            if header.attributes & COMPRESSION_MASK > MAX_CODEC:
+                # Stored, it would stop every consumer of the partition at this offset.
+                raise UnsupportedCompression(
+                    f"record batch at byte {pos} names compression codec {header.attributes & COMPRESSION_MASK}; "
+                    "Kafka's are 0 none, 1 gzip, 2 snappy, 3 lz4 and 4 zstd"
+                )
             if header.records_count < 1:
                 raise InvalidRecord(f"record batch at byte {pos} has {header.records_count} records")
             if header.last_offset_delta < 0 or header.last_offset_delta + 1 != header.records_count:

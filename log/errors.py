@@ -32,6 +32,11 @@ class InvalidRecord(LogError):
     """A well-formed batch whose header violates a rule (Kafka INVALID_RECORD)."""
 
 
+class UnsupportedCompression(InvalidRecord):
+    """A batch whose attributes name a compression codec Kafka does not define (5-7),
+    or zstd in a Produce older than v7 (Kafka UNSUPPORTED_COMPRESSION_TYPE)."""
+
+
 class UnsupportedMagic(LogError):
     """A record batch that is not RecordBatch v2 (magic 0/1 message sets are refused)."""
 

@@ -21,8 +21,8 @@ from kafka_wire.apis.registry import handles
 from kafka_wire.errors import for_log_error
 from kafka_wire.eventhubs.publication import injected_storage_fault
 from kafka_wire.log import errors as log_errors
-from kafka_wire.log.batch import summarize, validate_records
-from kafka_wire.log.records import record_keys
+from kafka_wire.log.batch import COMPRESSION_MASK, summarize, validate_records
+from kafka_wire.log.records import ZSTD, record_keys
 
 log = logging.getLogger(__name__)
 
@@ -73,6 +73,10 @@ def produce(request, ctx):
             records = pdata.records
             try:  # the one walk of the batch headers: policy, quota and append share it
                 headers, invalid = validate_records(records), None
+                if version < 7 and any(h.attributes & COMPRESSION_MASK == ZSTD for h in headers):
+                    # Kafka: zstd needs Produce v7+ (KIP-110), so older clients never read it either
+                    raise log_errors.UnsupportedCompression(
+                        f"Produce v{version} may not carry zstd batches: zstd needs Produce v7 or later")
             except log_errors.LogError as exc:
                 headers, invalid = None, exc
             publications.append((view, idx, records, headers, invalid, parts, len(parts)))
