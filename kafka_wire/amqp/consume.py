@@ -491,6 +491,15 @@ class ConsumeLink(LinkHandler):
             self.detach(NOT_FOUND, entity_not_found(runtime.name, self.hub,
                                                     f"event hub {self.hub!r} was deleted"))
             return False
+        # Checked per read (a credit window, at most READ_BYTES), not only at the attach: a
+        # hub made Disabled mid-read stops feeding its receivers, as the Kafka Fetch does.
+        why = runtime.policy.disabled(self.hub, self.principal)
+        if why is not None:
+            _repeats.warn("amqp-disabled", client_address(self.conn.peer),
+                          f"AMQP receiver of {self.hub}-{self.partition} from {self.conn.peer} "
+                          f"detached: {why}")
+            self.detach(NOT_ALLOWED, why)
+            return False
         delay = runtime.policy.egress_delay()
         if delay > 0:
             self.conn.services.clock.call_later(delay, self._wake)
