@@ -24,6 +24,7 @@ from __future__ import annotations
 import gzip
 import logging
 import struct
+import zlib
 from typing import NamedTuple
 
 from . import batch as rb
@@ -88,27 +89,104 @@ def encode_varint(value: int) -> bytes:
 # -- codecs ---------------------------------------------------------------------
 
 
-def decompress(codec: int, data) -> bytes:
+# Decompression is bounded: a few KiB of zstd or gzip can stand for GiBs of zeros, and
+# every reader of a batch (the cleaner, AMQP receivers, Capture, the console) holds the
+# records whole. A batch may grow to DECOMPRESSION_RATIO times its compressed records
+# (text and JSON compress 5-20x), and never less than MIN_DECOMPRESSED_LIMIT: with
+# Event Hubs' 1 MiB max.message.bytes, at most 64 MiB of records a batch.
+DECOMPRESSION_RATIO = 64
+MIN_DECOMPRESSED_LIMIT = 64 << 20
+
+
+def decompressed_limit(compressed_size: int) -> int:
+    """The most bytes the records of a batch compressed to ``compressed_size`` may hold."""
+    return max(MIN_DECOMPRESSED_LIMIT, DECOMPRESSION_RATIO * compressed_size)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def decompress(codec: int, data, limit: int | None = None) -> bytes:
+    """The records section ``data`` decompressed with ``codec``. Raises CorruptRecord
+    if it does not decompress or would exceed ``limit`` bytes (default
+    ``decompressed_limit(len(data))``), UnsupportedCodec if the library is missing."""
     data = bytes(data)
+    if limit is None:
+        limit = decompressed_limit(len(data))
     try:
         if codec == NONE:
             return data
         if codec == GZIP:
-            return gzip.decompress(data)
+            return _gunzip(data, limit)
         if codec == SNAPPY:
-            return _snappy_decompress(data)
+            return _snappy_decompress(data, limit)
         if codec == LZ4:
-            return _lz4().decompress(data)
+            return _lz4_decompress(data, limit)
         if codec == ZSTD:
             import zstandard
 
             with zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True) as reader:
-                return reader.read()
+                parts, total, step = [], 0, _step(data)
+                while chunk := reader.read(step):
+                    total += len(chunk)
+                    if total > limit:
+                        parts.clear()  # the traceback keeps this frame's locals alive
+                        raise _TooLarge
+                    parts.append(chunk)
+                return parts[0] if len(parts) == 1 else b"".join(parts)
     except ImportError as exc:
         raise UnsupportedCodec(f"{CODEC_NAMES[codec]} is not installed: {exc}") from exc
+    except _TooLarge:
+        raise CorruptRecord(
+            f"a {CODEC_NAMES[codec]} batch of {len(data)} bytes decompresses to more than {limit} bytes "
+            f"(a batch's records may hold {DECOMPRESSION_RATIO} times their compressed size, or 64 MiB if more)"
+        ) from None
     except Exception as exc:  # each codec library raises its own error types
         raise CorruptRecord(f"cannot decompress a {CODEC_NAMES[codec]} batch: {exc}") from exc
     raise CorruptRecord(f"unknown compression codec {codec}")
+
+
+def _step(data: bytes) -> int:
+    """Bytes to decompress at a time: the whole batch at once for all but the most
+    compressible data, without sizing a buffer by the limit (that costs more than a
+    16 KiB batch's decompression)."""
+    return max(1 << 18, 8 * len(data))
+
+
+def _lz4_decompress(data: bytes, limit: int) -> bytes:
+    """The first LZ4 frame of ``data`` (what follows it is ignored, as lz4.frame.decompress does)."""
+    frame = _lz4().LZ4FrameDecompressor()
+    parts, total, step = [], 0, _step(data)
+    chunk = frame.decompress(data, max_length=step)
+    while True:
+        total += len(chunk)
+        if total > limit:
+            parts.clear()  # the traceback keeps this frame's locals alive
+            raise _TooLarge
+        parts.append(chunk)
+        if frame.eof:
+            return parts[0] if len(parts) == 1 else b"".join(parts)
+        if frame.needs_input:
+            raise ValueError("the LZ4 frame is incomplete")
+        chunk = frame.decompress(b"", max_length=step)
+
+
+def _gunzip(data: bytes, limit: int) -> bytes:
+    """gzip.decompress (every member, each one's CRC and size checked) with at most ``limit`` bytes out."""
+    parts, total = [], 0
+    while data:
+        member = zlib.decompressobj(wbits=31)  # gzip framing
+        chunk = member.decompress(data, limit - total + 1)
+        total += len(chunk)
+        if total > limit:
+            parts = chunk = None  # the traceback keeps this frame's locals alive
+            raise _TooLarge
+        if not member.eof:
+            raise EOFError("the gzip stream ends before its end-of-stream marker")
+        parts.append(chunk)
+        data = member.unused_data
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def compress(codec: int, data: bytes) -> bytes:
@@ -161,19 +239,38 @@ def _snappy_raw_decompress():
         return snappy.decompress
 
 
-def _snappy_decompress(data: bytes) -> bytes:
+def _snappy_decompress(data: bytes, limit: int) -> bytes:
     raw = _snappy_raw_decompress()
     if not data.startswith(XERIAL_HEADER[:8]):
+        if _snappy_length(data, 0) > limit:
+            raise _TooLarge
         return raw(data)  # librdkafka and others may send plain snappy
-    out, p = [], 16
+    out, p, total = [], 16, 0
     while p < len(data):
         (length,) = _INT32.unpack_from(data, p)
         p += 4
         if length < 0 or p + length > len(data):
             raise ValueError("truncated xerial snappy block")
+        total += _snappy_length(data, p)
+        if total > limit:
+            raise _TooLarge
         out.append(raw(data[p : p + length]))
         p += length
     return b"".join(out)
+
+
+def _snappy_length(data: bytes, p: int) -> int:
+    """The uncompressed length a raw snappy block at ``p`` declares (its preamble, an
+    unsigned varint), read before the library sizes its output by it."""
+    value = shift = 0
+    while shift < 35:
+        byte = data[p]
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value
+        p += 1
+        shift += 7
+    raise ValueError("snappy length preamble too long")
 
 
 def _lz4():

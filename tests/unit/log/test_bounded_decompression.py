@@ -1,0 +1,91 @@
+"""Decompression is bounded (log/records.py): a few KiB of zstd or gzip can stand for
+GiBs of zeros, and every reader of a batch holds its records whole. Past the bound a
+batch is a corrupt record, which each reader already handles; the cleaner keeps it."""
+from __future__ import annotations
+
+import io
+import tracemalloc
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kafka_wire.log import batch as rb
+from kafka_wire.log import records as rec
+from kafka_wire.log.errors import CorruptRecord
+
+from .log_helpers import read_all
+from .test_cleaner import Env
+
+CODECS = [rec.GZIP, rec.SNAPPY, rec.LZ4, rec.ZSTD]
+MIB = 1 << 20
+
+
+def _zstd_zeros(prefix: bytes, size: int) -> bytes:
+    """``prefix`` then zeros up to ``size`` bytes, zstd-compressed without holding them."""
+    import zstandard
+
+    out = io.BytesIO()
+    with zstandard.ZstdCompressor(level=3).stream_writer(out, closefd=False, size=size) as w:
+        w.write(prefix)
+        chunk = bytes(16 * MIB)
+        left = size - len(prefix)
+        while left:
+            w.write(chunk[:min(left, len(chunk))])
+            left -= min(left, len(chunk))
+    return out.getvalue()
+
+
+@given(codec=st.sampled_from(CODECS), data=st.binary(max_size=4096), repeat=st.integers(1, 64))
+def test_a_batch_decompresses_exactly_up_to_its_limit(codec, data, repeat):
+    records = data * repeat  # repeated: compressible, as records are
+    packed = rec.compress(codec, records)
+    assert rec.decompress(codec, packed) == records
+    assert rec.decompress(codec, packed, limit=len(records)) == records
+    if records:
+        with pytest.raises(CorruptRecord, match="decompresses to more than"):
+            rec.decompress(codec, packed, limit=len(records) - 1)
+
+
+@pytest.mark.parametrize("codec", [rec.GZIP, rec.LZ4, rec.ZSTD])
+def test_a_compression_bomb_is_a_corrupt_record(codec):
+    bomb = rec.compress(codec, bytes(rec.MIN_DECOMPRESSED_LIMIT + 1))
+    assert rec.decompressed_limit(len(bomb)) == rec.MIN_DECOMPRESSED_LIMIT
+    with pytest.raises(CorruptRecord, match="decompresses to more than"):
+        rec.decompress(codec, bomb)
+
+
+def test_a_snappy_length_preamble_past_the_limit_is_refused_before_decompressing():
+    lying = bytes([0x80, 0x80, 0x80, 0x80, 0x04]) + b"\x00" * 16  # a preamble of 1 GiB
+    with pytest.raises(CorruptRecord, match="decompresses to more than"):
+        rec.decompress(rec.SNAPPY, lying)
+    framed = rec.XERIAL_HEADER + len(lying).to_bytes(4, "big") + lying
+    with pytest.raises(CorruptRecord, match="decompresses to more than"):
+        rec.decompress(rec.SNAPPY, framed)
+
+
+def test_the_cleaner_keeps_a_compression_bomb_as_it_is_and_compacts_the_rest(tmp_path):
+    env = Env(tmp_path, **{"segment.bytes": "4096"})
+    record = rec.encode_record(0, 0, b"bomb", b"v")
+    bomb_body = _zstd_zeros(record, 256 * MIB)  # ~8 KiB: one record, then 256 MiB of zeros
+    ts = env.now
+    bomb = bytes(rb.encode_batch(
+        base_offset=0, partition_leader_epoch=0, attributes=rec.ZSTD, last_offset_delta=0, base_timestamp=ts,
+        max_timestamp=ts, producer_id=-1, producer_epoch=-1, base_sequence=-1, records_count=1,
+        records=bomb_body))
+    env.put((b"k", b"old"))
+    env.log.append(bomb, now_ms=env.now)
+    env.put((b"k", b"new"))
+    env.log.roll()
+    tracemalloc.start()
+    try:
+        result = env.clean()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 100 * MIB, f"the cleaner held {peak / MIB:.0f} MiB"
+    assert result is not None and result.records_removed == 1  # k's old value
+    data = read_all(env.log)
+    kept = {h.base_offset: bytes(data[p + 8:p + h.size]) for p, h in rb.iter_batches(data)}
+    assert sorted(kept) == [1, 2]  # k's old value went, the bomb and k's new value stay
+    assert kept[1] == bomb[8:]  # byte for byte (the base offset, before byte 8, is the log's)
