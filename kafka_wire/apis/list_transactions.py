@@ -1,17 +1,35 @@
 """ListTransactions (key 66), v0–v2: state, producer id, duration (v1) and
-transactional-id pattern (v2, a Java regular expression; Python's re is used)."""
+transactional-id pattern (v2, KIP-1152).
+
+Kafka compiles the pattern with RE2J and matches whole ids; here it is RE2
+(google-re2), as for KIP-848's topic regex: linear time, so no client pattern
+such as ``(a+)+`` can stall the event loop by backtracking. A pattern RE2
+refuses (bad syntax, over its memory cap, or longer than
+PATTERN_MAX_CHARS) is answered INVALID_REGULAR_EXPRESSION, as Kafka does."""
 from __future__ import annotations
 
-import re
+from functools import lru_cache
+
+import re2
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
 from kafka_wire.apis.authorization import SEND, check
+from kafka_wire.coordinator.consumer_group_manager import INVALID_REGULAR_EXPRESSION
 
 _Response = codec.response_class(codec.ApiKey.ListTransactions)
 _State = _Response.TransactionState
 _KNOWN = {"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort",
           "Dead", "PrepareEpochFence"}
+PATTERN_MAX_CHARS = 1024  # an operator's filter; longer is refused before RE2 compiles it
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a client's bad pattern is answered, not written to stderr
+_RE2_OPTIONS.max_mem = 1 << 20   # compiled program and DFA cache per pattern (RE2's default: 8 MiB)
+
+
+@lru_cache(maxsize=64)  # (admin tools repeat one pattern; a refused one is not cached)
+def _compile(pattern: str):
+    return re2.compile(pattern, _RE2_OPTIONS)
 
 
 @handles(codec.ApiKey.ListTransactions, 0, 2)
@@ -23,10 +41,12 @@ def list_transactions(request, ctx):
     pattern = request.transactional_id_pattern if ctx.version >= 2 else None
     if pattern:
         try:
-            rx = re.compile(pattern)
-        except re.error:
-            from kafka.errors import InvalidRequestError
-            return _Response(version=ctx.version, throttle_time_ms=0, error_code=InvalidRequestError.errno,
+            if len(pattern) > PATTERN_MAX_CHARS:
+                raise re2.error("pattern too long")
+            rx = _compile(pattern)
+        except re2.error:
+            return _Response(version=ctx.version, throttle_time_ms=0,
+                             error_code=INVALID_REGULAR_EXPRESSION,
                              unknown_state_filters=[], transaction_states=[])
         found = [st for st in found if rx.fullmatch(st.transactional_id)]
     visible = [st for st in found if check(ctx, SEND)]
