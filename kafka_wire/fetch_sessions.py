@@ -6,10 +6,16 @@ that incremental requests carry only what changed and incremental responses
 only partitions with news. Sessions are bounded in number; the least recently
 used one is evicted and its client simply gets FETCH_SESSION_ID_NOT_FOUND and
 starts a new one, as with a Kafka broker.
+
+A session belongs to the connection (and namespace) that opened it: the cache
+serves every namespace, so another connection naming its id gets
+FETCH_SESSION_ID_NOT_FOUND, and its epoch 0 or -1 (open anew, close) leaves
+the session alone. Ids are drawn at random, as Kafka does, so that they are not
+guessed either.
 """
 from __future__ import annotations
 
-import itertools
+import secrets
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -31,6 +37,7 @@ class CachedPartition:
 class FetchSession:
     session_id: int
     epoch: int  # the epoch the next request must carry
+    owner: object = None  # who opened it (the fetch handler passes connection and namespace)
     partitions: "OrderedDict[tuple[str, int], CachedPartition]" = field(default_factory=OrderedDict)
 
 
@@ -44,23 +51,24 @@ class FetchSessionCache:
     def __init__(self, max_sessions: int = 1000) -> None:
         self.max_sessions = max_sessions
         self._sessions: "OrderedDict[int, FetchSession]" = OrderedDict()
-        self._ids = itertools.count(1)
 
     def __len__(self) -> int:
         return len(self._sessions)
 
     def resolve(self, session_id: int, epoch: int,
                 requested: list[tuple[tuple[str, int], int, int]],
-                forgotten: list[tuple[str, int]]) -> tuple[FetchSession | None, bool]:
-        """Apply a request to the cache.
+                forgotten: list[tuple[str, int]],
+                owner: object = None) -> tuple[FetchSession | None, bool]:
+        """Apply a request from ``owner`` to the cache.
 
         Returns (session or None for a sessionless fetch, incremental?).
         ``requested`` holds ((topic, partition), fetch_offset, max_bytes).
-        Raises SessionError with the Kafka error code for bad ids or epochs.
+        Raises SessionError with the Kafka error code for bad ids or epochs;
+        another owner's session is one not found.
         """
         if session_id == 0:
             if epoch == INITIAL_EPOCH:
-                session = FetchSession(self._new_id(), 1)
+                session = FetchSession(self._new_id(), 1, owner=owner)
                 for key, offset, max_bytes in requested:
                     session.partitions[key] = CachedPartition(offset, max_bytes)
                 self._add(session)
@@ -68,16 +76,20 @@ class FetchSessionCache:
             if epoch == FINAL_EPOCH:
                 return None, False
             raise SessionError(Errors.InvalidFetchSessionEpochError.errno)
-        if epoch == FINAL_EPOCH:
-            self._sessions.pop(session_id, None)
-            return None, False
         session = self._sessions.get(session_id)
+        if session is not None and session.owner != owner:
+            session = None  # (someone else's: not closed, not read, not advanced)
+        if epoch == FINAL_EPOCH:
+            if session is not None:
+                del self._sessions[session_id]
+            return None, False
+        if epoch == INITIAL_EPOCH:
+            # Client closes this session (if it is its own) and opens a new full one.
+            if session is not None:
+                del self._sessions[session_id]
+            return self.resolve(0, INITIAL_EPOCH, requested, forgotten, owner)
         if session is None:
             raise SessionError(Errors.FetchSessionIdNotFoundError.errno)
-        if epoch == INITIAL_EPOCH:
-            # Client closes this session and opens a new full one.
-            self._sessions.pop(session_id, None)
-            return self.resolve(0, INITIAL_EPOCH, requested, forgotten)
         if epoch != session.epoch:
             raise SessionError(Errors.InvalidFetchSessionEpochError.errno)
         session.epoch = epoch + 1 if epoch < 2**31 - 1 else 1
@@ -94,8 +106,8 @@ class FetchSessionCache:
         return session, True
 
     def _new_id(self) -> int:
-        while True:
-            sid = next(self._ids) & 0x7FFFFFFF
+        while True:  # (a random positive int32: a sequential one is guessed by the next client)
+            sid = secrets.randbits(31)
             if sid and sid not in self._sessions:
                 return sid
 

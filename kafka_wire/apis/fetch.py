@@ -242,7 +242,8 @@ def fetch(request, ctx):
         try:
             session, incremental = _sessions(ctx).resolve(
                 request.session_id, request.session_epoch,
-                [(k, off, mb) for k, off, mb, _e in wanted], forgotten)
+                [(k, off, mb) for k, off, mb, _e in wanted], forgotten,
+                (ctx.connection.connection_id, ns.name))  # (a session is its connection's only)
         except SessionError as exc:
             return _encode(ctx, version, [], 0, exc.error_code)
     if session is not None:
