@@ -285,6 +285,18 @@ class GroupCoordinator:
         self.offsets.delete(group_id, eligible)
         return OffsetDeleteResult(NONE, results)
 
+    def forget_topic(self, topic: str) -> int:
+        """A topic was deleted: every group's committed offsets of it go (the groups
+        that held only those go with them, once empty, as after an expiry)."""
+        removed = self.offsets.forget_topic(topic)
+        if removed:
+            for group_id in self.group_ids():
+                if self.consumer.has_group(group_id):
+                    self.consumer.maybe_remove_group(group_id)
+                elif (group := self.classic.get_group(group_id)) is not None:
+                    self.classic.maybe_remove_group(group)
+        return removed
+
     def cleanup_expired_offsets(self) -> int:
         """One pass of offset expiry (Kafka's cleanupGroupMetadata); returns how many went."""
         removed = 0

@@ -157,6 +157,25 @@ class OffsetMetadataManager:
         if self.on_change is not None:
             self.on_change()
 
+    def forget_topic(self, topic: str) -> int:
+        """Every group's offsets of a deleted ``topic`` (as Kafka drops a deleted
+        partition's offsets, and Event Hubs a hub's checkpoints): a topic made again
+        under the name starts with none. One store write for all; how many went."""
+        gone = []
+        for group_id in list(self.offsets):
+            group_offsets = self.offsets[group_id]
+            for tp in [tp for tp in group_offsets if tp[0] == topic]:
+                del group_offsets[tp]
+                gone.append((self.namespace_of(group_id), topic, group_id, tp[1]))
+            if not group_offsets:
+                del self.offsets[group_id]
+        if gone:
+            if self.store is not None:
+                self.store.delete_many(gone)
+            if self.on_change is not None:
+                self.on_change()
+        return len(gone)
+
     def delete_group(self, group_id: str) -> int:
         removed = len(self.offsets.pop(group_id, {}))
         if removed and self.store is not None:

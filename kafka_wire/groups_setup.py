@@ -70,8 +70,12 @@ def open_groups(services: Services, ns: NamespaceRuntime, data_dir: Path) -> Cal
         position_resolver=_position_resolver(ns), partition_exists=_partition_exists(ns),
         topic_metadata=_topic_metadata(ns), list_topics=ns.topics.names)
     ns.groups.start()
+    forget = ns.groups.forget_topic
+    ns.topics.on_delete.append(forget)
 
     def close() -> None:
+        if forget in ns.topics.on_delete:
+            ns.topics.on_delete.remove(forget)
         ns.groups.close()
         store.close()
     return close

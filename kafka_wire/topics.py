@@ -46,6 +46,7 @@ class TopicManager:
         self._epochs: dict[tuple[str, int], list[tuple[int, int]]] = {}
         # Hooks the Event Hubs layer and metrics attach to.
         self.on_append = None
+        self.on_delete: list = []  # called with a deleted topic's name (the groups' offsets go)
         # A geo-replicated namespace's replication (kafka_wire.replication.geo): told of
         # every append and hub change; None otherwise (one attribute check per append).
         self.replication = None
@@ -179,6 +180,8 @@ class TopicManager:
     def delete(self, name: str) -> None:
         self.logs.delete_topic(name)
         self._refresh_ids()
+        for hook in list(self.on_delete):
+            hook(name)
         for key in [k for k in self._waiters if k[0] == name]:
             self._wake(key)
         log.info("deleted topic %s", name)

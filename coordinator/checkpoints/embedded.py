@@ -228,6 +228,16 @@ class EmbeddedCheckpointStore(CheckpointStore):
         self._apply(fields)
         self._maybe_compact()
 
+    def delete_many(self, keys: Iterable[CheckpointKey]) -> None:
+        frames = [[_DELETE, ns, topic, group, partition] for ns, topic, group, partition in keys
+                  if (ns, topic, group, partition) in self._state]
+        if not frames:
+            return
+        self._append([_frame(fields) for fields in frames])  # one write (and fsync) for all
+        for fields in frames:
+            self._apply(fields)
+        self._maybe_compact()
+
     def delete_group(self, namespace: str, group: str) -> None:
         if not any(k[0] == namespace and k[2] == group for k in self._state):
             return

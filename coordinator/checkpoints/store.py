@@ -73,6 +73,12 @@ class CheckpointStore(abc.ABC):
     def delete(self, namespace: str, group: str, topic: str, partition: int) -> None:
         """Forget one partition's checkpoint (absent keys are fine)."""
 
+    def delete_many(self, keys: Iterable[CheckpointKey]) -> None:
+        """Forget several checkpoints ((namespace, topic, group, partition) each); stores
+        may make this one write."""
+        for namespace, topic, group, partition in keys:
+            self.delete(namespace, group, topic, partition)
+
     @abc.abstractmethod
     def delete_group(self, namespace: str, group: str) -> None:
         """Forget every checkpoint of a consumer group in a namespace."""
