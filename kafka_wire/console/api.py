@@ -226,14 +226,17 @@ class ConsoleApi:
         events, nxt, scanned = explorer.page(
             plog, start, count, before=None if before is None else _number(before, "before"),
             query=query.get("q") or None)
-        schemas = self._schemas(ns)
+        shown = explorer.page_json(events, self._schemas(ns), newest=before is not None)
+        if before is None and len(shown) < len(events):  # the page's budget ended it early
+            scanned -= nxt - events[len(shown)].sequence_number
+            nxt = events[len(shown)].sequence_number
         return {
             "namespace": ns, "hub": hub, "partition": partition,
             "first_sequence_number": plog.log_start_offset,
             "last_sequence_number": plog.log_end_offset - 1,
             "next_sequence_number": nxt,
             "scanned": scanned,
-            "events": [explorer.as_json(e, schemas) for e in events],
+            "events": shown,
         }
 
     def _schemas(self, ns: str):

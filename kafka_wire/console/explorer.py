@@ -8,6 +8,8 @@ shown, as a read_committed consumer or an Event Hubs receiver would not see them
 """
 from __future__ import annotations
 
+import functools
+import io
 import json
 import logging
 import time
@@ -16,6 +18,7 @@ from typing import Callable, Iterator, NamedTuple
 
 from proton import Data
 
+from kafka_wire.console import avro_measure
 from kafka_wire.log import batch as rb
 from kafka_wire.log import errors as log_errors
 from kafka_wire.log.records import read_events, records_bytes
@@ -38,6 +41,15 @@ _PROPERTY_FIELDS = ("message_id", "user_id", "to", "subject", "reply_to", "corre
                     "content_type", "content_encoding", "absolute_expiry_time", "creation_time",
                     "group_id", "group_sequence", "reply_to_group_id")
 _AVRO_TYPE = "avro/binary+"
+# An Avro body is decoded only when it decodes to at most this many values (~1 µs each to
+# measure, about as much again to decode, on the event loop) and this much JSON (in a page:
+# a body's preview is 16 KiB); past either it is shown as bytes, with why.
+AVRO_VALUES, AVRO_WHOLE_VALUES = 10_000, 50_000
+AVRO_PREVIEW_CHARS, AVRO_WHOLE_CHARS = 4 * BODY_PREVIEW, 8 * 1024 * 1024
+# What one page may spend decoding, in Avro values measured: ~60 ms of the event loop at
+# most. The page ends before the event that would spend more (the first is always shown);
+# its next_sequence_number says where the next page starts.
+PAGE_WORK = 30_000
 
 
 class ExplorerError(ValueError):
@@ -57,6 +69,16 @@ class Stored(NamedTuple):
     value: bytes | None
     headers: list          # [(name, value bytes or None)]
     amqp: bool             # sent over AMQP or HTTPS: header values are AMQP encodings
+
+
+class Budget:
+    """What the rest of a page may spend (see :data:`PAGE_WORK`); ``over`` once an
+    event needed more than was left."""
+    __slots__ = ("work", "over")
+
+    def __init__(self, work: int = PAGE_WORK) -> None:
+        self.work = work
+        self.over = False
 
 
 class Skipped(NamedTuple):
@@ -248,9 +270,26 @@ def _text(raw: bytes | None) -> str:
 
 
 # -- as JSON ------------------------------------------------------------------------------
+def page_json(events: list[Stored], registry: Callable[[str], object] | None = None, *,
+              newest: bool = False) -> list[dict]:
+    """The events of a page as JSON, as many as its :class:`Budget` allows, from the
+    first on (``newest``: from the last back, for a page that ends at a position);
+    at least one."""
+    budget = Budget()
+    out: list[dict] = []
+    for event in (reversed(events) if newest else events):
+        shown = as_json(event, registry, budget=budget)
+        if budget.over and out:
+            break
+        out.append(shown)
+    return out[::-1] if newest else out
+
+
 def as_json(event: Stored, registry: Callable[[str], object] | None = None,
-            body_limit: int | None = BODY_PREVIEW) -> dict:
-    """``registry``: schema id -> Schema (or None), to decode Avro bodies."""
+            body_limit: int | None = BODY_PREVIEW, budget: Budget | None = None) -> dict:
+    """``registry``: schema id -> Schema (or None), to decode Avro bodies.
+    ``body_limit``: None for the event's own view (the body whole), else a page's
+    preview; ``budget``: what the page has left to spend."""
     headers, properties = [], {}
     for name, value in event.headers:
         if event.amqp and name == rb.AMQP_PROPERTIES_HEADER and value is not None:
@@ -275,7 +314,7 @@ def as_json(event: Stored, registry: Callable[[str], object] | None = None,
         except UnicodeDecodeError:
             out["key_hex"] = event.key.hex()
     content_type = properties.get("content_type") or _header_text(headers, "content-type")
-    avro = _avro(event.value, content_type, registry)
+    avro = _avro(event.value, content_type, registry, body_limit is None, budget)
     if avro is not None:
         out["body"]["avro"] = avro
     return out
@@ -404,9 +443,12 @@ def _iso(ms: int) -> str:
 
 
 # -- Avro ---------------------------------------------------------------------------------
-def _avro(value: bytes | None, content_type: str | None, registry) -> dict | None:
+def _avro(value: bytes | None, content_type: str | None, registry, whole: bool = False,
+          budget: Budget | None = None) -> dict | None:
     """An Avro body with a registered schema, decoded: the Schema Registry's Avro
-    encoder names the schema in the content type (``avro/binary+<schema id>``)."""
+    encoder names the schema in the content type (``avro/binary+<schema id>``).
+    Measured first (:mod:`avro_measure`): a body past :data:`AVRO_VALUES` or the
+    JSON a view shows is not decoded, and says why."""
     if value is None or not content_type or not content_type.lower().startswith(_AVRO_TYPE):
         return None
     schema_id = content_type[len(_AVRO_TYPE):].strip()
@@ -417,15 +459,41 @@ def _avro(value: bytes | None, content_type: str | None, registry) -> dict | Non
         return out
     out.update(schema_group=schema.group, schema_name=schema.name, schema_version=schema.version)
     try:
-        import io
-
         import fastavro
     except ImportError:
         out["error"] = "decoding Avro needs fastavro (pip install 'kafka-wire[capture]')"
         return out
+    limit = AVRO_WHOLE_VALUES if whole else AVRO_VALUES
+    left = limit if budget is None else min(limit, budget.work)
     try:
-        parsed = fastavro.parse_schema(json.loads(schema.content))
+        parsed, named = _parsed_schema(schema.content)
+        try:
+            values, _ = avro_measure.measure(parsed, named, value, left,
+                                             AVRO_WHOLE_CHARS if whole else AVRO_PREVIEW_CHARS)
+        except (avro_measure.TooLarge, avro_measure.Malformed) as exc:
+            if budget is not None:  # the walk's work is spent, decoded or not
+                budget.work -= exc.values
+                # Past what the page had left, short of the event's own limit: the next
+                # page shows it (the page ends before it).
+                budget.over = left < limit and exc.values > left
+            if isinstance(exc, avro_measure.Malformed):
+                raise
+            out["error"] = (f"not decoded: {exc} (download the body"
+                            f"{'' if whole else ', or the event as JSON'})")
+            out["too_large"] = True
+            return out
+        if budget is not None:
+            budget.work -= values
         out["value"] = plain(fastavro.schemaless_reader(io.BytesIO(value), parsed))
     except Exception as exc:  # noqa: BLE001 - any failure to decode is shown, not raised
         out["error"] = f"the body does not decode with schema {schema_id}: {exc}"
     return out
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed_schema(content: str) -> tuple[object, dict]:
+    """(fastavro's parsed schema, its named types): parsed once, not per event of a page."""
+    import fastavro
+
+    named: dict = {}
+    return fastavro.parse_schema(json.loads(content), named_schemas=named), named
