@@ -7,7 +7,10 @@ stored; whatever gets through anyway is percent-encoded by the listener."""
 from __future__ import annotations
 
 import json
+import re
 import socket
+import time
+from urllib.parse import urlsplit
 
 import pytest
 import requests
@@ -39,9 +42,9 @@ def arm_error(answer: requests.Response) -> tuple[int, str]:
     return answer.status_code, answer.json()["error"]["code"]
 
 
-def stored_names(data_dir) -> set[str]:
-    state = json.loads((data_dir / "_schemas" / f"{NS}.json").read_text())
-    return {s["name"] for s in state["schemas"].values()}
+def stored(data_dir) -> bytes:
+    """The registry's file: unchanged by a refused request (whatever its format)."""
+    return (data_dir / "_schemas" / f"{NS}.json").read_bytes()
 
 
 @pytest.fixture
@@ -63,6 +66,7 @@ def registry(tmp_path):
 
 def test_a_schema_name_past_latin_1_is_refused_in_the_registrys_shape_and_not_stored(registry):
     broker, data_dir = registry
+    before = stored(data_dir)
     for name in ("%E2%82%AC-euro", "a%3Ab", "-dash-first", "n" * 51):
         answer = requests.put(f"{broker.http_url}/$schemaGroups/g1/schemas/{name}{SR}", data=SCHEMA,
                               timeout=15, headers={"Host": HOST, "Content-Type": AVRO, **SENDER.header()})
@@ -72,11 +76,12 @@ def test_a_schema_name_past_latin_1_is_refused_in_the_registrys_shape_and_not_st
                                   data=SCHEMA, timeout=15,
                                   headers={"Host": HOST, "Content-Type": AVRO, **SENDER.header()})
         assert arm_error(looked_up) == (404, "ItemNotFound"), name  # nothing was stored under it
-    assert stored_names(data_dir) == {"shop.Order"}
+    assert stored(data_dir) == before
 
 
 def test_cr_lf_in_a_schema_name_cannot_split_the_answer(registry):
     broker, data_dir = registry
+    before = stored(data_dir)
     path = "/$schemaGroups/g1/schemas/x%0D%0ASet-Cookie:%20session=attacker%0D%0AX-Injected:%20yes" + SR
     lines, body = raw(broker, f"PUT {path} HTTP/1.1\r\nHost: {HOST}\r\nAuthorization: {SENDER.token()}\r\n"
                               f"Content-Type: {AVRO}\r\nContent-Length: {len(SCHEMA)}\r\n"
@@ -84,7 +89,7 @@ def test_cr_lf_in_a_schema_name_cannot_split_the_answer(registry):
     assert lines[0] == "HTTP/1.1 400 Bad Request", lines
     assert not [h for h in lines if h.lower().startswith(("set-cookie", "x-injected"))], lines
     assert json.loads(body)["error"]["code"] == "BadRequest"
-    assert stored_names(data_dir) == {"shop.Order"}
+    assert stored(data_dir) == before
 
 
 def test_names_stored_before_the_rule_are_served_with_their_headers_percent_encoded(tmp_path):
@@ -114,3 +119,68 @@ def test_names_stored_before_the_rule_are_served_with_their_headers_percent_enco
     finally:
         broker.stop()
 
+
+GEO = "?api-version=2026-01-01"
+GEO_NS = "georeplic"
+# a URL as RFC 3986 writes one: nothing raw that a header, or a client splitting the URL, could trip on
+URL = re.compile(r"https?://[A-Za-z0-9\-._~%!$&'()*+,;=:\[\]]+(/[A-Za-z0-9\-._~%!$&'()*+,;=:@]*)*"
+                 r"\?api-version=[A-Za-z0-9\-._~%]+")
+
+
+def geo_namespace(broker) -> dict:
+    owner = {"Authorization": f"Bearer {broker.subscription_token}"}
+    made = requests.put(f"{broker.http_url}{MG}/{GEO_NS}{GEO}", headers=owner, timeout=15, json={
+        "location": "local", "sku": {"name": "Premium", "tier": "Premium", "capacity": 1},
+        "properties": {"geoDataReplication": {"locations": [{"locationName": "local", "roleType": "Primary"},
+                                                            {"locationName": "west", "roleType": "Secondary"}]}}})
+    assert made.status_code in (200, 201), made.text
+    return owner
+
+
+def finished(broker, url: str, owner: dict, timeout: float = 20.0) -> dict:
+    """The operation's status once it is no longer InProgress, polled at the URL the 202 named."""
+    parts = urlsplit(url)
+    deadline = time.monotonic() + timeout
+    while True:
+        status = requests.get(f"{broker.http_url}{parts.path}?{parts.query}", headers={"Host": HOST, **owner},
+                              timeout=15)
+        assert status.status_code == 200, status.text
+        if status.json()["status"] != "InProgress":
+            return status.json()
+        assert time.monotonic() < deadline, status.text
+        time.sleep(0.05)
+
+
+def test_a_failovers_operation_urls_are_percent_encoded_and_lead_back(tmp_path, caplog):
+    """The subscription and resource group segments of the path, and the Host, are the
+    client's: the 202's URLs carry them percent-encoded (no raw byte for the listener's last
+    guard to catch), an answer always comes, and the poller finds the operation there."""
+    broker = start(tmp_path / "data")
+    try:
+        owner = geo_namespace(broker)
+        sub = "/subscriptions/s%20%E2%82%AC/resourceGroups/g(1)/providers/Microsoft.EventHub/namespaces"
+        started = requests.post(f"{broker.http_url}{sub}/{GEO_NS}/failover{GEO}", timeout=15,
+                                headers={"Host": HOST, **owner},
+                                json={"properties": {"primaryLocation": "west", "force": True}})
+        assert started.status_code == 202, started.text
+        status_url = started.headers["Azure-AsyncOperation"]
+        assert URL.fullmatch(status_url) and URL.fullmatch(started.headers["Location"]), started.headers
+        assert status_url.startswith(f"http://{HOST}/subscriptions/s%20%E2%82%AC/resourceGroups/g(1)/"), status_url
+        assert finished(broker, status_url, owner)["status"] == "Succeeded"
+
+        # CR LF in a segment, a bare LF in the Host: no header of the client's making
+        sub = "/subscriptions/s%0D%0ASet-Cookie:%20a=b%0D%0AX-Injected:%20yes/resourceGroups/g/providers/" \
+              "Microsoft.EventHub/namespaces"
+        body = json.dumps({"properties": {"primaryLocation": "local", "force": True}})
+        lines, _ = raw(broker, f"POST {sub}/{GEO_NS}/failover{GEO} HTTP/1.1\r\n"
+                               f"Host: {HOST}\nX-Injected: yes\r\nAuthorization: {owner['Authorization']}\r\n"
+                               f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+                               "Connection: close\r\n\r\n", body.encode())
+        assert lines[0].startswith("HTTP/1.1 202 "), lines
+        assert not [h for h in "\n".join(lines).split("\n") if h.lower().startswith(("set-cookie", "x-injected"))]
+        operation = next(h.split(": ", 1)[1] for h in lines if h.startswith("Azure-AsyncOperation: "))
+        assert URL.fullmatch(operation), operation
+        assert finished(broker, operation, owner)["status"] == "Succeeded"
+        assert not [r for r in caplog.records if "percent-encoded" in r.getMessage()]
+    finally:
+        broker.stop()

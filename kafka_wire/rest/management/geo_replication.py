@@ -22,6 +22,7 @@ import asyncio
 import logging
 import uuid
 from dataclasses import dataclass, field
+from urllib.parse import quote
 
 from kafka_wire.eventhubs.geo import (MAX_REPLICAS, GeoSettings, location_error, max_lag_error,
                                       normalize_location, tier_error)
@@ -39,6 +40,10 @@ log = logging.getLogger(__name__)
 GEO_VERSIONS = frozenset({"2024-05-01-preview", "2025-05-01-preview", "2026-01-01"})
 MOST_OPERATIONS = 256  # finished failovers remembered for their pollers
 RETRY_AFTER_S = 1
+# What RFC 3986 lets stand unencoded in a host (with its port, or an IPv6 literal) and in a
+# path segment; quote() keeps letters, digits and "-._~" too.
+_HOST_SAFE = "!$&'()*+,;=:[]"
+_SEGMENT_SAFE = "!$&'()*+,;=:@"
 
 
 @dataclass(slots=True)
@@ -205,14 +210,22 @@ def failover(scope: Scope) -> Response:
     op = Operation(uuid.uuid4().hex, runtime.name, location, force)
     _remember(op)
     loop.create_task(_promote(geo, op))
-    base = f"{scope.request.scheme}://{scope.request.headers.get('host', 'localhost')}{scope.base}"
-    version = scope.request.query.get("api-version")
+    base = _url(scope)
+    version = quote(scope.request.query.get("api-version") or "", safe="")
     headers = {"Azure-AsyncOperation": f"{base}/operationStatuses/{op.id}?api-version={version}",
                "Location": f"{base}/operationResults/{op.id}?api-version={version}",
                "Retry-After": str(RETRY_AFTER_S)}
     log.info("management API: %s failover of namespace %s to %s started (operation %s)",
              "forced" if force else "planned", runtime.name, location, op.id)
     return Response(202, b"", arm.JSON, headers)
+
+
+def _url(scope: Scope) -> str:
+    """The namespace's URL as the client reached it (its Host), each part percent-encoded:
+    the path was decoded and the Host is the client's, and both go into headers."""
+    host = quote(scope.request.headers.get("host") or "localhost", safe=_HOST_SAFE)
+    path = "/".join(quote(segment, safe=_SEGMENT_SAFE) for segment in scope.base.split("/"))
+    return f"{scope.request.scheme}://{host}{path}"
 
 
 async def _promote(geo, op: Operation) -> None:
