@@ -19,10 +19,21 @@ _Topic = _Response.OffsetCommitResponseTopic
 _Partition = _Topic.OffsetCommitResponsePartition
 
 
+def _creates_group(ctx, group_id: str | None, generation: int) -> bool:
+    """Whether a commit to ``group_id`` would create it (a generation >= 0 for a group
+    that is gone is ILLEGAL_GENERATION instead)."""
+    groups = ctx.groups
+    return (group_id is not None and generation < 0 and groups.classic.get_group(group_id) is None
+            and not groups.consumer.has_group(group_id))
+
+
 @handles(codec.ApiKey.OffsetCommit, 2, 9)
 def offset_commit(request, ctx):
     version = ctx.version
-    group_denied = group_error(ctx, request.group_id)
+    # A commit outside group management makes the group (it holds the offsets), so the
+    # namespace's bound on groups applies to it as to a JoinGroup.
+    group_denied = group_error(ctx, request.group_id, joining=_creates_group(
+        ctx, request.group_id, request.generation_id_or_member_epoch))
     offsets, denied = [], []  # Event Hubs: refused partitions are answered, the rest committed
     for t in request.topics:
         topic_denied = group_denied or topic_error(ctx, LISTEN, t.name)
