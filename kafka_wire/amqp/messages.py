@@ -277,10 +277,11 @@ def decode_message(raw: bytes) -> Incoming:
 
 
 def is_batch(message: Incoming) -> bool:
-    """Is this the batch format (0x80013700), each data section one encoded
-    message? Proton's Python binding does not expose a transfer's message
-    format, so the sections are checked: every one must decode whole as
-    message sections holding a body, which user bytes practically never do."""
+    """Could this be the batch format (0x80013700), each data section one encoded
+    message? Every section must decode whole as message sections holding a body.
+    The shape alone does not make a batch: a plain message may carry encoded
+    messages as its body. The send path asks the transfer's message format too
+    (``publish.PublishLink._batch_format``)."""
     return bool(message.data_sections) and all(map(_is_encoded_message, message.data_sections))
 
 
@@ -310,8 +311,8 @@ def _is_encoded_message(raw: bytes) -> bool:
 
 
 def batch_messages(outer: Incoming) -> list[Incoming] | None:
-    """The messages of a batch-format message, or None when it is not one (see
-    :func:`is_batch`): each data section decoded once, strictly."""
+    """The messages of a batch-format message, or None when its body is not shaped
+    as one (see :func:`is_batch`): each data section decoded once, strictly."""
     if not outer.data_sections:
         return None
     try:
