@@ -153,7 +153,7 @@ class NamespacePolicy:
             return Denial(Refusal.NOT_FOUND, f"event hub {name!r} does not exist and {principal} "
                           "may not create it (Manage right needed)")
         topics = self.runtime.topics
-        beyond = self.beyond_bounds(name, topics.num_partitions, new_hub=True)
+        beyond = self.hub_name_taken(name) or self.beyond_bounds(name, topics.num_partitions, new_hub=True)
         if beyond:
             return beyond
         ns = self.runtime.model
@@ -167,7 +167,7 @@ class NamespacePolicy:
                      client_id: str | None) -> Denial | None:
         topics = self.runtime.topics
         beyond = self._need(principal, MANAGE, None, "creating event hubs") or \
-            self.beyond_bounds(name, partitions, new_hub=True)
+            self.hub_name_taken(name) or self.beyond_bounds(name, partitions, new_hub=True)
         if beyond:
             return beyond
         return self._managed(principal, None, name, "creating event hubs",
@@ -184,6 +184,18 @@ class NamespacePolicy:
         return self._managed(principal, name, name, "adding partitions",
                              lambda ns: tier_rules.partition_growth(ns, self.runtime.topics, name, count),
                              client_id)
+
+    def hub_name_taken(self, name: str) -> Denial | None:
+        """A new hub ``name`` whose name an existing hub has in another case: Event Hubs'
+        names are case-insensitive, so it would be that hub's twin (and a token scoped
+        to the one would reach the other). Whatever the mode: it is not a tier rule."""
+        low = name.lower()
+        twin = next((hub for hub in self.runtime.topics.names() if hub != name and hub.lower() == low), None)
+        if twin is None:
+            return None
+        return Denial(Refusal.INVALID, f"event hub {twin!r} exists: event hub names are "
+                                       f"case-insensitive, so {name!r} is its name too; use {twin!r}",
+                      "hub-name")
 
     def beyond_bounds(self, name: str, partitions: int, new_hub: bool) -> Denial | None:
         """Why hub ``name`` may not have ``partitions`` partitions (or, ``new_hub``,
