@@ -446,28 +446,44 @@ class Broker:
         import shutil
 
         from kafka_wire.coordinator.checkpoints.embedded import CHECKPOINTS_DIR
+        from kafka_wire.replication.store import GEO_DIR
 
         if name == self.services.default_namespace:
             raise ValueError(f"namespace {name!r} is the default namespace: it cannot be deleted")
         runtime = self.services.namespaces.pop(name)
-        for server in self._servers():
-            for conn in list(server.connections):
-                if conn.state is not None and conn.state.namespace is runtime:
-                    conn.close()
-        if self.amqp_server is not None:
-            for conn in list(self.amqp_server.connections):
-                if conn.namespace is runtime:
-                    conn.close()
-        if runtime.geo is not None:
-            runtime.geo.delete_data()
-        self._close_coordinators(name)
-        if runtime.cleaner is not None:
-            runtime.cleaner.stop()
-        runtime.topics.logs.close()
-        self.services.eventhubs.namespaces.pop(name, None)
-        data_dir = Path(self.config.data_dir)
-        for directory in (data_dir / name, data_dir / CHECKPOINTS_DIR / name, data_dir / "_transactions" / name):
-            shutil.rmtree(directory, ignore_errors=True)
+
+        def close_connections() -> None:
+            for server in self._servers():
+                for conn in list(server.connections):
+                    if conn.state is not None and conn.state.namespace is runtime:
+                        conn.close()
+            if self.amqp_server is not None:
+                for conn in list(self.amqp_server.connections):
+                    if conn.namespace is runtime:
+                        conn.close()
+
+        # The logs it serves from are closed before a geo-replica's regions are deleted:
+        # after a promotion they are one of those regions, and closing fsyncs them.
+        steps = [("closing its connections", close_connections),
+                 ("closing its coordinators", lambda: self._close_coordinators(name)),
+                 ("stopping its log cleaner", runtime.cleaner.stop if runtime.cleaner is not None else None),
+                 ("closing its logs", runtime.topics.logs.close),
+                 ("deleting its geo-replicas", runtime.geo.delete_data if runtime.geo is not None else None)]
+        try:
+            for what, step in steps:
+                if step is None:
+                    continue
+                try:
+                    step()
+                except Exception:  # its data goes all the same: a half-deleted namespace is worse
+                    log.exception("deleting namespace %s: %s failed", name, what)
+        finally:
+            # It is gone whatever failed above: no longer served, its name free, its data removed.
+            self.services.eventhubs.namespaces.pop(name, None)
+            data_dir = Path(self.config.data_dir)
+            for directory in (data_dir / name, data_dir / CHECKPOINTS_DIR / name,
+                              data_dir / "_transactions" / name, data_dir / GEO_DIR / name):
+                shutil.rmtree(directory, ignore_errors=True)
         log.info("namespace %s deleted through the management API", name)
 
     def _servers(self) -> list[KafkaServer]:
