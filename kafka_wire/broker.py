@@ -446,6 +446,7 @@ class Broker:
         import shutil
 
         from kafka_wire.coordinator.checkpoints.embedded import CHECKPOINTS_DIR
+        from kafka_wire.eventhubs.schema_registry import STATE_DIR as SCHEMAS_DIR
         from kafka_wire.replication.store import GEO_DIR
 
         if name == self.services.default_namespace:
@@ -484,6 +485,8 @@ class Broker:
             for directory in (data_dir / name, data_dir / CHECKPOINTS_DIR / name,
                               data_dir / "_transactions" / name, data_dir / GEO_DIR / name):
                 shutil.rmtree(directory, ignore_errors=True)
+            # its Schema Registry too: a namespace made later under its name starts without it
+            (data_dir / SCHEMAS_DIR / f"{name}.json").unlink(missing_ok=True)
         log.info("namespace %s deleted through the management API", name)
 
     def _servers(self) -> list[KafkaServer]:

@@ -64,6 +64,11 @@ class RestApi:
             found = self._registries[namespace] = SchemaRegistry.for_namespace(self.data_dir, namespace)
         return found
 
+    def forget(self, namespace: str) -> None:
+        """Namespace ``namespace`` was deleted: its Schema Registry goes with it (the
+        broker deletes its file), so a namespace made later under the name starts empty."""
+        self._registries.pop(namespace, None)
+
     def handles(self, method: str, path: str) -> bool:
         """Is this request for the REST API (not a console page)?"""
         segs = path.strip("/").split("/")

@@ -85,6 +85,7 @@ def delete(api: RestApi, name: str) -> Response:
         api.remove_namespace(name)
     except ValueError as exc:
         return arm.fail(400, "BadRequest", str(exc))
+    api.forget(name)
     if api.state is not None:
         api.state.namespace_deleted(name)
     if api.hubs_changed is not None:
