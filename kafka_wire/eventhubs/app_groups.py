@@ -12,12 +12,19 @@ later).
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 from kafka_wire.eventhubs.quotas import TokenBucket
 
+log = logging.getLogger(__name__)
+
 METRICS = {m.lower(): m for m in ("IncomingBytes", "IncomingMessages", "OutgoingBytes",
                                     "OutgoingMessages")}
+# The ARM API's rateLimitThreshold is an int64 (ThrottlingPolicy.RateLimitThreshold, a
+# long in every SDK): past it a rate is no number Azure takes, and no float the token
+# bucket can hold (float(10**400) overflows on the first send).
+MAX_RATE = 2 ** 63 - 1
 
 
 @dataclass(slots=True)
@@ -30,8 +37,11 @@ class ThrottlingPolicy:
         metric = METRICS.get(str(self.metric).lower())
         if metric is None:
             raise ValueError(f"metricId {self.metric!r} is not one of {', '.join(METRICS.values())}")
-        if not isinstance(self.rate, int) or self.rate < 1:
-            raise ValueError(f"rateLimitThreshold must be a whole number of at least 1, not {self.rate!r}")
+        if not isinstance(self.rate, int) or isinstance(self.rate, bool) or not 1 <= self.rate <= MAX_RATE:
+            big = isinstance(self.rate, int) and self.rate > MAX_RATE  # repr() fails past 4300 digits
+            shown = f"a number of {self.rate.bit_length()} bits" if big else repr(self.rate)[:40]
+            raise ValueError(f"rateLimitThreshold must be a whole number from 1 to {MAX_RATE} "
+                             f"(an int64), not {shown}")
         self.metric = metric
 
 
@@ -59,7 +69,18 @@ class ApplicationGroup:
     @classmethod
     def from_json(cls, name: str, d: dict) -> ApplicationGroup:
         return cls(name, d["identifier"], d.get("enabled", True),
-                   [ThrottlingPolicy(p["name"], p["metric"], p["rate"]) for p in d.get("policies", [])])
+                   [ThrottlingPolicy(p["name"], p["metric"], _kept_rate(name, p["name"], p["rate"]))
+                    for p in d.get("policies", [])])
+
+
+def _kept_rate(group: str, policy: str, rate):
+    """A rate kept by an older broker, which took any whole number: one past
+    :data:`MAX_RATE` is as good as no limit, and is loaded as the largest rate."""
+    if isinstance(rate, int) and not isinstance(rate, bool) and rate > MAX_RATE:
+        log.warning("application group %s, policy %s: its rateLimitThreshold (%d bits) is past "
+                    "the int64 the API allows: %d is used", group, policy, rate.bit_length(), MAX_RATE)
+        return MAX_RATE
+    return rate
 
 
 class GroupLimiter:
