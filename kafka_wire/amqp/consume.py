@@ -336,6 +336,11 @@ class ConsumeLink(LinkHandler):
         most = conn.largest_spliced()
         while credit(impl) > 0 and conn.writable and not self.closed:
             if not self._backlog and not self._read():
+                # Nothing to send now (read to the end, or held by the egress quota): a drain
+                # (a flow with drain=true, AMQP 1.0 2.6.7) has its credit handed back at once,
+                # in a flow proton writes after the transfers. Once per read that finds nothing.
+                if _pn.pn_link_get_drain(impl) and not self.closed:
+                    _pn.pn_link_drained(impl)
                 break
             plan = conn.fault_plan
             if plan is not None and plan.active and self._injected(plan):

@@ -247,6 +247,8 @@ class ReplyLink(LinkHandler):
             link.advance()
             if link.snd_settle_mode == Link.SND_SETTLED:
                 delivery.settle()
+        if not self.queue and link.drain_mode:  # a drain (AMQP 1.0 2.6.7): no reply due, credit back
+            link.drained()
         if backlog > len(self.queue):  # replies left: the requests held back may come
             for handler in [h for h in self.conn.handlers if isinstance(h, RequestLink)
                             and h.node == self.node]:
