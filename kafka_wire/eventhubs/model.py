@@ -487,8 +487,9 @@ class EventHubsModel:
         ``<name>``; a namespace's configured ``hosts`` select it; ``localhost``,
         IP literals, ``host.docker.internal`` and any other plain host name (a
         Docker alias) select the default namespace, unless it is the name of a
-        namespace the operator configured. A namespace made at runtime is never
-        selected by a plain name: it cannot take over a host clients already use.
+        namespace the operator configured, or a Geo-DR alias pointing at one. A
+        namespace made at runtime is never selected by a plain name, not even
+        through an alias: it cannot take over a host clients already use.
         """
         host = (host or "").strip().lower().rstrip(".")
         if not host:
@@ -508,9 +509,12 @@ class EventHubsModel:
         for ns in self.namespaces.values():
             if ns.name.lower() == host and not ns.created_at_runtime:
                 return ns.name
-        if "." not in host and self._alias_target(host):  # a Geo-DR alias as a plain (Docker) name
-            return self._alias_target(host)
-        return self.default_namespace if "." not in host else None
+        if "." not in host:
+            target = self._alias_target(host)  # a Geo-DR alias as a plain (Docker) name
+            if target is not None and not self.namespaces[target].created_at_runtime:
+                return target
+            return self.default_namespace
+        return None
 
     def _alias_target(self, label: str) -> str | None:
         """The namespace a Geo-DR alias points at (kafka_wire.eventhubs.geo_dr)."""
