@@ -11,18 +11,21 @@ and answers ``/health`` itself.
 - ``/$replicas``, the replica control API (:mod:`kafka_wire.httpd.replica_control`).
 
 Neither sibling reaches into the other. Bodies need a ``Content-Length`` (at
-most :data:`MAX_BODY`); keep-alive; heads larger than 16 KiB or requests slower
-than :data:`READ_TIMEOUT_S` are dropped, and past ``max_connections`` open
-connections a new one gets 503 at once. Every answer is built synchronously
+most :data:`MAX_BODY`); keep-alive; heads larger than 16 KiB, requests slower
+than :data:`READ_TIMEOUT_S` and answers not read within it are dropped, and
+past ``max_connections`` open connections a new one gets 503 at once. Every answer is built synchronously
 from in-memory state, so a scrape costs the Kafka path one short turn of the
 loop (a throttled REST send is answered later, on the clock).
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import logging
+import socket
+import struct
 from typing import Callable
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
@@ -159,8 +162,7 @@ class HttpListener:
                         return
                     self._send(writer, 405, b"only GET and HEAD are served\n", "text/plain",
                                False, keep, extra={"Allow": "GET, HEAD"})
-                    await writer.drain()
-                    if not keep:
+                    if not await _drained(writer) or not keep:
                         return
                     continue
                 request = _request(writer, method, path, url, headers)
@@ -180,8 +182,7 @@ class HttpListener:
                 answer = await self._answer(request, rest, control)
                 self._send(writer, answer.status, answer.body, answer.content_type,
                            method == "HEAD", keep, extra=answer.headers)
-                await writer.drain()
-                if not keep:
+                if not await _drained(writer) or not keep:
                     return
         except ConnectionError:
             return
@@ -260,6 +261,25 @@ class HttpListener:
             ok = self.ready()
             return Response(200 if ok else 503, _json(HEALTHY if ok else UNHEALTHY), _JSON)
         return self.console.get(request)
+
+
+async def _drained(writer: asyncio.StreamWriter) -> bool:
+    """Whether the client took its answers within READ_TIMEOUT_S (it gets as long to read
+    them as to send a request). One that pipelines requests and never reads would hold its
+    connection slot, and every answer queued for it, for good: it is cut off (abort: a
+    close would wait for the unsent answers to drain)."""
+    try:
+        await asyncio.wait_for(writer.drain(), READ_TIMEOUT_S)
+    except asyncio.TimeoutError:
+        log.warning("HTTP client %s read no answer in %.0f s: connection dropped",
+                    writer.get_extra_info("peername"), READ_TIMEOUT_S)
+        sock = writer.get_extra_info("socket")
+        if sock is not None:  # reset at once: else the kernel goes on sending what it holds
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.transport.abort()
+        return False
+    return True
 
 
 def _header_text(value) -> str:
