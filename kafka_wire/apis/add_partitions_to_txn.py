@@ -19,7 +19,7 @@ _PartResult = _TopicResult.AddPartitionsToTxnPartitionResult
 
 def _results(ctx, txn_id, pid, epoch, topics, verify_only=False):
     wanted = [(t.name, p) for t in topics for p in t.partitions]
-    txn_denied = transactional_error(ctx)
+    txn_denied = transactional_error(ctx, transactional_id=txn_id)
     denied = {tp: txn_denied or topic_error(ctx, SEND, tp[0]) for tp in wanted}
     if any(denied.values()):
         from kafka.errors import OperationNotAttemptedError

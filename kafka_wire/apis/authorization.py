@@ -29,7 +29,7 @@ from kafka_wire.apis.refusals import error_code
 from kafka_wire.eventhubs.rights import LISTEN, MANAGE, SEND
 
 __all__ = ["SEND", "LISTEN", "MANAGE", "check", "visible", "topic_error", "cluster_error",
-           "transactional_error", "group_allowed", "group_error", "commit_metadata_error"]
+           "transactional_error", "transaction_visible", "group_allowed", "group_error", "commit_metadata_error"]
 
 OK = 0
 TOPIC_DENIED = Errors.TopicAuthorizationFailedError.errno
@@ -58,13 +58,27 @@ def cluster_error(ctx, right: str = MANAGE) -> int:
     return OK if check(ctx, right) else CLUSTER_DENIED
 
 
-def transactional_error(ctx, timeout_ms: int | None = None) -> int:
-    """InitProducerId with a transactional id: Send, a tier with transactions and, in
-    strict mode, a transaction timeout within Event Hubs' 15 minutes."""
+def transactional_error(ctx, timeout_ms: int | None = None, transactional_id: str | None = None) -> int:
+    """A transactional request: Send, a tier with transactions and, in strict mode, a
+    transaction timeout within Event Hubs' 15 minutes. With ``transactional_id``, a
+    hub-scoped principal may touch only a transaction whose partitions are all on its
+    hub: a key for one hub cannot end (or fence) another hub's transaction."""
     if not check(ctx, SEND):
+        return TXN_DENIED
+    if transactional_id is not None and not transaction_visible(ctx, transactional_id):
         return TXN_DENIED
     refusal = ctx.policy.transactions(timeout_ms, ctx.client_id)
     return error_code(refusal) if refusal else OK
+
+
+def transaction_visible(ctx, transactional_id: str) -> bool:
+    """May this connection see (describe, list, touch) the transaction? Every hub it
+    holds partitions of must exist for the principal."""
+    principal = ctx.connection.principal
+    if principal is None or principal.hub is None or ctx.txns is None:
+        return True
+    st = ctx.txns.describe(transactional_id)
+    return st is None or all(visible(ctx, topic) for topic, _ in st.partitions)
 
 
 def session_timeout_error(ctx, timeout_ms: int) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import kafka.errors as Errors
 
 from kafka_wire import codec
+from kafka_wire.apis.authorization import transaction_visible
 from kafka_wire.apis.registry import handles
 
 _Response = codec.response_class(codec.ApiKey.DescribeTransactions)
@@ -16,8 +17,10 @@ def describe_transactions(request, ctx):
     out = []
     for tid in request.transactional_ids:
         st = ctx.txns.describe(tid)
-        if st is None:
-            out.append(_State(error_code=Errors.TransactionalIdNotFoundError.errno, transactional_id=tid,
+        if st is None or not transaction_visible(ctx, tid):  # (another hub's: not this key's)
+            error = Errors.TransactionalIdNotFoundError if st is None else \
+                Errors.TransactionalIdAuthorizationFailedError
+            out.append(_State(error_code=error.errno, transactional_id=tid,
                               transaction_state="", transaction_timeout_ms=0, transaction_start_time_ms=-1,
                               producer_id=-1, producer_epoch=-1, topics=[]))
             continue

@@ -14,7 +14,7 @@ _Response = codec.response_class(codec.ApiKey.EndTxn)
 
 @handles(codec.ApiKey.EndTxn, 0, 4)
 def end_txn(request, ctx):
-    error = transactional_error(ctx) or ctx.txns.end_txn(
+    error = transactional_error(ctx, transactional_id=request.transactional_id) or ctx.txns.end_txn(
         request.transactional_id, request.producer_id, request.producer_epoch,
         bool(request.committed))
     return _Response(version=ctx.version, throttle_time_ms=0, error_code=error)

@@ -29,7 +29,7 @@ def _response(ctx, error, pid=-1, epoch=-1):
 def init_producer_id(request, ctx):
     txns = ctx.txns
     if request.transactional_id is not None:
-        denied = transactional_error(ctx, request.transaction_timeout_ms)
+        denied = transactional_error(ctx, request.transaction_timeout_ms, request.transactional_id)
         if denied:
             return _response(ctx, denied)
         pid = request.producer_id if ctx.version >= 3 else -1
