@@ -18,7 +18,9 @@ Sent with AMQP, stored as a Kafka record:
 
 Read with AMQP, a record becomes the message as it was sent, with the
 annotations Event Hubs adds (``x-opt-sequence-number`` = the Kafka offset,
-``x-opt-offset``, ``x-opt-enqueued-time``, ``x-opt-partition-key``); a record a
+``x-opt-offset``, ``x-opt-enqueued-time``, ``x-opt-partition-key``, and
+``x-opt-publisher`` for an event sent through a publisher, which the reserved
+header keeps: :func:`with_publisher`); a record a
 Kafka client wrote has its headers as binary application properties and its
 value as one data section.
 
@@ -40,13 +42,15 @@ from kafka_wire.log import batch as rb
 
 __all__ = ["MessageError", "decode_message", "is_batch", "split_batch", "batch_messages", "plain_batch",
            "encode_event",
-           "BATCH_FORMAT", "PARTITION_KEY", "SEQUENCE_NUMBER", "OFFSET", "ENQUEUED_TIME"]
+           "with_publisher", "BATCH_FORMAT", "PARTITION_KEY", "SEQUENCE_NUMBER", "OFFSET",
+           "ENQUEUED_TIME", "PUBLISHER"]
 
 BATCH_FORMAT = 0x80013700  # Microsoft's batched message format: each data section one message
 PARTITION_KEY = "x-opt-partition-key"
 SEQUENCE_NUMBER = "x-opt-sequence-number"
 OFFSET = "x-opt-offset"
 ENQUEUED_TIME = "x-opt-enqueued-time"
+PUBLISHER = "x-opt-publisher"
 
 _HEADER, _DELIVERY_ANN, _MESSAGE_ANN, _PROPERTIES, _APP_PROPS = 0x70, 0x71, 0x72, 0x73, 0x74
 _DATA, _SEQUENCE, _VALUE, _FOOTER = 0x75, 0x76, 0x77, 0x78
@@ -215,8 +219,10 @@ def _decode(buf, strict: bool = False) -> Incoming:
     return Incoming(key, props, body, sections, amqp_only(kept, annotations, shape))
 
 
-# Message annotations the service sets on delivery: a sender's own are not kept.
-_SERVICE_ANNOTATIONS = {b"x-opt-sequence-number", b"x-opt-offset", b"x-opt-enqueued-time"}
+# Message annotations the service sets: a sender's own are not kept (x-opt-publisher is
+# stamped on events sent through a publisher, :func:`with_publisher`, and no others).
+_SERVICE_ANNOTATIONS = {b"x-opt-sequence-number", b"x-opt-offset", b"x-opt-enqueued-time",
+                        b"x-opt-publisher"}
 # The body's shape in the reserved header, when it is not one data section: a
 # described value of this (private) descriptor: "value", "sequence", or the lengths
 # of the data sections (big-endian uint32s in a binary).
@@ -241,6 +247,33 @@ def amqp_only(kept: dict[int, bytes], annotations: list[bytes], shape: bytes | N
     if shape is not None:
         parts.append(_BODY_MARK + shape)
     return b"".join(parts)
+
+
+def with_publisher(message: Incoming, publisher: str) -> Incoming:
+    """``message`` as sent through ``publisher``: its reserved header (:func:`amqp_only`)
+    holds the ``x-opt-publisher`` annotation the service stamps, beside the sender's own
+    annotations, so receivers get it. The stored format is the reserved header's as it
+    is: readers already deliver the annotations it keeps."""
+    entry = _SYM_PUBLISHER + _str(publisher.encode("utf-8"))
+    kept = message.amqp_only
+    if kept is None:
+        return message._replace(amqp_only=_NO_PROPERTIES + _map(_MESSAGE_ANN, [entry], 1))
+    parts, pos, merged = [], 0, False
+    while pos < len(kept):
+        if kept.startswith(_BODY_MARK, pos):
+            after = _skip(kept, pos + len(_BODY_MARK))
+        else:
+            after = _skip(kept, pos + 3)
+            if kept[pos + 2] == _MESSAGE_ANN:  # (the sender's: x-opt-publisher is never among them)
+                entries = [kept[k:e] for k, _v, e in _entries(kept, pos + 3)] + [entry]
+                parts.append(_map(_MESSAGE_ANN, entries, len(entries)))
+                merged, pos = True, after
+                continue
+        parts.append(kept[pos:after])
+        pos = after
+    if not merged:
+        parts.append(_map(_MESSAGE_ANN, [entry], 1))  # (read back in any order: _restored)
+    return message._replace(amqp_only=b"".join(parts))
 
 
 def _has_values(buf, value: int, after: int) -> bool:
@@ -593,6 +626,7 @@ _SYM_SEQ = b"\xa3\x15" + SEQUENCE_NUMBER.encode()
 _SYM_OFFSET = b"\xa3\x0c" + OFFSET.encode()
 _SYM_TIME = b"\xa3\x13" + ENQUEUED_TIME.encode()
 _SYM_KEY = b"\xa3\x13" + PARTITION_KEY.encode()
+_SYM_PUBLISHER = b"\xa3\x0f" + PUBLISHER.encode()
 _NULL = b"\x40"
 
 

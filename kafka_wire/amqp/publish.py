@@ -1,5 +1,7 @@
 """Links that send events: to ``HUB`` (round robin, or by partition key with
-Event Hubs' hash), ``HUB/Partitions/ID``, or ``HUB/Publishers/NAME``.
+Event Hubs' hash), ``HUB/Partitions/ID``, or ``HUB/Publishers/NAME`` (each event
+keyed with the publisher's name, which an event's own key must equal, and stamped
+``x-opt-publisher``).
 
 Each transfer (one message, or a batch-format message of many) is one
 RecordBatch appended to the partition's log, after the namespace's policy
@@ -20,8 +22,10 @@ from proton import Condition, Delivery
 from kafka_wire.amqp.connection import (DECODE_ERROR, NOT_ALLOWED, NOT_FOUND, RESOURCE_LIMIT,
                                         SERVER_BUSY, UNAUTHORIZED, LinkHandler, condition_for, refuse)
 from kafka_wire.amqp.messages import (BATCH_FORMAT, MessageError, batch_messages, decode_message,
-                                      plain_batch)
+                                      plain_batch, with_publisher)
 from kafka_wire.amqp.nodes import hub_for, open_link, received_view
+from kafka_wire.eventhubs.policy import _publisher_key_error
+from kafka_wire.eventhubs.refusals import Denial, Refusal
 from kafka_wire.eventhubs.rights import SEND
 from kafka_wire.eventhubs.publication import choose_partition, publish
 
@@ -43,19 +47,26 @@ def attach(conn: AmqpConnection, link, address: Address) -> LinkHandler | None:
     if why is not None:
         refuse(link, UNAUTHORIZED, why)
         return None
-    if principal is not None and principal.publisher is not None and \
-            (address.publisher or "").lower() != principal.publisher.lower():
-        refuse(link, UNAUTHORIZED, f"a token for publisher {principal.publisher!r} may only send "
-                                   f"to {view.name}/Publishers/{principal.publisher}")
-        return None
-    return PublishLink(conn, link, view.name, address, principal)
+    publisher = address.publisher
+    if principal is not None and principal.publisher is not None:
+        # A publisher's name in the address is matched without regard to case, as entity
+        # paths are; its events are keyed (and stamped) with the name the token was issued
+        # for, so one publisher's events share a partition however a client spells the
+        # address. (Without a publisher's token, the address's name is the publisher.)
+        if (publisher or "").lower() != principal.publisher.lower():
+            refuse(link, UNAUTHORIZED, f"a token for publisher {principal.publisher!r} may only "
+                                       f"send to {view.name}/Publishers/{principal.publisher}")
+            return None
+        publisher = principal.publisher
+    return PublishLink(conn, link, view.name, address, principal, publisher)
 
 
 class PublishLink(LinkHandler):
-    def __init__(self, conn: AmqpConnection, link, hub: str, address: Address, principal) -> None:
+    def __init__(self, conn: AmqpConnection, link, hub: str, address: Address, principal,
+                 publisher: str | None = None) -> None:
         self.conn, self.link, self.hub, self.principal = conn, link, hub, principal
         self.partition = address.partition
-        self.publisher = address.publisher
+        self.publisher = publisher  # (events through a publisher: the general path below)
         # Advertised on the attach (the SDKs size their batches by it) and enforced by the
         # connection as the frames of a message arrive.
         self.max_message_bytes = conn.namespace.policy.max_publication_bytes()
@@ -96,15 +107,13 @@ class PublishLink(LinkHandler):
         # partition key: read in one pass. Any other goes through the general decoder.
         # Only a message of the batch format is a batch: a plain message whose body happens
         # to be an encoded message is an event like any other.
-        messages = plain_batch(raw)
+        messages = plain_batch(raw) if self.publisher is None else None
         batch = None  # is it of the batch format? (asked only of a body that reads as a batch)
         if messages is not None:
             batch = self._batch_format(delivery)
             if not batch:
                 messages = None
         if messages is not None:
-            if self.publisher is not None:
-                messages.key = self.publisher
             key = messages.key
         else:
             try:
@@ -117,7 +126,15 @@ class PublishLink(LinkHandler):
             if not messages:
                 return Condition(NOT_ALLOWED, "an empty batch")
             if self.publisher is not None:
-                messages = [m._replace(partition_key=self.publisher) for m in messages]
+                # An event keyed otherwise fails the send, as the service does (and as a
+                # publisher token's Kafka produce with another key does): not re-keyed.
+                problem = _publisher_key_error(
+                    (m.partition_key.encode("utf-8") for m in messages if m.partition_key is not None),
+                    self.publisher)
+                if problem:
+                    return condition_for(Denial(Refusal.DENIED, problem))
+                messages = [with_publisher(m._replace(partition_key=self.publisher), self.publisher)
+                            for m in messages]
             key = messages[0].partition_key
         view = runtime.topics.get(self.hub)
         if view is None:
