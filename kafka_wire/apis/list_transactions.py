@@ -14,7 +14,7 @@ import re2
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
-from kafka_wire.apis.authorization import SEND, check
+from kafka_wire.apis.authorization import SEND, check, transaction_visible
 from kafka_wire.coordinator.consumer_group_manager import INVALID_REGULAR_EXPRESSION
 
 _Response = codec.response_class(codec.ApiKey.ListTransactions)
@@ -49,7 +49,7 @@ def list_transactions(request, ctx):
                              error_code=INVALID_REGULAR_EXPRESSION,
                              unknown_state_filters=[], transaction_states=[])
         found = [st for st in found if rx.fullmatch(st.transactional_id)]
-    visible = [st for st in found if check(ctx, SEND)]
+    visible = [st for st in found if check(ctx, SEND) and transaction_visible(ctx, st.transactional_id)]
     return _Response(version=ctx.version, throttle_time_ms=0, error_code=0, unknown_state_filters=unknown,
                      transaction_states=[_State(transactional_id=st.transactional_id,
                                                 producer_id=st.producer_id, transaction_state=st.state)

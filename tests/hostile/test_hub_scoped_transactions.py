@@ -46,6 +46,8 @@ def test_another_hubs_transaction_can_be_neither_described_nor_ended(victim):
         s = a.request(codec.ApiKey.DescribeTransactions, 0,
                       transactional_ids=["payments-txn"]).transaction_states[0]
         assert (s.error_code, s.producer_id, s.topics) == (TXN_DENIED, -1, [])
+        listed = a.request(codec.ApiKey.ListTransactions, 0, state_filters=[], producer_id_filters=[])
+        assert [st.transactional_id for st in listed.transaction_states] == []
         r = a.request(codec.ApiKey.EndTxn, 1, transactional_id="payments-txn", producer_id=pid,
                       producer_epoch=epoch, committed=False)
         assert r.error_code == TXN_DENIED
@@ -72,4 +74,6 @@ def test_a_namespace_key_still_describes_every_transaction(victim):
         s = a.request(codec.ApiKey.DescribeTransactions, 0,
                       transactional_ids=["payments-txn"]).transaction_states[0]
         assert (s.error_code, s.producer_id) == (0, pid)
+        listed = a.request(codec.ApiKey.ListTransactions, 0, state_filters=[], producer_id_filters=[])
+        assert [st.transactional_id for st in listed.transaction_states] == ["payments-txn"]
         assert [(t.topic, list(t.partitions)) for t in s.topics] == [("payments", [0])]
