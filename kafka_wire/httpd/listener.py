@@ -139,21 +139,24 @@ class HttpListener:
                 control = self.rest is not None and (fault_control.handles(path)
                                                      or replica_control.handles(path))
                 posted = rest or control or (method == "POST" and self.console.handles_post(path))
+                # refused before the body is read, in the shape of the route it was meant for
                 if "transfer-encoding" in headers:
-                    self._send(writer, 411, b"send a Content-Length (chunked bodies are not taken)\n",
-                               "text/plain", False, False)
+                    self._refuse(writer, path, rest, control, 411, "LengthRequired",
+                                 "send a Content-Length (chunked bodies are not taken)")
                     return
                 length = headers.get("content-length", "0") or "0"
                 size = whole_number(length)  # (not int(): "²" passes isdigit, int() refuses it)
-                if size is None or size > MAX_BODY:
-                    self._send(writer, 413 if length.isascii() and length.isdigit() else 400,
-                               b"the request body is too large or its length is not a number\n",
-                               "text/plain", False, False)
+                if size is None and not (length.isascii() and length.isdigit()):
+                    self._refuse(writer, path, rest, control, 400, "BadRequest",
+                                 f"Content-Length {length[:40]!r} is not a number of bytes")
                     return
-                if control and size > fault_control.MAX_BODY:  # refused before it is read
-                    too_big = arm.fail(413, "RequestTooLarge",
-                                       f"a fault's JSON is at most {fault_control.MAX_BODY} bytes")
-                    self._send(writer, 413, too_big.body, too_big.content_type, False, False)
+                if size is None or size > MAX_BODY:  # (None: more digits than whole_number reads)
+                    self._refuse(writer, path, rest, control, 413, "RequestTooLarge",
+                                 f"the request body is larger than {MAX_BODY} bytes, the most taken here")
+                    return
+                if control and size > fault_control.MAX_BODY:
+                    self._refuse(writer, path, rest, control, 413, "RequestTooLarge",
+                                 f"a fault's JSON is at most {fault_control.MAX_BODY} bytes")
                     return
                 if not posted and (size or method not in ("GET", "HEAD")):  # decided before a Request is made
                     if size:  # its body is never read
@@ -235,11 +238,16 @@ class HttpListener:
 
     def _failed(self, request: Request, rest: bool, control: bool = False) -> Response:
         """The 500 for a bug met answering ``request``, in its front end's shape."""
-        if control or (rest and request.segments[0].lower() in ("subscriptions", "$schemagroups")):
-            return arm.fail(500, "InternalServerError", "internal error: see the broker log")  # JSON
-        if not rest:
+        if not rest and not control:
             return self.console.failed()
-        return error(500, "internal error: see the broker log")
+        return _refusal(request.path, rest, control, 500, "InternalServerError",
+                        "internal error: see the broker log")
+
+    def _refuse(self, writer, path: str, rest: bool, control: bool, status: int, code: str,
+                message: str) -> None:
+        """Refuse a request the listener will not read, and close its connection."""
+        refused = _refusal(path, rest, control, status, code, message)
+        self._send(writer, refused.status, refused.body, refused.content_type, False, False)
 
     @staticmethod
     def _send(writer, status: int, body: bytes, ctype: str, head_only: bool, keep: bool,
@@ -261,6 +269,18 @@ class HttpListener:
             ok = self.ready()
             return Response(200 if ok else 503, _json(HEALTHY if ok else UNHEALTHY), _JSON)
         return self.console.get(request)
+
+
+def _refusal(path: str, rest: bool, control: bool, status: int, code: str, message: str) -> Response:
+    """A refusal in the error shape of the route family ``path`` belongs to: ARM's JSON for
+    management, the Schema Registry and the control APIs; the data plane's XML for REST
+    send; plain text for the console's own posts (its pages and API answer their own)."""
+    family = path.strip("/").split("/", 1)[0].lower()
+    if control or (rest and family in ("subscriptions", "$schemagroups")):
+        return arm.fail(status, code, message)
+    if rest:
+        return error(status, message)
+    return Response(status, f"{message}\n".encode(), "text/plain")
 
 
 async def _drained(writer: asyncio.StreamWriter) -> bool:
