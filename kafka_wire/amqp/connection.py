@@ -941,7 +941,7 @@ class AmqpConnection(asyncio.BufferedProtocol):
         if principal is None or principal.expires_s is None:
             return
         clock = self.services.clock
-        delay = int(principal.expires_s * 1000 - clock.now_ms()) + 1
+        delay = int((principal.expires_s + principal.skew_s) * 1000 - clock.now_ms()) + 1
 
         def check() -> None:
             if handler not in self.handlers:
@@ -963,7 +963,7 @@ class AmqpConnection(asyncio.BufferedProtocol):
         limit = self.server.limits.max_tokens
         if audience not in tokens and len(tokens) >= limit:
             now_s = self.services.clock.now_ms() / 1000
-            for name in [a for a, p in tokens.items() if p.expires_s is not None and p.expires_s <= now_s]:
+            for name in [a for a, p in tokens.items() if not p.valid_at(now_s)]:
                 del tokens[name]
             if len(tokens) >= limit:
                 return (f"this connection holds tokens for {limit} audiences: put new tokens "
@@ -984,8 +984,7 @@ class AmqpConnection(asyncio.BufferedProtocol):
         policy = runtime.policy
         now_s = self.services.clock.now_ms() / 1000
         candidates = [self.sasl_principal] if self.sasl_principal is not None else []
-        candidates += [p for p in self.tokens.values()
-                       if p.expires_s is None or p.expires_s > now_s]
+        candidates += [p for p in self.tokens.values() if p.valid_at(now_s)]
         for principal in candidates:
             if policy.allows(principal, right, hub):
                 return principal, None

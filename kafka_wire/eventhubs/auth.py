@@ -46,6 +46,14 @@ class Principal:
     hub: str | None = None          # limited to this event hub
     publisher: str | None = None    # a publisher-policy token: keys must equal this
     expires_s: int | None = None    # SAS token expiry (open connections outlive it)
+    # A token taken within the door's skew of its expiry (the client's clock behind
+    # ours) stays good to the skew's end; one taken before its expiry ends at it, as
+    # the service ends the links it authorized then.
+    skew_s: int = 0
+
+    def valid_at(self, now_s: float) -> bool:
+        """Is this principal's token good at ``now_s``, for the links it authorized?"""
+        return self.expires_s is None or now_s <= self.expires_s + self.skew_s
 
     def __str__(self) -> str:
         where = self.namespace + (f"/{self.hub}" if self.hub else "")
@@ -210,7 +218,7 @@ def _with_token(model: EventHubsModel, ns: Namespace, cs, now_s: float) -> Princ
                             "lacks it")
         rights = frozenset({SEND})
     return Principal(ns.name, token.skn, rights, hub=hub, publisher=scope.publisher,
-                     expires_s=token.se)
+                     expires_s=token.se, skew_s=sas.SKEW_S if now_s > token.se else 0)
 
 
 

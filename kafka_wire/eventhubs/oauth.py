@@ -265,4 +265,5 @@ def authenticate_token(model: EventHubsModel, token: str, now_s: float):
         raise TokenError(f"the token's issuer {_shown(claims.get('iss'))} is not {issuer!r}")
     subject = next((v for v in (claims.get(k) for k in ("sub", "oid", "appid"))
                     if v and isinstance(v, str)), "?")
-    return Principal(ns.name, f"oauth:{subject}", rights_of(claims), expires_s=int(exp))
+    return Principal(ns.name, f"oauth:{subject}", rights_of(claims), expires_s=int(exp),
+                     skew_s=SKEW_S if now_s > exp else 0)  # (see Principal.skew_s)

@@ -98,3 +98,23 @@ def test_a_renewal_that_expires_sooner_ends_the_link_at_its_own_expiry(broker):
         client.wait(lambda: link.state & Endpoint.REMOTE_CLOSED, 10)
         assert link.remote_condition.name == "amqp:unauthorized-access"
         assert not client.closed
+
+
+def test_a_token_within_the_skew_of_its_expiry_authorizes_links_to_the_skews_end(broker):
+    # put-token took it (202), then every attach was refused: the door allows 15 minutes
+    # of skew, the links' check did not.
+    now = broker.clock.now_ms() // 1000
+    with RawAmqp(broker.amqp_port, hostname=HOST) as client:
+        client.open()
+        ssn = client.session()
+        late = sas.generate(AUDIENCE, *LISTENER, now - sas.SKEW_S + 60)  # 60 s of skew left
+        assert put_token(client, ssn, late, AUDIENCE)[0] == 202
+        link = ssn.receiver("events")
+        link.source.address = "orders/ConsumerGroups/$Default/Partitions/0"
+        link.open()
+        client.wait(lambda: link.state & (Endpoint.REMOTE_ACTIVE | Endpoint.REMOTE_CLOSED))
+        assert not link.state & Endpoint.REMOTE_CLOSED, link.remote_condition
+        broker.clock.advance(61_000)
+        client.wait(lambda: link.state & Endpoint.REMOTE_CLOSED, 10)
+        assert link.remote_condition.name == "amqp:unauthorized-access"
+        assert put_token(client, ssn, late, AUDIENCE)[0] == 401  # past the skew now
