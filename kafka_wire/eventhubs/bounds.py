@@ -25,6 +25,10 @@ class Bounds:
     consumer_groups_per_hub: int = 1000      # Dedicated's quota
     kafka_groups_per_namespace: int = 10_000
     schema_groups_per_namespace: int = 1000
+    schema_versions_per_namespace: int = 10_000  # Dedicated's quota: versions across all groups
+    # Dedicated allows 1,024 MB; the registry is held in memory and read at start, so the
+    # default is Premium's 100 MB (a hundred 1 MB schemas)
+    schema_registry_megabytes: int = 100
     application_groups_per_namespace: int = 100
     ip_rules_per_namespace: int = 128        # Event Hubs' IP filter rule quota
     http_connections: int = 512              # open HTTP(S) connections to the broker

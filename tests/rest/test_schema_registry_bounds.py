@@ -1,6 +1,9 @@
 """What one register may cost the broker: the Schema Registry's compatibility check
 compares each pair of named types once and gives up, with a 400, past its budget
-(a schema that reuses its records is not exponential work on the broker's loop)."""
+(a schema that reuses its records is not exponential work on the broker's loop); the
+registry holds no more versions and bytes than the service's quotas, refused with 403
+before anything is stored; a register appends its own version to the registry's
+journal and parses only its own content."""
 from __future__ import annotations
 
 import io
@@ -12,8 +15,9 @@ import requests
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_wire.eventhubs import sas
+from kafka_wire.eventhubs import sas, schema_registry
 from kafka_wire.eventhubs.avro_compat import incompatibility
+from kafka_wire.eventhubs.bounds import Bounds
 from kafka_wire.testing import EmulatedBroker
 from tests.amqp.conftest import MULTI_TOML, ROOT
 
@@ -155,3 +159,133 @@ def test_the_check_agrees_with_fastavro_and_compares_each_pair_of_records_once(p
     budget = 1 + sum(1 + len(fields) for fields in reader_records)
     verdict = incompatibility(json.dumps(reader), json.dumps(writer), max_steps=budget)
     assert (verdict is None) == read, verdict
+
+
+# -- the registry's quotas, and what a register writes -----------------------------------------
+
+def versions(broker, group: str, name: str) -> list[int]:
+    answer = call(broker, "GET", f"/$schemaGroups/{group}/schemas/{name}/versions?api-version=2023-07-01")
+    return answer.json()["Value"] if answer.status_code == 200 else []
+
+
+def padded(tag: str, size: int = 0) -> dict:
+    return {"type": "record", "name": "R", "doc": tag + "x" * size, "fields": [{"name": "a", "type": "int"}]}
+
+
+def test_versions_and_size_past_the_namespaces_quota_are_refused_before_anything_is_stored(
+        tmp_path, monkeypatch):
+    # Small quotas, as [limits] sets them: 6 versions, 3 MB in all.
+    small = Bounds(schema_versions_per_namespace=6, schema_registry_megabytes=3)
+    monkeypatch.setattr(schema_registry, "Bounds", lambda: small)
+    with EmulatedBroker(tmp_path, config_file=MULTI_TOML, http=True) as broker:
+        make_group(broker, "g", "None")
+        make_group(broker, "h", "None")
+        big = 1000 * 1024  # under the service's 1 MB a schema
+        for i in range(3):
+            assert register(broker, "g", "big", padded(str(i), big)).status_code == 204
+        refused = register(broker, "g", "big", padded("3", big))  # a 4th MB
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["error"]["code"] == "QuotaExceeded" and "3 MB" in refused.json()["error"]["message"]
+        assert versions(broker, "g", "big") == [1, 2, 3]
+        for i in range(3):
+            assert register(broker, "h", "small", padded(str(i))).status_code == 204
+        refused = register(broker, "h", "small", padded("7"))  # a 7th version in the namespace
+        assert refused.status_code == 403 and "no more than 6 schemas" in refused.json()["error"]["message"]
+        assert versions(broker, "h", "small") == [1, 2, 3]
+        again = register(broker, "h", "small", padded("1"))  # a content it has is not a new version
+        assert (again.status_code, again.headers["Schema-Version"]) == (204, "2")
+        # Deleting a group frees its share, on disk too.
+        size = (broker.data_dir / "_schemas" / "contoso.json").stat().st_size
+        assert size > 3 * big
+        assert call(broker, "DELETE", f"{GROUPS}/g?api-version=2024-01-01").status_code == 200
+        assert (broker.data_dir / "_schemas" / "contoso.json").stat().st_size < 10_000
+        assert register(broker, "h", "small", padded("7")).status_code == 204
+
+
+def test_a_register_appends_its_version_and_parses_only_its_own_content(tmp_path, monkeypatch):
+    parsed = []
+    canonical = schema_registry._canonical
+    monkeypatch.setattr(schema_registry, "_canonical", lambda text: parsed.append(1) or canonical(text))
+    data_dir = tmp_path / "data"
+    with EmulatedBroker(data_dir, config_file=MULTI_TOML, http=True) as broker:
+        make_group(broker, "g", "None")
+        journal = broker.data_dir / "_schemas" / "contoso.json"
+        assert register(broker, "g", "s", padded("0")).status_code == 204
+        inode, size = journal.stat().st_ino, journal.stat().st_size
+        parsed.clear()
+        for i in range(1, 40):
+            schema = json.dumps(padded(str(i), 2000))
+            assert register(broker, "g", "s", json.loads(schema)).status_code == 204
+            # the file is not rewritten: it grows by this version's line
+            assert journal.stat().st_ino == inode
+            assert 0 < journal.stat().st_size - size - len(schema) < 300
+            size = journal.stat().st_size
+        assert len(parsed) == 39  # each register parsed its own content, not every version before it
+        assert call(broker, "POST", "/$schemaGroups/g/schemas/s:get-id?api-version=2023-07-01", policy=SENDER,
+                    headers=AVRO, data=json.dumps(padded("5", 2000))).headers["Schema-Version"] == "6"
+    # A crash cut the last append short: that version (never acknowledged) is dropped, the rest kept.
+    journal.write_bytes(journal.read_bytes()[:-50])
+    with EmulatedBroker(data_dir, config_file=MULTI_TOML, http=True) as broker:
+        assert versions(broker, "g", "s") == list(range(1, 40))
+        assert register(broker, "g", "s", padded("last")).status_code == 204
+        assert versions(broker, "g", "s") == list(range(1, 41))
+
+
+# -- the journal, as a parser: what was written is what is read back ---------------------------
+
+operations = st.lists(st.one_of(
+    st.tuples(st.just("group"), st.sampled_from(["a", "b"]), st.sampled_from(["None", "Backward"])),
+    st.tuples(st.just("register"), st.sampled_from(["a", "b"]), st.sampled_from(["s", "t"]),
+              st.integers(0, 5)),
+    st.tuples(st.just("delete"), st.sampled_from(["a", "b"]))), max_size=12)
+
+
+def state(registry) -> tuple:
+    return ({n: (g.format, g.compatibility, dict(g.properties), {k: list(v) for k, v in g.versions.items()})
+             for n, g in registry.groups.items()},
+            {i: (s.group, s.name, s.version, s.content) for i, s in registry.schemas.items()})
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(operations, st.integers(1, 40))
+def test_the_journal_reads_back_what_was_written_and_drops_a_torn_last_change(tmp_path_factory, ops, cut):
+    path = tmp_path_factory.mktemp("journal") / "ns.json"
+    registry = schema_registry.SchemaRegistry(path)
+    before_last = None
+    for op in ops:
+        before_last = state(registry)
+        try:
+            if op[0] == "group":
+                registry.put_group(op[1], "Avro", op[2], {"k": op[1]})
+            elif op[0] == "register":
+                registry.register(op[1], op[2], "Avro", json.dumps(
+                    {"type": "record", "name": "R", "fields": [{"name": f"f{op[3]}", "type": "int",
+                                                                "default": 0}]}))
+            else:
+                registry.delete_group(op[1])
+        except schema_registry.RegistryError:
+            pass
+    assert state(schema_registry.SchemaRegistry(path)) == state(registry)
+    if not path.exists() or before_last is None:
+        return
+    data = path.read_bytes()
+    lines = data.rstrip(b"\n").split(b"\n")
+    if len(lines) > 1 and state(registry) != before_last:  # the last operation appended a line
+        path.write_bytes(data[:len(data) - 1 - min(cut, len(lines[-1]))])
+        assert state(schema_registry.SchemaRegistry(path)) == before_last
+
+
+def test_a_registry_kept_in_the_older_one_object_file_is_read_and_carried_on(tmp_path):
+    path = tmp_path / "ns.json"
+    schema = json.dumps({"type": "record", "name": "R", "fields": []})
+    path.write_text(json.dumps({  # as the registry wrote it before it was a journal
+        "groups": {"g": {"format": "Avro", "compatibility": "None", "properties": {},
+                         "versions": {"s": ["id1"]}}},
+        "schemas": {"id1": {"group": "g", "name": "s", "version": 1, "format": "Avro",
+                            "content": schema}}}, indent=1))
+    registry = schema_registry.SchemaRegistry(path)
+    assert registry.find("g", "s", "Avro", schema).id == "id1"
+    second = registry.register("g", "s", "Avro", json.dumps({"type": "record", "name": "R", "doc": "2",
+                                                            "fields": []}))
+    again = schema_registry.SchemaRegistry(path)
+    assert state(again) == state(registry) and again.version("g", "s", 2).id == second.id
