@@ -28,6 +28,7 @@ from proton import Delivery, Link, symbol
 from kafka_wire.amqp.connection import (DETACH_FORCED, INTERNAL, INVALID_FIELD, NOT_ALLOWED, NOT_FOUND,
                                        UNAUTHORIZED, LinkHandler, refuse)
 from kafka_wire.amqp import georeplication
+from kafka_wire.amqp.management import last_event
 from kafka_wire.amqp.messages import runtime_metric_annotations
 from kafka_wire.amqp.frames import run_tags_blob
 from kafka_wire.amqp.outgoing import batch_events
@@ -581,8 +582,7 @@ class ConsumeLink(LinkHandler):
         receivers that asked for the runtime metric."""
         if not self.runtime_metric:
             return b""
-        last = plog.log_end_offset - 1
-        where = plog.event_position(last) if last >= plog.log_start_offset else None
+        last, where = last_event(plog)  # (not log end - 1: that may be a transaction marker)
         offset = where[0] if where else -1
         runtime = self.conn.namespace
         if where and runtime.geo is not None:

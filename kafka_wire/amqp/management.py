@@ -10,6 +10,7 @@ Manage on the hub may read it.
 from __future__ import annotations
 
 import logging
+from bisect import bisect_right
 from typing import TYPE_CHECKING
 
 from proton import UNDESCRIBED, Array, Data, Message, int32, timestamp
@@ -18,6 +19,7 @@ from kafka_wire.amqp import georeplication
 from kafka_wire.amqp.cbs import NOT_A_MAP, reply, request_properties
 from kafka_wire.eventhubs.rights import LISTEN, MANAGE, SEND
 from kafka_wire.eventhubs.door import Jwt, Refused, SasToken
+from kafka_wire.log import batch as rb
 from kafka_wire.log_lines import RepeatedWarnings, client_address, shortened
 from kafka_wire.whole_numbers import whole_number
 
@@ -85,16 +87,68 @@ def _answer(conn: AmqpConnection, props: dict) -> Message:
         return reply(404, f"event hub {hub!r} has no partition {shortened(repr(partition))} "
                           f"(it has {view.partitions})")
     plog = runtime.topics.log(view.name, number)
-    start, end = plog.log_start_offset, plog.high_watermark
-    last = end - 1
-    where = plog.event_position(last) if end > start else None
+    last, where = last_event(plog)
     body = {"name": view.name, "type": PARTITION, "partition": partition,
-            "begin_sequence_number": start if end > start else -1,
+            "begin_sequence_number": plog.log_start_offset if where else -1,
             "last_enqueued_sequence_number": last,
             "last_enqueued_offset": _offset(runtime, view.name, int(partition), last, where),
             "last_enqueued_time_utc": timestamp(where[1] if where else 0),
-            "is_partition_empty": end <= start}
+            "is_partition_empty": where is None}
     return _ok(body)
+
+
+# Batches looked at, back from the last stable offset, for the last event (last_event):
+# transaction markers and aborted batches at the end are passed over without a scan.
+LAST_EVENT_BATCHES = 64
+_HIDDEN_BITS = rb.CONTROL_BIT | rb.TRANSACTIONAL_BIT
+
+
+def last_event(plog) -> tuple[int, tuple[int, int] | None]:
+    """The sequence number of the last event a receiver of ``plog`` can get, and its (Event
+    Hubs offset, enqueued time ms); (log start offset - 1, None) when it holds none.
+
+    That is the last record below the last stable offset (receivers stop there until the
+    open transaction ends) that is neither a transaction marker nor of an aborted
+    transaction: ``high watermark - 1`` named a commit marker, which no receiver is sent,
+    so a reader waiting for it waited for ever. Batches are stepped over back from the
+    end, at most :data:`LAST_EVENT_BATCHES` of them (one, but after a transaction); past
+    that, the offset before them is taken unchecked, so a READ never scans the log."""
+    start = plog.log_start_offset
+    last = plog.last_stable_offset - 1
+    if last < start:
+        return start - 1, None
+    segments = plog.segments
+    k = len(segments) - 1
+    if segments[k].base_offset > last:  # (an open transaction, or an active segment still empty)
+        k = max(bisect_right(segments, last, key=_base_offset) - 1, 0)
+    seg = segments[k]
+    loc = seg.locate(last)
+    if loc is not None and loc.header.base_offset <= last:
+        i, header = loc.index, loc.header
+    else:  # ``last`` is in a gap compaction left: the batch before it
+        i, header = (loc.index if loc is not None else seg.batch_index.entries), None
+    for _ in range(LAST_EVENT_BATCHES):
+        if header is None:  # the batch before
+            i -= 1
+            while i < 0:
+                if k == 0:
+                    return start - 1, None
+                k -= 1
+                seg = segments[k]
+                i = seg.batch_index.entries - 1
+            header = seg.header_at(seg.batch_index.position(i))
+        if header.last_offset < start:
+            return start - 1, None
+        if header.records_count and not (header.attributes & _HIDDEN_BITS and plog.hidden(header)):
+            found = min(header.last_offset, last)
+            return found, (rb.event_offset(seg.position_of(i), found - header.base_offset),
+                           seg.batch_index.entry(i)[2])
+        last, header = header.base_offset - 1, None  # a marker, an aborted or an emptied batch
+    return max(last, start - 1), (plog.event_position(last) if last >= start else None)
+
+
+def _base_offset(segment) -> int:
+    return segment.base_offset
 
 
 def _offset(runtime, hub: str, partition: int, last: int, where) -> str:
