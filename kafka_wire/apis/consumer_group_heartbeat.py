@@ -53,8 +53,10 @@ def consumer_group_heartbeat(request, ctx):
         request.group_id, request.member_id, request.member_epoch,
         instance_id=request.instance_id, rack_id=request.rack_id,
         rebalance_timeout_ms=request.rebalance_timeout_ms,
+        # Hubs the principal may not see are left out, as if they did not exist (as
+        # Metadata hides them): named explicitly, they were assigned.
         subscribed_topic_names=(None if request.subscribed_topic_names is None
-                                else list(request.subscribed_topic_names)),
+                                else [n for n in request.subscribed_topic_names if visible(n)]),
         server_assignor=request.server_assignor, topic_partitions_owned=owned,
         client_id=ctx.client_id or "", client_host=client_host(ctx.connection.peer),
         subscribed_topic_regex=regex, topic_visible=visible)

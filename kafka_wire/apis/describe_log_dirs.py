@@ -13,6 +13,7 @@ import logging
 import shutil
 
 from kafka_wire import codec
+from kafka_wire.apis.authorization import visible
 from kafka_wire.apis.registry import handles
 
 log = logging.getLogger(__name__)
@@ -23,13 +24,17 @@ _Topic = _Result.DescribeLogDirsTopic
 _Partition = _Topic.DescribeLogDirsPartition
 
 
-def _wanted(request, topics) -> list[tuple[str, list[int]]]:
+def _wanted(request, ctx) -> list[tuple[str, list[int]]]:
+    """The partitions asked for, of the hubs this connection sees (a hub-scoped key
+    sees its hub only, as in Metadata): others are left out, as unknown ones are."""
+    topics = ctx.topics
     if request.topics is None:
-        return [(view.name, list(range(view.partitions))) for view in topics.all()]
+        return [(view.name, list(range(view.partitions))) for view in topics.all()
+                if visible(ctx, view.name)]
     out = []
     for t in request.topics:
         view = topics.get(t.topic)
-        if view is not None:
+        if view is not None and visible(ctx, view.name):
             out.append((view.name, [p for p in t.partitions if 0 <= p < view.partitions]))
     return out
 
@@ -38,7 +43,7 @@ def _wanted(request, topics) -> list[tuple[str, list[int]]]:
 def describe_log_dirs(request, ctx):
     topics = ctx.topics
     entries = []
-    for name, partitions in _wanted(request, topics):
+    for name, partitions in _wanted(request, ctx):
         parts = []
         for index in partitions:
             plog = topics.log(name, index)
