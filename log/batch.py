@@ -38,6 +38,13 @@ MAX_TIMESTAMP_OFFSET = 35
 
 COMPRESSION_MASK = 0x07
 MAX_CODEC = 4  # 0 none .. 4 zstd; 5-7 name no codec
+# The smallest record: length, attributes, timestampDelta, offsetDelta, keyLength,
+# valueLength and headerCount, one byte each (a null key and value, no headers).
+MIN_RECORD_SIZE = 7
+# The most a batch's records may hold over their compressed size (records.decompress
+# refuses more, past 64 MiB). Tiny records of 100,000 to a batch, the most compressible
+# a client sends, reach 17 times MIN_RECORD_SIZE a compressed byte.
+MAX_COMPRESSION_RATIO = 64
 TIMESTAMP_TYPE_BIT = 0x08  # 1 = LogAppendTime
 TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
@@ -181,9 +188,13 @@ def validate_records(buf) -> list[BatchHeader]:
 
     Checks are those a Kafka broker makes before assigning offsets: each batch
     complete, magic 2, batchLength >= 49, CRC-32C valid, a compression codec
-    Kafka knows (0-4), at least one record and a record count matching the
-    offset range, and no bytes after the last batch.
+    Kafka knows (0-4), at least one record, a record count matching the offset
+    range and one the bytes can hold, and no bytes after the last batch.
     Cost is one C CRC pass over the bytes plus O(batches) Python.
+
+    Records are not walked (batches stay opaque), so the count is bounded, not
+    checked: at most one record per MIN_RECORD_SIZE bytes of records, and
+    MAX_COMPRESSION_RATIO times that when compressed. It is what quotas charge.
     """
     end = len(buf)
     if end == 0:
@@ -223,6 +234,16 @@ def validate_records(buf) -> list[BatchHeader]:
                 )
             if header.records_count < 1:
                 raise InvalidRecord(f"record batch at byte {pos} has {header.records_count} records")
+            room = size - HEADER_SIZE
+            if header.attributes & COMPRESSION_MASK:
+                room *= MAX_COMPRESSION_RATIO
+            if header.records_count * MIN_RECORD_SIZE > room:
+                # Kafka finds the records missing when it reads them (INVALID_RECORD:
+                # "Incorrect declared batch size, premature EOF reached").
+                raise InvalidRecord(
+                    f"record batch at byte {pos} claims {header.records_count} records but its "
+                    f"{size - HEADER_SIZE} bytes of records cannot hold them"
+                )
             if header.last_offset_delta < 0 or header.last_offset_delta + 1 != header.records_count:
                 # Kafka's LogValidator refuses the same: the offset range must match the count.
                 raise InvalidRecord(

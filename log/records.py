@@ -94,7 +94,7 @@ def encode_varint(value: int) -> bytes:
 # records whole. A batch may grow to DECOMPRESSION_RATIO times its compressed records
 # (text and JSON compress 5-20x), and never less than MIN_DECOMPRESSED_LIMIT: with
 # Event Hubs' 1 MiB max.message.bytes, at most 64 MiB of records a batch.
-DECOMPRESSION_RATIO = 64
+DECOMPRESSION_RATIO = rb.MAX_COMPRESSION_RATIO
 MIN_DECOMPRESSED_LIMIT = 64 << 20
 
 

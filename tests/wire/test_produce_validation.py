@@ -1,6 +1,7 @@
-"""Produce refuses batches that would be stored but never read back: an unknown
-compression codec, zstd below Produce v7 (Kafka's UNSUPPORTED_COMPRESSION_TYPE), and
-the log stays as it was."""
+"""Produce refuses batches that would be stored but never read back (an unknown
+compression codec, zstd below Produce v7: Kafka's UNSUPPORTED_COMPRESSION_TYPE) and
+batches claiming more records than their bytes hold (INVALID_RECORD); the log and
+the namespace's quota stay as they were."""
 from __future__ import annotations
 
 import time
@@ -10,6 +11,8 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from kafka_wire import codec
+from kafka_wire.coordinator.clock import VirtualClock
+from kafka_wire.eventhubs.model import EventHubsModel, Namespace
 from kafka_wire.log import batch as rb
 from kafka_wire.log import records as rec
 from kafka_wire.testing import EmulatedBroker
@@ -86,3 +89,24 @@ def test_zstd_below_produce_v7_is_refused(module_broker, version):
         assert _produce(c, topic, _batch([b"z"], attributes=rec.ZSTD), version=7).error_code == 0
         assert _high_watermark(c, topic) == 2
 
+
+def test_a_batch_claiming_more_records_than_it_holds_is_refused_and_not_charged(tmp_path):
+    """One record claiming 10^8: stored, it moved the high watermark by 10^8 and put the
+    namespace's throughput unit (1,000 events/s) in ~28 hours of debt for every producer."""
+    model = EventHubsModel({"tu-ns": Namespace("tu-ns", units=1)}, "tu-ns")
+    with EmulatedBroker(tmp_path / "data", clock=VirtualClock(), eventhubs=model) as broker:
+        broker.create_hub("orders")
+        with RawClient(broker.bootstrap_servers) as c:
+            liar = _batch(None, count=100_000_000, body=rec.encode_record(0, 0, b"k", b"v"))
+            refused = _produce(c, "orders", liar, version=8)
+            assert refused.error_code == Errors.InvalidRecordError.errno
+            assert "cannot hold" in refused.error_message
+            liar = _batch(None, count=1_000_000, attributes=rec.ZSTD,
+                          body=rec.compress(rec.ZSTD, rec.encode_record(0, 0, b"k", b"v")))
+            assert _produce(c, "orders", liar).error_code == Errors.InvalidRecordError.errno
+            assert _high_watermark(c, "orders") == 0
+        with RawClient(broker.bootstrap_servers) as other:
+            answer = other.request(codec.ApiKey.Produce, 7, transactional_id=None, acks=1, timeout_ms=5000,
+                                   topic_data=[("orders", [(0, _batch([b"legit"]))])])
+            assert (answer.responses[0][1][0].error_code, answer.throttle_time_ms) == (0, 0)
+            assert _high_watermark(other, "orders") == 1

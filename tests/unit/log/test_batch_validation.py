@@ -31,3 +31,24 @@ def test_only_kafkas_five_codecs_pass(attributes):
 def test_an_unknown_codec_is_an_invalid_record():
     assert issubclass(UnsupportedCompression, InvalidRecord)
 
+
+@given(count=st.integers(1, 2**31 - 1), room=st.integers(0, 4096), compressed=st.booleans())
+def test_a_record_count_the_bytes_cannot_hold_is_refused(count, room, compressed):
+    """Records are at least 7 bytes (64 times fewer compressed): a header claiming more
+    would be charged to quotas and move the high watermark by what it never held."""
+    blob = _batch(bytes(room), count, rec.ZSTD if compressed else 0)
+    fits = count * 7 <= room * (64 if compressed else 1)
+    if fits:
+        assert [h.records_count for h in rb.validate_records(blob)] == [count]
+    else:
+        with pytest.raises(InvalidRecord, match="cannot hold"):
+            rb.validate_records(blob)
+
+
+@pytest.mark.parametrize("codec", [rec.GZIP, rec.SNAPPY, rec.LZ4, rec.ZSTD])
+@pytest.mark.parametrize("value", [b"", b"x" * 10])
+def test_the_most_compressible_batches_clients_send_pass(codec, value):
+    """100,000 tiny records a batch (librdkafka allows 1,000,000 a batch)."""
+    n = 100_000
+    body = b"".join(rec.encode_record(i, 0, None, value) for i in range(n))
+    assert [h.records_count for h in rb.validate_records(_batch(rec.compress(codec, body), n, codec))] == [n]
