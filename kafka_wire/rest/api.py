@@ -61,7 +61,10 @@ class RestApi:
         """The namespace's Schema Registry (kept under the data directory)."""
         found = self._registries.get(namespace)
         if found is None:
-            found = self._registries[namespace] = SchemaRegistry.for_namespace(self.data_dir, namespace)
+            runtime = self.services.namespaces.get(namespace)
+            bounds = runtime.policy.bounds if runtime is not None else None  # (the [limits] quotas)
+            found = self._registries[namespace] = SchemaRegistry.for_namespace(
+                self.data_dir, namespace, bounds)
         return found
 
     def forget(self, namespace: str) -> None:

@@ -6,6 +6,8 @@ before anything is stored; a register appends its own version to the registry's
 journal and parses only its own content."""
 from __future__ import annotations
 
+import dataclasses
+
 import io
 import json
 import time
@@ -17,7 +19,6 @@ from hypothesis import strategies as st
 
 from kafka_wire.eventhubs import sas, schema_registry
 from kafka_wire.eventhubs.avro_compat import incompatibility
-from kafka_wire.eventhubs.bounds import Bounds
 from kafka_wire.testing import EmulatedBroker
 from tests.amqp.conftest import MULTI_TOML, ROOT
 
@@ -174,10 +175,12 @@ def padded(tag: str, size: int = 0) -> dict:
 
 def test_versions_and_size_past_the_namespaces_quota_are_refused_before_anything_is_stored(
         tmp_path, monkeypatch):
-    # Small quotas, as [limits] sets them: 6 versions, 3 MB in all.
-    small = Bounds(schema_versions_per_namespace=6, schema_registry_megabytes=3)
-    monkeypatch.setattr(schema_registry, "Bounds", lambda: small)
     with EmulatedBroker(tmp_path, config_file=MULTI_TOML, http=True) as broker:
+        # Small quotas, as [limits] sets them: 6 versions, 3 MB in all (read when the
+        # namespace's registry is first used).
+        policy = broker.broker.services.namespaces["contoso"].policy
+        policy.bounds = dataclasses.replace(policy.bounds, schema_versions_per_namespace=6,
+                                            schema_registry_megabytes=3)
         make_group(broker, "g", "None")
         make_group(broker, "h", "None")
         big = 1000 * 1024  # under the service's 1 MB a schema
