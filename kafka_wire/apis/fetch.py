@@ -54,9 +54,14 @@ def _sessions(ctx) -> FetchSessionCache:
     return ctx.services.fetch_sessions
 
 
+# The broker's fetch.max.bytes (Kafka's default): a response holds no more than this
+# whatever the request's max_bytes, past one batch that alone is larger (KIP-74).
+FETCH_MAX_BYTES = 57_671_680
+
+
 def _requested(request, topics, version):
     """((topic, partition), offset, max_bytes, leader_epoch) per partition + unknown ids."""
-    wanted, unknown = [], []
+    wanted, unknown, seen = [], [], set()
     for t in request.topics:
         name = t.topic
         if version >= 13:
@@ -65,8 +70,11 @@ def _requested(request, topics, version):
                 unknown.extend((t.topic_id, p.partition) for p in t.partitions)
                 continue
         for p in t.partitions:
-            wanted.append(((name, p.partition), p.fetch_offset, p.partition_max_bytes,
-                           p.current_leader_epoch))
+            key = (name, p.partition)
+            if key in seen:
+                continue  # one answer a partition, as Kafka (a partition named 800 times was read 800 times)
+            seen.add(key)
+            wanted.append((key, p.fetch_offset, p.partition_max_bytes, p.current_leader_epoch))
     forgotten = []
     for f in request.forgotten_topics_data or ():
         name = f.topic if version < 13 else topics.name_for_id(f.topic_id)
@@ -176,7 +184,8 @@ def _plan_one(request, version: int):
         return False
     t = request.topics[0]
     p = t.partitions[0]
-    max_bytes = request.max_bytes if request.max_bytes and request.max_bytes > 0 else 2**31 - 1
+    max_bytes = min(request.max_bytes, FETCH_MAX_BYTES) if request.max_bytes and request.max_bytes > 0 \
+        else FETCH_MAX_BYTES
     return (t.topic if version < 13 else None, t.topic_id, p, p.partition, p.current_leader_epoch,
             request.isolation_level == 1, max(min(p.partition_max_bytes, max_bytes), 0),
             request.min_bytes if request.max_wait_ms > 0 else 0)
@@ -252,7 +261,8 @@ def fetch(request, ctx):
     else:
         plan = wanted
     read_committed = version >= 4 and request.isolation_level == 1
-    max_bytes = request.max_bytes if request.max_bytes and request.max_bytes > 0 else 2**31 - 1
+    max_bytes = min(request.max_bytes, FETCH_MAX_BYTES) if request.max_bytes and request.max_bytes > 0 \
+        else FETCH_MAX_BYTES
     unknown_reads = [_Read(None, tid, p, Errors.UnknownTopicIdError.errno) for tid, p in unknown]
     session_id = session.session_id if session is not None else 0
     gate = faults.fetch_gate if faults is not None else None  # paused fetches (fault injection)
