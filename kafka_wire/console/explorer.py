@@ -21,7 +21,7 @@ from proton import Data
 from kafka_wire.console import avro_measure
 from kafka_wire.log import batch as rb
 from kafka_wire.log import errors as log_errors
-from kafka_wire.log.records import read_events, records_bytes
+from kafka_wire.log.records import records_bytes
 from kafka_wire.whole_numbers import whole_number
 
 log = logging.getLogger(__name__)
@@ -29,6 +29,18 @@ log = logging.getLogger(__name__)
 PAGE_DEFAULT = 50
 PAGE_MAX = 200                # ~20 ms of the event loop for 1 KiB events (python -m bench.explorer)
 BODY_PREVIEW = 16 * 1024      # a page shows at most this much of a body; the rest is a download
+# A page shows at most this many of an event's headers and this much of their names and
+# values (each decoded on the event loop: ~3 µs through proton); the event's own view, more.
+# Past either, "headers_truncated": true, and "headers_count" says how many there are.
+HEADERS_PREVIEW, HEADER_BYTES_PREVIEW = 100, 16 * 1024
+HEADERS_WHOLE, HEADER_BYTES_WHOLE = 1_000, 1024 * 1024
+# The explorer reads no more of a record's headers than this (the rest are skipped, by the
+# record's length): a 1 MB record can hold 60,000, ~2.5 µs each to read. A search looks in
+# these; the AMQP properties (the last header) of a record with more are not shown.
+HEADERS_READ = HEADERS_WHOLE
+# A page's events stop at this much JSON (the first is always shown): events of 16 KiB
+# previews and 16 KiB of headers are ~70 KiB each as JSON, not 200 of them to a page.
+PAGE_BYTES = 4 * 1024 * 1024
 # A search request stops after this many events or this long, whichever comes first (the
 # answer says where it stopped; the console goes on from there): the broker's event loop,
 # which its Kafka and AMQP clients share, is never held for longer.
@@ -67,17 +79,19 @@ class Stored(NamedTuple):
     enqueued_ms: int       # the broker's append time
     key: bytes | None
     value: bytes | None
-    headers: list          # [(name, value bytes or None)]
+    headers: list          # [(name, value bytes or None)], the first HEADERS_READ
     amqp: bool             # sent over AMQP or HTTPS: header values are AMQP encodings
+    headers_count: int = -1  # how many headers the record has (-1: those in ``headers``)
 
 
 class Budget:
-    """What the rest of a page may spend (see :data:`PAGE_WORK`); ``over`` once an
-    event needed more than was left."""
-    __slots__ = ("work", "over")
+    """What the rest of a page may spend (see :data:`PAGE_WORK`, :data:`PAGE_BYTES`);
+    ``over`` once an event needed more than was left."""
+    __slots__ = ("work", "bytes", "over")
 
-    def __init__(self, work: int = PAGE_WORK) -> None:
+    def __init__(self, work: int = PAGE_WORK, size: int = PAGE_BYTES) -> None:
         self.work = work
+        self.bytes = size
         self.over = False
 
 
@@ -151,19 +165,83 @@ def walk(plog, start: int, upper: int | None = None, holding: bytes | None = Non
                     offset = header.last_offset + 1
                     yield Skipped(offset)
                     continue
-                records = read_events(data, header)
+                records = _records(data, header)
             except log_errors.LogError as exc:  # a codec that is not installed, or bit rot
                 raise ExplorerError(500, f"the batch at sequence number {header.base_offset} "
                                          f"cannot be read: {exc}") from None
             amqp = bool(header.attributes & rb.AMQP_HEADERS_BIT)
             base = header.base_offset
-            for delta, key, value, headers in records:
+            for delta, key, value, headers, count in records:
                 seq = base + delta
                 if offset <= seq < stop:
-                    yield Stored(seq, rb.event_offset(position, delta), append_ms,
-                                 None if key is None else bytes(key),
-                                 None if value is None else bytes(value), headers, amqp)
+                    yield Stored(seq, rb.event_offset(position, delta), append_ms, key, value,
+                                 headers, amqp, count)
             offset = header.last_offset + 1
+
+
+def _records(data, header) -> list[tuple[int, bytes | None, bytes | None, list, int]]:
+    """(offset delta, key, value, the first :data:`HEADERS_READ` headers, how many it
+    has) of every record of the batch (the layout: ``log.records``). As
+    ``read_events``, but a record's headers past the first are skipped, by its length,
+    not read. Raises CorruptRecord (a LogError) if the records do not parse."""
+    raw = bytes(records_bytes(data, header))  # (one copy: slices of it are the fields)
+    varint = rb.read_varint
+    out = []
+    p = 0
+    try:
+        for _ in range(header.records_count):
+            if raw[p] < 0x80:  # varints of one byte (most here) read inline, as read_events does
+                length, p = (raw[p] >> 1) ^ -(raw[p] & 1), p + 1
+            else:
+                length, p = varint(raw, p)
+            end = p + length
+            p += 1  # attributes
+            p = p + 1 if raw[p] < 0x80 else varint(raw, p)[1]  # timestamp delta
+            if raw[p] < 0x80:
+                delta, p = (raw[p] >> 1) ^ -(raw[p] & 1), p + 1
+            else:
+                delta, p = varint(raw, p)
+            if raw[p] < 0x80:
+                n, p = (raw[p] >> 1) ^ -(raw[p] & 1), p + 1
+            else:
+                n, p = varint(raw, p)
+            if n < 0:
+                key = None
+            else:
+                key, p = raw[p:p + n], p + n
+            if raw[p] < 0x80:
+                n, p = (raw[p] >> 1) ^ -(raw[p] & 1), p + 1
+            else:
+                n, p = varint(raw, p)
+            if n < 0:
+                value = None
+            else:
+                value, p = raw[p:p + n], p + n
+            if raw[p] == 0:
+                count, headers = 0, []
+            else:
+                count, p = varint(raw, p)
+                headers = []
+                for _ in range(min(count, HEADERS_READ)):
+                    if raw[p] < 0x80:
+                        n, p = raw[p] >> 1, p + 1  # a name's length is not negative
+                    else:
+                        n, p = varint(raw, p)
+                    name, p = bytes(raw[p:p + n]).decode("utf-8", "replace"), p + n
+                    if raw[p] < 0x80:
+                        n, p = (raw[p] >> 1) ^ -(raw[p] & 1), p + 1
+                    else:
+                        n, p = varint(raw, p)
+                    headers.append((name, None if n < 0 else bytes(raw[p:p + n])))
+                    p += max(n, 0)
+            if p > end or end > len(raw):
+                raise IndexError("a record's fields run past its length")
+            out.append((delta, key, value, headers, count))
+            p = end
+    except IndexError as exc:
+        raise log_errors.CorruptRecord(f"records of the batch at offset {header.base_offset} "
+                                       f"do not parse: {exc}") from None
+    return out
 
 
 def _holds(needle: bytes, data, header) -> bool:
@@ -271,17 +349,18 @@ def _text(raw: bytes | None) -> str:
 
 # -- as JSON ------------------------------------------------------------------------------
 def page_json(events: list[Stored], registry: Callable[[str], object] | None = None, *,
-              newest: bool = False) -> list[dict]:
-    """The events of a page as JSON, as many as its :class:`Budget` allows, from the
-    first on (``newest``: from the last back, for a page that ends at a position);
+              newest: bool = False, budget: Budget | None = None) -> list[str]:
+    """The events of a page as JSON texts, as many as its :class:`Budget` allows, from
+    the first on (``newest``: from the last back, for a page that ends at a position);
     at least one."""
-    budget = Budget()
-    out: list[dict] = []
+    budget = Budget() if budget is None else budget
+    out: list[str] = []
     for event in (reversed(events) if newest else events):
-        shown = as_json(event, registry, budget=budget)
-        if budget.over and out:
+        text = json.dumps(as_json(event, registry, budget=budget), separators=(",", ":"))
+        budget.bytes -= len(text)
+        if (budget.over or budget.bytes < 0) and out:
             break
-        out.append(shown)
+        out.append(text)
     return out[::-1] if newest else out
 
 
@@ -290,12 +369,7 @@ def as_json(event: Stored, registry: Callable[[str], object] | None = None,
     """``registry``: schema id -> Schema (or None), to decode Avro bodies.
     ``body_limit``: None for the event's own view (the body whole), else a page's
     preview; ``budget``: what the page has left to spend."""
-    headers, properties = [], {}
-    for name, value in event.headers:
-        if event.amqp and name == rb.AMQP_PROPERTIES_HEADER and value is not None:
-            properties = _amqp_properties(value)
-            continue
-        headers.append(_header(name, value, event.amqp))
+    headers, properties, count, cut = _headers(event, body_limit is None)
     out = {
         "sequence_number": event.sequence_number,
         "offset": str(event.offset),  # Event Hubs SDKs carry it as a string
@@ -305,6 +379,8 @@ def as_json(event: Stored, registry: Callable[[str], object] | None = None,
         "key_hex": None,
         "protocol": "amqp" if event.amqp else "kafka",
         "headers": headers,
+        "headers_count": count,
+        "headers_truncated": cut,
         "properties": properties,
         "body": body_json(event.value, body_limit),
     }
@@ -318,6 +394,29 @@ def as_json(event: Stored, registry: Callable[[str], object] | None = None,
     if avro is not None:
         out["body"]["avro"] = avro
     return out
+
+
+def _headers(event: Stored, whole: bool) -> tuple[list[dict], dict, int, bool]:
+    """(the headers shown, the AMQP properties, how many headers there are, whether
+    some are not shown): at most :data:`HEADERS_PREVIEW` and :data:`HEADER_BYTES_PREVIEW`
+    of them in a page (``whole``: the event's own view, ``HEADERS_WHOLE``...)."""
+    raw, properties, amqp = event.headers, {}, event.amqp
+    count = max(event.headers_count, len(raw))
+    if amqp and raw and raw[-1][0] == rb.AMQP_PROPERTIES_HEADER and raw[-1][1] is not None:
+        properties = _amqp_properties(raw[-1][1])  # where the Event Hubs front ends put it
+        raw, count = raw[:-1], count - 1
+    limit, room = (HEADERS_WHOLE, HEADER_BYTES_WHOLE) if whole else (HEADERS_PREVIEW, HEADER_BYTES_PREVIEW)
+    headers: list[dict] = []
+    for looked, (name, value) in enumerate(raw):
+        if amqp and name == rb.AMQP_PROPERTIES_HEADER and value is not None:
+            properties = properties or _amqp_properties(value)
+            count -= 1
+            continue
+        room -= len(name) + (0 if value is None else len(value))
+        if len(headers) == limit or room < 0:
+            return headers, properties, count, True
+        headers.append(_header(name, value, amqp))
+    return headers, properties, count, count > len(headers)
 
 
 def body_json(value: bytes | None, limit: int | None) -> dict:

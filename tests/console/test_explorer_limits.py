@@ -9,6 +9,8 @@ import time
 import pytest
 import requests
 from confluent_kafka import Producer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafka_wire.console import explorer
 from kafka_wire.eventhubs import connection_string, sas
@@ -188,3 +190,117 @@ def test_a_page_of_large_avro_bodies_ends_early_and_the_next_page_goes_on(regist
     latest = read_page(b, **{"from": "latest"}).json()
     assert [e["sequence_number"] for e in latest["events"]] == [7, 8, 9]
     assert latest["next_sequence_number"] == 10
+
+
+# -- headers and the page's size ----------------------------------------------------------------
+def test_a_page_shows_an_events_first_headers_and_how_many_it_has(broker):
+    """Events of ~1 MB that are 60,000 headers (Kafka) or user properties (HTTPS send,
+    AMQP-typed): a page shows the first HEADERS_PREVIEW of each with headers_count and
+    headers_truncated, reads no more of a record than it shows (the rest skipped by the
+    record's length), and answers at once; the event's own view shows more, and the AMQP
+    properties of an event with fewer headers are there as before."""
+    broker.create_hub("fat", 1)
+    many = [(f"p{i}", str(i).encode()) for i in range(60_000)]
+    produce(broker, "fat", [{"value": b"kafka", "headers": many} for _ in range(5)])
+    publication = json.dumps([{"Body": "https", "UserProperties": {f"p{i}": i for i in range(60_000)}}])
+    for _ in range(5):
+        r = requests.post(f"{broker.http_url}/fat/messages", data=publication, timeout=30,
+                          headers={"Content-Type": "application/vnd.microsoft.servicebus.json"})
+        assert r.status_code == 201, r.text
+    r = requests.post(url(broker, "fat", "/events"), timeout=10,
+                      json={"body": "few", "properties": {"a": 1}, "content_type": "text/plain"})
+    assert r.status_code == 201, r.text
+    started = time.monotonic()
+    page = requests.get(url(broker, "fat", "/partitions/0/events"), params={"count": 200}, timeout=30)
+    took = time.monotonic() - started
+    assert page.status_code == 200 and len(page.content) < 1024 * 1024, len(page.content)
+    events = page.json()["events"]
+    assert [e["sequence_number"] for e in events] == list(range(11))
+    for e in events[:10]:
+        assert len(e["headers"]) == explorer.HEADERS_PREVIEW and e["headers_truncated"] is True
+        assert e["headers_count"] >= 60_000
+        assert e["headers"][7]["name"] == "p7" and e["headers"][7]["value"] in ("7", 7)
+    assert events[0]["headers_count"] == 60_000 and events[5]["headers"][7] == \
+        {"name": "p7", "type": "integer", "value": 7}
+    few = events[10]
+    assert few["headers"] == [{"name": "a", "type": "integer", "value": 1}]
+    assert (few["headers_count"], few["headers_truncated"]) == (1, False)
+    assert few["properties"]["content_type"] == "text/plain"
+    assert took < 5, took  # ~10 s on the commit before, holding /health as long
+    one = requests.get(url(broker, "fat", "/partitions/0/events/0"), timeout=30).json()
+    assert len(one["headers"]) == explorer.HEADERS_WHOLE and one["headers_truncated"] is True
+
+
+def test_a_page_stops_at_its_size_and_the_next_page_goes_on(broker):
+    """Events whose preview is large (16 KiB of binary body, shown as hex, and 16 KiB of
+    binary headers): a page of 100 stops before PAGE_BYTES of JSON, and paging from its
+    next_sequence_number shows every event once."""
+    broker.create_hub("wide", 1)
+    body = bytes(range(256)) * 64
+    headers = [(f"h{i}", bytes([0, i]) * 75) for i in range(100)]
+    produce(broker, "wide", [{"value": body + bytes([i]), "headers": headers} for i in range(100)])
+    seen, position, pages = [], 0, 0
+    while position < 100 and pages < 100:
+        page = requests.get(url(broker, "wide", "/partitions/0/events"), timeout=30,
+                            params={"from": "sequence", "value": position, "count": 100})
+        assert page.status_code == 200 and len(page.content) <= explorer.PAGE_BYTES, len(page.content)
+        got = page.json()
+        assert got["events"] and got["next_sequence_number"] == got["events"][-1]["sequence_number"] + 1
+        seen += [e["sequence_number"] for e in got["events"]]
+        position, pages = got["next_sequence_number"], pages + 1
+    assert seen == list(range(100)) and pages > 1
+    latest = requests.get(url(broker, "wide", "/partitions/0/events"), timeout=30,
+                          params={"from": "latest", "count": 100}).json()
+    assert latest["events"][-1]["sequence_number"] == 99 and len(latest["events"]) < 100
+
+
+def test_the_console_says_how_many_headers_an_event_has_past_those_shown(tmp_path, chromium):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.console.test_explorer_browser import _click, _text, _wait_rows
+
+    driver = chromium
+    with EmulatedBroker(tmp_path / "data", http=True) as b:
+        b.create_hub("fat", 1)
+        produce(b, "fat", [{"value": b"many", "headers": [(f"p{i}", b"v") for i in range(150)]},
+                           {"value": b"two", "headers": [("x", b"1"), ("y", b"2")]}])
+        driver.get(b.http_url + "/")
+        WebDriverWait(driver, 20).until(lambda d: d.find_element(By.ID, "hub-title").text == "fat")
+        driver.find_element(By.ID, "tab-events").click()
+        _wait_rows(driver, lambda rows: rows == [0, 1])
+        assert _text(driver, '#ex-events tr[data-seq="0"] td:nth-of-type(4)') == "150"
+        assert _text(driver, '#ex-events tr[data-seq="1"] td:nth-of-type(4)') == "2"
+        _click(driver, '#ex-events tr[data-seq="0"] button.expand')
+        assert _text(driver, "#ex-events tr.detail .headers-cut") == \
+            "Showing the first 100 of 150 headers (“Event as JSON” has more)."
+        assert len(driver.find_elements(By.CSS_SELECTOR, "#ex-events tr.detail table.props tbody tr")) == 100
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(records=st.lists(st.tuples(st.none() | st.binary(max_size=300), st.none() | st.binary(max_size=300),
+                                  st.lists(st.tuples(st.text(max_size=200), st.none() | st.binary(max_size=300)),
+                                           max_size=6)), min_size=1, max_size=20),
+       read=st.integers(0, 7))
+def test_the_explorer_reads_records_as_read_events_does_up_to_its_header_limit(records, read):
+    """The explorer's own record reader (it skips headers past HEADERS_READ by the
+    record's length) gives what log.records.read_events gives, headers cut."""
+    from kafka_wire.log import batch as rb
+    from kafka_wire.log.records import encode_record, read_events
+
+    encoded = b"".join(encode_record(i * 3, i, key, value, [(n.encode(), v) for n, v in headers])
+                       for i, (key, value, headers) in enumerate(records))
+    data = rb.encode_batch(base_offset=0, partition_leader_epoch=0, attributes=0,
+                           last_offset_delta=3 * (len(records) - 1), base_timestamp=0, max_timestamp=0,
+                           producer_id=-1, producer_epoch=-1, base_sequence=-1,
+                           records_count=len(records), records=encoded)
+    header = rb.parse_header(data, 0)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(explorer, "HEADERS_READ", read)
+        ours = explorer._records(data, header)
+    theirs = read_events(data, header)
+    def plain(b):
+        return None if b is None else bytes(b)
+
+    assert ours == [(d, plain(k), plain(v), [(n, plain(x)) for n, x in hs[:read]], len(hs))
+                    for d, k, v, hs in theirs]

@@ -211,7 +211,7 @@ function renderEvents() {
       h("td", { class: "num mono" }, e.offset),
       h("td", { class: "mono" }, e.enqueued_time.replace("T", " ").replace("Z", "")),
       h("td", { class: "mono pkey" }, e.partition_key !== null ? e.partition_key : e.key_hex ? h("span", { class: "muted" }, "0x" + e.key_hex) : "–"),
-      h("td", { class: "num" }, String(e.headers.length + Object.keys(e.properties || {}).length)),
+      h("td", { class: "num" }, String(headerCount(e) + Object.keys(e.properties || {}).length)),
       h("td", { class: "preview" }, h("span", { class: "fmt fmt-" + bodyFormat(e.body) }, bodyFormat(e.body)), " ", preview(e.body))));
     if (open) rows.push(h("tr", { class: "detail" }, h("td", { colspan: 6 }, detail(e))));
   }
@@ -220,6 +220,9 @@ function renderEvents() {
     h("tbody", null, rows.length ? rows : h("tr", { class: "empty" }, h("td", { colspan: cols.length },
       ex.events.length ? "No loaded event matches the filter: try Search partition" : "No events at this position"))));
 }
+
+// A page shows an event's first headers (docs/console-api.md); headers_count says how many it has.
+const headerCount = (e) => (e.headers_count !== undefined ? e.headers_count : e.headers.length);
 
 const bodyFormat = (b) => (b.avro && b.avro.value !== undefined ? "avro" : b.format);
 
@@ -245,7 +248,9 @@ function detail(e) {
         .map(([k, v]) => h("div", null, h("dt", null, k), h("dd", null, v)))),
       props.length ? h("table", { class: "props" }, h("thead", null, h("tr", null, h("th", { scope: "col" }, "Property"), h("th", { scope: "col" }, "Type"), h("th", { scope: "col" }, "Value"))),
         h("tbody", null, props.map(([k, t, v]) => h("tr", null, h("th", { scope: "row" }, k), h("td", { class: "muted" }, t), h("td", { class: "mono" }, v === null ? "null" : typeof v === "object" ? JSON.stringify(v) : String(v))))))
-        : h("p", { class: "muted" }, "No headers or properties")),
+        : h("p", { class: "muted" }, "No headers or properties"),
+      e.headers_truncated ? h("p", { class: "muted headers-cut" },
+        `Showing the first ${fmtInt(e.headers.length)} of ${fmtInt(headerCount(e))} headers (“Event as JSON” has more).`) : null),
     h("div", { class: "event-body" },
       h("div", { class: "body-head" }, h("strong", null, "Body"), " ", h("span", { class: "muted" }, `${bodyFormat(b)} · ${size}`), " ",
         h("button", { type: "button", class: "download", onclick: () => download(e, "body") }, "Download body"),
