@@ -21,15 +21,20 @@ def broker(module_tmp):
         yield b
 
 
-def _transaction(broker: EmulatedBroker, hub: str, bodies: list[bytes], commit: bool, tid: str) -> None:
-    """``bodies`` sent to partition 0 of ``hub`` in one transaction, committed or aborted,
-    and its marker in the log (the high watermark past it) before this returns."""
+def _transaction(broker: EmulatedBroker, hub: str, bodies: list[bytes], commit: bool, tid: str,
+                 batch_each: bool = False) -> None:
+    """``bodies`` sent to partition 0 of ``hub`` in one transaction (``batch_each``: a
+    batch each), committed or aborted, and its marker in the log (the high watermark
+    past it) before this returns."""
     before = _high_watermark(broker, hub)
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": tid})
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": tid,
+                         "linger.ms": 0})
     producer.init_transactions(30)
     producer.begin_transaction()
     for body in bodies:
         producer.produce(hub, body, partition=0)
+        if batch_each:
+            producer.flush(30)
     producer.flush(30)
     if commit:
         producer.commit_transaction(30)
@@ -103,6 +108,17 @@ def test_aborted_events_and_markers_are_not_the_last_enqueued(broker: EmulatedBr
     assert [e.sequence_number for e in events] == [0, 1]
     assert props["last_enqueued_offset"] == str(events[-1].offset)
     assert metric["sequence_number"] == 1
+
+
+def test_aborted_batches_over_several_segments_are_stepped_over(broker: EmulatedBroker):
+    # segments of two or three batches: the aborted ones and the marker span three
+    broker.create_hub("txn-segments", 1, {"segment.bytes": "1024"})
+    produce(broker, "txn-segments", {0: [b"a", b"b"]})
+    _transaction(broker, "txn-segments", [b"x" * 300] * 6, False, "segments", batch_each=True)
+    props = _properties(broker, "txn-segments")
+    assert props["last_enqueued_sequence_number"] == 1  # before the fix: 8, the abort marker's
+    events, _ = _received(broker, "txn-segments", 2)
+    assert props["last_enqueued_offset"] == str(events[-1].offset) and not props["is_empty"]
 
 
 def test_a_partition_of_only_an_aborted_transaction_is_empty(broker: EmulatedBroker):
