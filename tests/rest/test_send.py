@@ -90,6 +90,28 @@ def test_a_publisher_sends_under_its_own_name_only(broker):
     assert r.status_code == 403 and "<Code>403</Code>" in r.text
 
 
+@pytest.mark.parametrize("events", [
+    [{"Body": "a", "BrokerProperties": {"PartitionKey": "device-2"}}],   # another publisher's key
+    [{"Body": "a"}, {"Body": "b", "BrokerProperties": {"PartitionKey": "DEVICE-1"}}],  # keys are exact
+], ids=["other-key", "case-of-the-key"])
+def test_a_publisher_event_keyed_otherwise_fails_the_send(broker, events):
+    # It was re-keyed to the publisher and stored, where AMQP and Kafka refuse it.
+    hub = "orders"
+    before = {p: len(kafka_read(broker, hub, p, 1000, timeout=1)) for p in range(2)}
+    r = post(broker, f"/{hub}/publishers/device-1/messages", events, batch=True,
+             auth=token(SENDER, hub, "device-1"))
+    assert r.status_code == 403 and "device-1" in r.text, r.text
+    assert {p: len(kafka_read(broker, hub, p, 1000, timeout=1)) for p in range(2)} == before
+    # Through the path's other spelling, unkeyed events take the token's name.
+    body = f"spelled-{len(events)}"
+    r = post(broker, f"/{hub}/Publishers/DEVICE-1/messages", [{"Body": body}], batch=True,
+             auth=token(SENDER, hub, "device-1"))
+    assert r.status_code == 201, r.text
+    p = partition_for_key("device-1", 2)
+    assert [m.key() for m in kafka_read(broker, hub, p, 1000, timeout=3)
+            if m.value() == body.encode()] == [b"device-1"]
+
+
 # Tokens are made when the test runs, not when the module is collected: a long suite
 # reaches this test after a collection-time token's lifetime has run out.
 REFUSED = {
