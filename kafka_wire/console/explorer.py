@@ -34,10 +34,10 @@ BODY_PREVIEW = 16 * 1024      # a page shows at most this much of a body; the re
 # Past either, "headers_truncated": true, and "headers_count" says how many there are.
 HEADERS_PREVIEW, HEADER_BYTES_PREVIEW = 100, 16 * 1024
 HEADERS_WHOLE, HEADER_BYTES_WHOLE = 1_000, 1024 * 1024
-# The explorer reads no more of a record's headers than this (the rest are skipped, by the
-# record's length): a 1 MB record can hold 60,000, ~2.5 µs each to read. A search looks in
-# these; the AMQP properties (the last header) of a record with more are not shown.
-HEADERS_READ = HEADERS_WHOLE
+# The explorer reads no more of a record's headers than it shows (the rest are skipped, by
+# the record's length): a 1 MB record can hold 60,000, ~1-2.5 µs each to read. A search looks
+# in those a page shows; the AMQP properties (the last header) of a record with more are not
+# shown.
 # A page's events stop at this much JSON (the first is always shown): events of 16 KiB
 # previews and 16 KiB of headers are ~70 KiB each as JSON, not 200 of them to a page.
 PAGE_BYTES = 4 * 1024 * 1024
@@ -79,7 +79,7 @@ class Stored(NamedTuple):
     enqueued_ms: int       # the broker's append time
     key: bytes | None
     value: bytes | None
-    headers: list          # [(name, value bytes or None)], the first HEADERS_READ
+    headers: list          # [(name, value bytes or None)], the first of them (see walk)
     amqp: bool             # sent over AMQP or HTTPS: header values are AMQP encodings
     headers_count: int = -1  # how many headers the record has (-1: those in ``headers``)
 
@@ -139,11 +139,12 @@ def parse_time_ms(value: str) -> int:
 
 
 # -- reading ----------------------------------------------------------------------------
-def walk(plog, start: int, upper: int | None = None, holding: bytes | None = None) -> Iterator[Stored]:
+def walk(plog, start: int, upper: int | None = None, holding: bytes | None = None,
+         read_headers: int = HEADERS_PREVIEW) -> Iterator[Stored]:
     """The partition's events from sequence number ``start`` up to ``upper`` (default:
-    the last stable offset), batch by batch. ``holding`` (lower-case ASCII): skip,
-    unparsed, the batches whose records do not hold it anywhere (a search's fast path:
-    most batches hold no match)."""
+    the last stable offset), batch by batch, each with its first ``read_headers`` headers.
+    ``holding`` (lower-case ASCII): skip, unparsed, the batches whose records do not
+    hold it anywhere (a search's fast path: most batches hold no match)."""
     stop = plog.last_stable_offset if upper is None else min(upper, plog.last_stable_offset)
     offset = max(start, plog.log_start_offset)
     while offset < stop:
@@ -165,7 +166,7 @@ def walk(plog, start: int, upper: int | None = None, holding: bytes | None = Non
                     offset = header.last_offset + 1
                     yield Skipped(offset)
                     continue
-                records = _records(data, header)
+                records = _records(data, header, read_headers)
             except log_errors.LogError as exc:  # a codec that is not installed, or bit rot
                 raise ExplorerError(500, f"the batch at sequence number {header.base_offset} "
                                          f"cannot be read: {exc}") from None
@@ -179,11 +180,11 @@ def walk(plog, start: int, upper: int | None = None, holding: bytes | None = Non
             offset = header.last_offset + 1
 
 
-def _records(data, header) -> list[tuple[int, bytes | None, bytes | None, list, int]]:
-    """(offset delta, key, value, the first :data:`HEADERS_READ` headers, how many it
-    has) of every record of the batch (the layout: ``log.records``). As
-    ``read_events``, but a record's headers past the first are skipped, by its length,
-    not read. Raises CorruptRecord (a LogError) if the records do not parse."""
+def _records(data, header, read: int) -> list[tuple[int, bytes | None, bytes | None, list, int]]:
+    """(offset delta, key, value, the first ``read`` headers, how many it has) of every
+    record of the batch (the layout: ``log.records``). As ``read_events``, but a
+    record's headers past those are skipped, by its length, not read. Raises
+    CorruptRecord (a LogError) if the records do not parse."""
     raw = bytes(records_bytes(data, header))  # (one copy: slices of it are the fields)
     varint = rb.read_varint
     out = []
@@ -222,7 +223,7 @@ def _records(data, header) -> list[tuple[int, bytes | None, bytes | None, list, 
             else:
                 count, p = varint(raw, p)
                 headers = []
-                for _ in range(min(count, HEADERS_READ)):
+                for _ in range(min(count, read)):
                     if raw[p] < 0x80:
                         n, p = raw[p] >> 1, p + 1  # a name's length is not negative
                     else:
@@ -310,7 +311,7 @@ def find(plog, sequence_number: int) -> Stored:
     if not plog.log_start_offset <= sequence_number < plog.log_end_offset:
         raise ExplorerError(404, f"sequence number {sequence_number} is not in the partition "
                                  f"({plog.log_start_offset}..{plog.log_end_offset - 1})")
-    for event in walk(plog, sequence_number, sequence_number + 1):
+    for event in walk(plog, sequence_number, sequence_number + 1, read_headers=HEADERS_WHOLE):
         if event.sequence_number == sequence_number:
             return event
     raise ExplorerError(404, f"sequence number {sequence_number} is a transaction marker or "

@@ -227,6 +227,11 @@ def test_a_page_shows_an_events_first_headers_and_how_many_it_has(broker):
     assert (few["headers_count"], few["headers_truncated"]) == (1, False)
     assert few["properties"]["content_type"] == "text/plain"
     assert took < 5, took  # ~10 s on the commit before, holding /health as long
+    # A search looks in the headers a page shows (it reads no more of a record either).
+    def search(q: str) -> list[int]:
+        got = requests.get(url(broker, "fat", "/partitions/0/events"), params={"q": q, "count": 200}, timeout=30)
+        return [e["sequence_number"] for e in got.json()["events"]]
+    assert search("p99") == list(range(10)) and search("p500") == search("p59999") == []
     one = requests.get(url(broker, "fat", "/partitions/0/events/0"), timeout=30).json()
     assert len(one["headers"]) == explorer.HEADERS_WHOLE and one["headers_truncated"] is True
 
@@ -283,7 +288,7 @@ def test_the_console_says_how_many_headers_an_event_has_past_those_shown(tmp_pat
                                            max_size=6)), min_size=1, max_size=20),
        read=st.integers(0, 7))
 def test_the_explorer_reads_records_as_read_events_does_up_to_its_header_limit(records, read):
-    """The explorer's own record reader (it skips headers past HEADERS_READ by the
+    """The explorer's own record reader (it skips headers past those it shows by the
     record's length) gives what log.records.read_events gives, headers cut."""
     from kafka_wire.log import batch as rb
     from kafka_wire.log.records import encode_record, read_events
@@ -295,9 +300,7 @@ def test_the_explorer_reads_records_as_read_events_does_up_to_its_header_limit(r
                            producer_id=-1, producer_epoch=-1, base_sequence=-1,
                            records_count=len(records), records=encoded)
     header = rb.parse_header(data, 0)
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(explorer, "HEADERS_READ", read)
-        ours = explorer._records(data, header)
+    ours = explorer._records(data, header, read)
     theirs = read_events(data, header)
     def plain(b):
         return None if b is None else bytes(b)
