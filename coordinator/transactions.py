@@ -183,6 +183,7 @@ class TransactionCoordinator:
         self.max_timeout_ms = max_timeout_ms
         self.expiration_ms = expiration_ms
         self.txns = store.load()
+        self._by_pid: dict[int, TxnState] | None = None  # producer id -> its state, made on use
         self._timers: dict[str, Any] = {}
         self._closed = False
 
@@ -459,6 +460,19 @@ class TransactionCoordinator:
                 out.append(txn)
         return out
 
+    def verifies(self, producer_id: int, producer_epoch: int, topic: str, partition: int) -> bool:
+        """May a transactional batch of ``producer_id`` at ``producer_epoch`` be written to
+        the partition? Only if the partition was added to that producer's ongoing
+        transaction (Kafka's verification, KIP-890): a made-up producer id opened a
+        transaction nothing would end, holding read_committed readers for 15 minutes."""
+        index = self._by_pid
+        if index is None:
+            index = self._by_pid = {st.producer_id: st for st in self.txns.values()}
+        st = index.get(producer_id)
+        return (st is not None and st.producer_id == producer_id and st.producer_epoch == producer_epoch
+                and st.state == ONGOING and (topic, partition) in st.partitions)
+
     def _save(self, st: TxnState) -> None:
+        self._by_pid = None  # (a producer id may have changed)
         self.txns[st.transactional_id] = st
         self.store.put(st)

@@ -80,6 +80,7 @@ def produce(request, ctx):
                     # Kafka: zstd needs Produce v7+ (KIP-110), so older clients never read it either
                     raise log_errors.UnsupportedCompression(
                         f"Produce v{version} may not carry zstd batches: zstd needs Produce v7 or later")
+                _verify_transactional(ctx, headers, view.name, idx)
             except log_errors.LogError as exc:
                 headers, invalid = None, exc
             publications.append((view, idx, records, headers, invalid, parts, len(parts)))
@@ -89,6 +90,19 @@ def produce(request, ctx):
         return None
     response = encode_produce(version, responses, ctx.throttle_ms)
     return _held(response, held_ms, ctx.clock) if held_ms else response
+
+
+def _verify_transactional(ctx, headers, topic: str, partition: int) -> None:
+    """A transactional batch needs its producer's ongoing transaction to hold the
+    partition, at its epoch (INVALID_TXN_STATE otherwise, as Kafka 3.6+)."""
+    txns = ctx.txns
+    if txns is None:
+        return
+    for h in headers:
+        if h.is_transactional and not txns.verifies(h.producer_id, h.producer_epoch, topic, partition):
+            raise log_errors.InvalidTxnState(
+                f"producer {h.producer_id} (epoch {h.producer_epoch}) has no ongoing transaction "
+                f"holding {topic}-{partition}: add the partition to the transaction first")
 
 
 def _one_batch(records) -> None:
