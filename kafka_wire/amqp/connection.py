@@ -70,6 +70,9 @@ RESOURCE_LIMIT = "amqp:resource-limit-exceeded"
 MESSAGE_SIZE_EXCEEDED = "amqp:link:message-size-exceeded"
 DETACH_FORCED = "amqp:link:detach-forced"
 DECODE_ERROR = "amqp:decode-error"
+# A Disabled hub (or application group): the service's condition, which the SDKs do not
+# retry (azure-eventhub's NO_RETRY_ERRORS), so the application hears of it.
+ENTITY_DISABLED = "com.microsoft:entity-disabled"
 SERVER_BUSY = "com.microsoft:server-busy"
 
 # The namespace's refusals as the AMQP conditions Event Hubs sends.

@@ -25,7 +25,7 @@ from cproton import ffi as _ffi
 from cproton import lib as _pn
 from proton import Delivery, Link, symbol
 
-from kafka_wire.amqp.connection import (DETACH_FORCED, INTERNAL, INVALID_FIELD, NOT_ALLOWED, NOT_FOUND,
+from kafka_wire.amqp.connection import (DETACH_FORCED, ENTITY_DISABLED, INTERNAL, INVALID_FIELD, NOT_FOUND,
                                        UNAUTHORIZED, LinkHandler, refuse)
 from kafka_wire.amqp import georeplication
 from kafka_wire.amqp.management import last_event
@@ -83,7 +83,7 @@ def attach(conn: AmqpConnection, link, address: Address) -> LinkHandler | None:
         return None
     why = runtime.policy.disabled(view.name, principal)
     if why is not None:
-        refuse(link, NOT_ALLOWED, why)
+        refuse(link, ENTITY_DISABLED, why)
         return None
     plog = runtime.topics.log(view.name, address.partition)
     try:
@@ -504,7 +504,7 @@ class ConsumeLink(LinkHandler):
             _repeats.warn("amqp-disabled", client_address(self.conn.peer),
                           f"AMQP receiver of {self.hub}-{self.partition} from {self.conn.peer} "
                           f"detached: {why}")
-            self.detach(NOT_ALLOWED, why)
+            self.detach(ENTITY_DISABLED, why)
             return False
         delay = runtime.policy.egress_delay()
         if delay > 0:

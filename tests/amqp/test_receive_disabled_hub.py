@@ -1,5 +1,5 @@
 """A receiver already attached when its hub is made Disabled through the management API
-is detached with amqp:not-allowed at its next read of the log, as a Kafka consumer
+is detached with com.microsoft:entity-disabled at its next read of the log, as a Kafka consumer
 mid-read is refused at its next Fetch (tests/eventhubs/test_fetch_refusals_live.py):
 it gets at most what one read held before the change, not the rest of the partition."""
 from __future__ import annotations
@@ -52,7 +52,7 @@ def test_a_receiver_of_a_hub_made_disabled_mid_read_is_detached(data_dir):  # no
             link.flow(EVENTS)
             after = _take(c, link)
             condition = link.remote_condition
-            assert condition is not None and condition.name == "amqp:not-allowed", condition
+            assert condition is not None and condition.name == "com.microsoft:entity-disabled", condition
             assert "Disabled" in condition.description
             # only the rest of the read made before the change (before the fix: all 390)
             assert after <= READ_BYTES // EVENT, after
