@@ -1,8 +1,7 @@
 """What a client sends, read frame by frame before proton sees it.
 
 :class:`InputFrames` keeps what proton's Python binding does not expose (an
-``attach``'s desired capabilities, the message format of each delivery a client
-begins on a link it sends on: :class:`SentFormats`), drops frames the service ignores (on a
+``attach``'s desired capabilities), drops frames the service ignores (on a
 channel the client has ended), sizes proton's frames for the padder
 (:mod:`kafka_wire.amqp.frames`), passes transfers on as they come, and says
 when what it passed on needs handling (:attr:`InputFrames.ended`).
@@ -10,12 +9,11 @@ when what it passed on needs handling (:attr:`InputFrames.ended`).
 from __future__ import annotations
 
 import struct
-from collections import deque
 
 from kafka_wire.amqp.frames import PAD_ROOM, rewrite_performative
 from kafka_wire.amqp.messages import _skip
 
-__all__ = ["InputFrames", "SentFormats", "DEFERRED_BYTES"]
+__all__ = ["InputFrames", "DEFERRED_BYTES"]
 
 _SIZE = struct.Struct(">I")
 _U32 = struct.Struct(">I")
@@ -32,13 +30,6 @@ def _continued(buf: bytes, body: int, stop: int) -> bool:
     at hand) a message's part with ``more`` to come, not ``aborted``, each of its first
     ten fields of the type the specification gives it (as a client writes them)? False
     when in doubt: the frame is then handled at once, as any other."""
-    return _head(buf, body, stop)[3]
-
-
-def _head(buf: bytes, body: int, stop: int) -> tuple[int | None, bytes | None, int | None, bool]:
-    """The transfer's handle, delivery tag and message format (each None when absent or
-    not of its type), and :func:`_continued`'s answer, in one walk of its fields."""
-    handle = tag = fmt = None
     try:
         code = buf[body + 3]
         if code == 0xC0:    # list8: size, count
@@ -46,90 +37,24 @@ def _head(buf: bytes, body: int, stop: int) -> tuple[int | None, bytes | None, i
         elif code == 0xD0:  # list32
             count, p = _U32.unpack_from(buf, body + 8)[0], body + 12
         else:               # list0 (more absent: false), or not a list
-            return handle, tag, fmt, False
+            return False
+        if count < 6:       # (more absent: false)
+            return False
         for field in range(min(count, 10)):
             if p >= stop:
-                return handle, tag, fmt, False
+                return False
             value = buf[p]
-            if value not in _TRANSFER_FIELDS[field]:
-                return handle, tag, fmt, False
-            if field < 4:
-                if field == 0:
-                    handle = _uint(buf, p, value)
-                elif field == 2:
-                    tag = _tag(buf, p, value)
-                elif field == 3:
-                    fmt = _uint(buf, p, value)
-            elif field == 5 and not (value == 0x41 or (value == 0x56 and buf[p + 1] == 1)):
-                return handle, tag, fmt, False  # more: true
-            elif field == 9 and (value == 0x41 or (value == 0x56 and buf[p + 1] != 0)):
-                return handle, tag, fmt, False  # aborted: not true
+            allowed = _TRANSFER_FIELDS[field]
+            if value not in allowed:
+                return False
+            if field == 5 and not (value == 0x41 or (value == 0x56 and buf[p + 1] == 1)):
+                return False  # more: true
+            if field == 9 and (value == 0x41 or (value == 0x56 and buf[p + 1] != 0)):
+                return False  # aborted: not true
             p = _skip(buf, p)
-        return handle, tag, fmt, count >= 6 and p <= stop  # (more absent: false)
+        return p <= stop
     except Exception:  # noqa: BLE001 - cut short, or a value _skip cannot size
-        return handle, tag, fmt, False
-
-
-def _uint(buf: bytes, p: int, code: int) -> int | None:
-    if code == 0x43:    # uint0
-        return 0
-    if code == 0x52:    # smalluint
-        return buf[p + 1]
-    if code == 0x70:
-        return _U32.unpack_from(buf, p + 1)[0]
-    return None         # null
-
-
-def _tag(buf: bytes, p: int, code: int) -> bytes | None:
-    if code == 0xA0:
-        return bytes(buf[p + 2:p + 2 + buf[p + 1]])
-    if code == 0xB0:
-        return bytes(buf[p + 5:p + 5 + _U32.unpack_from(buf, p + 1)[0]])
-    return None
-
-
-def _performative_in(buf: bytes, body: int, end: int, frame_end: int) -> bool:
-    """Are the transfer performative's bytes (its list of fields) all in ``buf[:end]``?
-    True too when it claims to run past its frame (proton refuses that frame)."""
-    if end < body + 8:
         return False
-    code = buf[body + 3]
-    if code == 0xC0:
-        stop = body + 5 + buf[body + 4]
-    elif code == 0xD0:
-        stop = body + 8 + _U32.unpack_from(buf, body + 4)[0]
-    else:
-        return True
-    return stop <= end or stop > frame_end
-
-
-class SentFormats:
-    """The message formats of the deliveries a client began on one link it sends on,
-    oldest first: proton's Python binding (and the C library it ships) does not give a
-    received delivery's format, and only Microsoft's batch format (0x80013700) says a
-    message's data sections are messages of their own.
-
-    InputFrames adds one entry per delivery it sees begin (its first transfer); the link
-    takes them out as the deliveries it handles complete (:meth:`format_of`), passing
-    over those it never asked about (a plain message, an aborted or refused delivery).
-    Bounded: a link has at most its credit (500) of deliveries in any one read."""
-
-    __slots__ = ("entries", "more")
-    LIMIT = 2048
-
-    def __init__(self) -> None:
-        self.entries: deque = deque(maxlen=self.LIMIT)
-        self.more = False  # the last transfer had more to come: the next one is no new delivery
-
-    def format_of(self, tag: bytes) -> int | None:
-        """The format of the delivery tagged ``tag`` (None: not seen, or the client's first
-        transfer gave none); the entries of deliveries begun before it are dropped."""
-        entries = self.entries
-        while entries:
-            seen, fmt = entries.popleft()
-            if seen == tag:
-                return fmt
-        return None
 
 
 # The constructors each of a transfer's first ten fields may have (null allowed but for
@@ -184,10 +109,6 @@ class InputFrames:
         self._header_done = False
         self._ended: set[bytes] = set()
         self.capabilities: dict[str, set[str]] = {}
-        # The client's sending links: (channel, handle) and name -> the formats of their
-        # deliveries (kept from its attach to its detach or end)
-        self._sending: dict[tuple[int, int], tuple[str, SentFormats]] = {}
-        self.sent_formats: dict[str, SentFormats] = {}
         self.dropped = 0
 
     def feed(self, data) -> bytes:
@@ -227,13 +148,10 @@ class InputFrames:
                 pos, self.ended = end, True
                 break
             if end - pos < size:
-                # (a transfer whose fields are not all in is held until they are: a few
-                # bytes, and the delivery's format is read from them)
-                if self._transfer(buf, pos, size) and \
-                        _performative_in(buf, pos + buf[pos + 4] * 4, end, pos + size):
+                if self._transfer(buf, pos, size):
                     self._through = pos + size - end
                     self._through_size = size
-                    self._through_continued = self._read_transfer(buf, pos, end)
+                    self._through_continued = _continued(buf, pos + buf[pos + 4] * 4, end)
                     pos = end
                 break
             keep = self._frame(buf, pos, size)
@@ -243,7 +161,7 @@ class InputFrames:
                     out.append(keep)
                 start = pos + size
             self._ended_frame(size, keep is True and self._transfer(buf, pos, size)
-                              and self._read_transfer(buf, pos, pos + size))
+                              and _continued(buf, pos + buf[pos + 4] * 4, pos + size))
             pos += size
         out.append(view[start:pos])
         if pos < end:
@@ -270,19 +188,6 @@ class InputFrames:
                 and buf[body] == 0x00 and buf[body + 1] == 0x53 and buf[body + 2] == 0x14
                 and bytes(buf[pos + 6:pos + 8]) not in self._ended)
 
-    def _read_transfer(self, buf: bytes, pos: int, stop: int) -> bool:
-        """Note the format of a delivery the transfer frame at ``pos`` begins, on a link
-        the client sends on; :func:`_continued`'s answer for the frame."""
-        handle, tag, fmt, continued = _head(buf, pos + buf[pos + 4] * 4, stop)
-        if self._sending:
-            found = self._sending.get((buf[pos + 6] << 8 | buf[pos + 7], handle))
-            if found is not None:
-                formats = found[1]
-                if not formats.more and tag is not None:
-                    formats.entries.append((tag, fmt))
-                formats.more = continued
-        return continued
-
     def _frame(self, buf: bytes, pos: int, size: int) -> bool | bytes:
         doff = buf[pos + 4] * 4
         if buf[pos + 5] != 0 or size < doff + 3 or doff < 8:
@@ -304,23 +209,11 @@ class InputFrames:
             return _smaller_frames(bytes(buf[pos:pos + size]), doff) or True
         if code == 0x17:          # end
             self._ended.add(channel)
-            if self._sending:
-                number = buf[pos + 6] << 8 | buf[pos + 7]
-                for key in [k for k in self._sending if k[0] == number]:
-                    self._forget(key)
         elif code == 0x12:        # attach
-            self._attach(bytes(buf[body:pos + size]), buf[pos + 6] << 8 | buf[pos + 7])
-        elif code == 0x16 and self._sending:  # detach
-            handle = _head(buf, body, pos + size)[0] if buf[body + 3] in (0xC0, 0xD0) else None
-            self._forget((buf[pos + 6] << 8 | buf[pos + 7], handle))
+            self._attach(bytes(buf[body:pos + size]))
         return True
 
-    def _forget(self, key: tuple[int, int | None]) -> None:
-        found = self._sending.pop(key, None)
-        if found is not None and self.sent_formats.get(found[0]) is found[1]:
-            del self.sent_formats[found[0]]
-
-    def _attach(self, performative: bytes, channel: int) -> None:
+    def _attach(self, performative: bytes) -> None:
         from proton import Data
 
         data = Data()
@@ -333,12 +226,6 @@ class InputFrames:
             return
         if not isinstance(fields, list):  # (a described null or number: proton refuses it)
             return
-        if len(fields) > 2 and fields[2] is False and isinstance(fields[0], str) \
-                and isinstance(fields[1], int):  # role sender: the client sends on it
-            formats = SentFormats()
-            self._forget((channel, int(fields[1])))
-            self._sending[(channel, int(fields[1]))] = (fields[0], formats)
-            self.sent_formats[fields[0]] = formats
         if len(fields) > 12 and fields[0] is not None and fields[12] is not None:
             wanted = fields[12]
             values = wanted if isinstance(wanted, (list, tuple)) or hasattr(wanted, "elements") else [wanted]

@@ -180,7 +180,7 @@ def _decode(buf, strict: bool = False) -> Incoming:
                         key = found
                     else:  # not a string: routed as no key, and kept as sent, as the service does
                         annotations.append(bytes(buf[k:e]))
-                elif buf[k] != 0xA3 or bytes(buf[k + 2:v]) not in _SERVICE_ANNOTATIONS:
+                elif _annotation_name(buf, k, v) not in _SERVICE_NAMES:
                     annotations.append(bytes(buf[k:e]))
         elif code == _APP_PROPS:
             for k, v, e in _entries(buf, value):
@@ -223,6 +223,21 @@ def _decode(buf, strict: bool = False) -> Incoming:
 # stamped on events sent through a publisher, :func:`with_publisher`, and no others).
 _SERVICE_ANNOTATIONS = {b"x-opt-sequence-number", b"x-opt-offset", b"x-opt-enqueued-time",
                         b"x-opt-publisher"}
+# ... and dropped whatever the name's encoding (a string, or a 32-bit length), with a
+# partition key not given as the sym8 the key is read from: receivers that decode names
+# as text would see a sender's x-opt-publisher or x-opt-sequence-number as the service's.
+_SERVICE_NAMES = _SERVICE_ANNOTATIONS | {PARTITION_KEY.encode()}
+
+
+def _annotation_name(buf, k: int, v: int) -> bytes | None:
+    """The name of the annotation whose key starts at ``k`` (its value at ``v``), if it
+    is a string or a symbol."""
+    code = buf[k]
+    if code in (0xA1, 0xA3):
+        return bytes(buf[k + 2:v])
+    if code in (0xB1, 0xB3):
+        return bytes(buf[k + 5:v])
+    return None
 # The body's shape in the reserved header, when it is not one data section: a
 # described value of this (private) descriptor: "value", "sequence", or the lengths
 # of the data sections (big-endian uint32s in a binary).
@@ -310,11 +325,10 @@ def decode_message(raw: bytes) -> Incoming:
 
 
 def is_batch(message: Incoming) -> bool:
-    """Could this be the batch format (0x80013700), each data section one encoded
-    message? Every section must decode whole as message sections holding a body.
-    The shape alone does not make a batch: a plain message may carry encoded
-    messages as its body. The send path asks the transfer's message format too
-    (``publish.PublishLink._batch_format``)."""
+    """Is this the batch format (0x80013700), each data section one encoded
+    message? Proton's Python binding does not expose a transfer's message
+    format, so the sections are checked: every one must decode whole as
+    message sections holding a body, which user bytes practically never do."""
     return bool(message.data_sections) and all(map(_is_encoded_message, message.data_sections))
 
 
@@ -344,8 +358,8 @@ def _is_encoded_message(raw: bytes) -> bool:
 
 
 def batch_messages(outer: Incoming) -> list[Incoming] | None:
-    """The messages of a batch-format message, or None when its body is not shaped
-    as one (see :func:`is_batch`): each data section decoded once, strictly."""
+    """The messages of a batch-format message, or None when it is not one (see
+    :func:`is_batch`): each data section decoded once, strictly."""
     if not outer.data_sections:
         return None
     try:

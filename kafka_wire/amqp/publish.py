@@ -15,14 +15,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from cproton import ffi as _ffi
-from cproton import lib as _pn
 from proton import Condition, Delivery
 
 from kafka_wire.amqp.connection import (DECODE_ERROR, NOT_ALLOWED, NOT_FOUND, RESOURCE_LIMIT,
                                         SERVER_BUSY, UNAUTHORIZED, LinkHandler, condition_for, refuse)
-from kafka_wire.amqp.messages import (BATCH_FORMAT, MessageError, batch_messages, decode_message,
-                                      plain_batch, with_publisher)
+from kafka_wire.amqp.messages import (MessageError, batch_messages, decode_message, plain_batch,
+                                      with_publisher)
 from kafka_wire.amqp.nodes import hub_for, open_link, received_view
 from kafka_wire.eventhubs.policy import _publisher_key_error
 from kafka_wire.eventhubs.refusals import Denial, Refusal
@@ -72,9 +70,6 @@ class PublishLink(LinkHandler):
         self.max_message_bytes = conn.namespace.policy.max_publication_bytes()
         self.closed = False
         self.withheld = False  # an injected withhold-flow: no credit renewed until it ends
-        # The message formats of the client's deliveries on this link, as they began
-        # (kafka_wire.amqp.input_frames); None if its attach was not read (never, in practice)
-        self.formats = conn.scanner.sent_formats.get(link.name) if conn.scanner is not None else None
         open_link(link)
         link.max_message_size = self.max_message_bytes
         link.flow(CREDIT)
@@ -105,22 +100,13 @@ class PublishLink(LinkHandler):
         runtime = conn.namespace
         # Nearly every transfer is a batch of events that are a body and at most a
         # partition key: read in one pass. Any other goes through the general decoder.
-        # Only a message of the batch format is a batch: a plain message whose body happens
-        # to be an encoded message is an event like any other.
         messages = plain_batch(raw) if self.publisher is None else None
-        batch = None  # is it of the batch format? (asked only of a body that reads as a batch)
-        if messages is not None:
-            batch = self._batch_format(delivery)
-            if not batch:
-                messages = None
         if messages is not None:
             key = messages.key
         else:
             try:
                 outer = decode_message(raw)
-                messages = batch_messages(outer) if batch is not False else None
-                if messages is None or (batch is None and not self._batch_format(delivery)):
-                    messages = [outer]
+                messages = batch_messages(outer) or [outer]
             except MessageError as exc:
                 return Condition(DECODE_ERROR, str(exc))
             if not messages:
@@ -163,17 +149,6 @@ class PublishLink(LinkHandler):
         else:
             self._accept(delivery)
         return None
-
-    def _batch_format(self, delivery) -> bool:
-        """Did ``delivery`` (whose body reads as a batch) begin with Microsoft's batch
-        format? (The SDKs send every batch so; a plain message says format 0.) Asked
-        once a delivery, of batch-like ones only: a C call and a dict-free lookup."""
-        formats = self.formats
-        if formats is None:
-            return True  # (format unknown: the body's shape decides, as it did before)
-        tag = _pn.pn_delivery_tag(delivery._impl)
-        fmt = formats.format_of(_ffi.unpack(tag.start, tag.size))
-        return fmt is None or fmt == BATCH_FORMAT
 
     def _injected(self, fault) -> Condition | None:
         """An injected fault instead of the append (kafka_wire.fault_plan)."""

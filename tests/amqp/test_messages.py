@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import string
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
@@ -178,3 +179,28 @@ def test_batch_recognition_agrees_in_both_forms(sections):
     assert (found is not None) == is_batch(message)
     if found is not None:
         assert found == split_batch(message)
+
+
+def _s(code: int, b: bytes) -> bytes:
+    return bytes((code, len(b))) + b
+
+
+@pytest.mark.parametrize("name_code", [0xA1, 0xB3, 0xB1], ids=["str8", "sym32", "str32"])
+def test_service_annotations_in_any_name_encoding_are_dropped(name_code):
+    # A sender's x-opt-publisher or x-opt-sequence-number keyed by a string (or a 32-bit
+    # length) was kept, and receivers that read names as text saw it as the service's.
+    def name(text: bytes) -> bytes:
+        if name_code == 0xA1:
+            return _s(0xA1, text)
+        return bytes((name_code,)) + len(text).to_bytes(4, "big") + text
+    entries = (name(b"x-opt-publisher") + _s(0xA1, b"victim")
+               + name(b"x-opt-sequence-number") + b"\x55\x63"
+               + name(b"x-opt-partition-key") + _s(0xA1, b"other")
+               + _s(0xA3, b"x-opt-custom") + _s(0xA1, b"kept"))
+    raw = b"\x00\x53\x72\xc1" + bytes((len(entries) + 1, 8)) + entries + b"\x00\x53\x75\xa0\x05hello"
+    event = decode_message(raw)
+    assert event.partition_key is None and event.body == b"hello"
+    kept = event.amqp_only or b""
+    for forged in (b"x-opt-publisher", b"x-opt-sequence-number", b"x-opt-partition-key", b"victim"):
+        assert forged not in kept, kept
+    assert b"x-opt-custom" in kept
