@@ -460,19 +460,40 @@ class TransactionCoordinator:
                 out.append(txn)
         return out
 
-    def verifies(self, producer_id: int, producer_epoch: int, topic: str, partition: int) -> bool:
-        """May a transactional batch of ``producer_id`` at ``producer_epoch`` be written to
-        the partition? Only if the partition was added to that producer's ongoing
-        transaction (Kafka's verification, KIP-890): a made-up producer id opened a
-        transaction nothing would end, holding read_committed readers for 15 minutes."""
+    def verify(self, producer_id: int, producer_epoch: int, topic: str, partition: int) -> int:
+        """0 when a transactional batch of ``producer_id`` at ``producer_epoch`` may be written
+        to the partition, else the error Kafka's verification (KIP-890) answers, in its
+        order: a fenced producer (an older epoch, or the id a transactional id had before)
+        INVALID_PRODUCER_EPOCH; a transaction being ended CONCURRENT_TRANSACTIONS; no
+        ongoing transaction holding the partition (a made-up producer id opened one that
+        nothing would end, holding read_committed readers 15 minutes) INVALID_TXN_STATE."""
         index = self._by_pid
         if index is None:
-            index = self._by_pid = {st.producer_id: st for st in self.txns.values()}
+            index = self._by_pid = {}
+            for st in self.txns.values():
+                self._index(st)
         st = index.get(producer_id)
-        return (st is not None and st.producer_id == producer_id and st.producer_epoch == producer_epoch
-                and st.state == ONGOING and (topic, partition) in st.partitions)
+        if st is None:
+            return Errors.InvalidTxnStateError.errno
+        if st.producer_id != producer_id or st.producer_epoch != producer_epoch:
+            return Errors.InvalidProducerEpochError.errno
+        if st.state in (PREPARE_COMMIT, PREPARE_ABORT):
+            return Errors.ConcurrentTransactionsError.errno
+        if st.state != ONGOING or (topic, partition) not in st.partitions:
+            return Errors.InvalidTxnStateError.errno
+        return NONE
+
+    def _index(self, st: TxnState) -> None:
+        """Keep ``st`` findable by its producer id and by the one it had before (kept up to
+        date, not rebuilt: a save per transactional request)."""
+        index = self._by_pid
+        if index is None:
+            return  # made on first use
+        index[st.producer_id] = st
+        if st.last_producer_id >= 0:
+            index.setdefault(st.last_producer_id, st)
 
     def _save(self, st: TxnState) -> None:
-        self._by_pid = None  # (a producer id may have changed)
+        self._index(st)
         self.txns[st.transactional_id] = st
         self.store.put(st)

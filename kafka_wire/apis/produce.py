@@ -94,15 +94,23 @@ def produce(request, ctx):
 
 def _verify_transactional(ctx, headers, topic: str, partition: int) -> None:
     """A transactional batch needs its producer's ongoing transaction to hold the
-    partition, at its epoch (INVALID_TXN_STATE otherwise, as Kafka 3.6+)."""
+    partition, at its epoch (Kafka 3.6+'s verification; the error it answers otherwise)."""
     txns = ctx.txns
     if txns is None:
         return
     for h in headers:
-        if h.is_transactional and not txns.verifies(h.producer_id, h.producer_epoch, topic, partition):
-            raise log_errors.InvalidTxnState(
-                f"producer {h.producer_id} (epoch {h.producer_epoch}) has no ongoing transaction "
-                f"holding {topic}-{partition}: add the partition to the transaction first")
+        if not h.is_transactional:
+            continue
+        code = txns.verify(h.producer_id, h.producer_epoch, topic, partition)
+        if code:
+            error = (log_errors.InvalidProducerEpoch if code == log_errors.InvalidProducerEpoch.error_code
+                     else log_errors.InvalidTxnState if code == log_errors.InvalidTxnState.error_code
+                     else log_errors.ProducerStateError)(
+                f"producer {h.producer_id} (epoch {h.producer_epoch}) may not write {topic}-{partition} "
+                "in a transaction now: it is fenced, its transaction is ending, or the partition was "
+                "not added to its ongoing transaction")
+            error.error_code = code
+            raise error
 
 
 def _one_batch(records) -> None:

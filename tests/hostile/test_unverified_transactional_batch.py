@@ -46,7 +46,7 @@ def _committed_values(broker) -> list[bytes]:
 
 
 @pytest.mark.parametrize("case", ["never-issued", "wrong-epoch", "partition-not-added"])
-def test_a_transactional_batch_outside_its_transaction_is_invalid_txn_state(broker, case):
+def test_a_transactional_batch_outside_its_transaction_is_refused(broker, case):
     with RawClient(broker.bootstrap_servers) as c:
         r = c.request(codec.ApiKey.InitProducerId, 1, transactional_id="t", transaction_timeout_ms=60_000)
         pid, epoch = r.producer_id, r.producer_epoch
@@ -57,7 +57,8 @@ def test_a_transactional_batch_outside_its_transaction_is_invalid_txn_state(brok
         rogue = {"never-issued": (424_242, 0), "wrong-epoch": (pid, epoch + 1),
                  "partition-not-added": (pid, epoch)}[case]
         blob = make_batch(1, transactional=True, producer_id=rogue[0], producer_epoch=rogue[1])
-        assert _produce(c, blob, "t") == INVALID_TXN_STATE
+        # (an epoch not the transaction's is a fenced producer, as in Kafka's verification)
+        assert _produce(c, blob, "t") == (47 if case == "wrong-epoch" else INVALID_TXN_STATE)
         assert _produce(c, make_batch(3, tag=7)) == 0
     assert len(_committed_values(broker)) == 3  # nothing holds the readers back
 
@@ -75,3 +76,20 @@ def test_a_batch_in_its_transaction_is_taken(broker):
                       producer_epoch=epoch, committed=True)
         assert r.error_code == 0
     assert len(_committed_values(broker)) == 2
+
+
+def test_a_fenced_producer_is_told_it_is_fenced_not_invalid_txn_state(broker):
+    # Clients (and Kafka Streams) know a zombie by the fencing error: INVALID_TXN_STATE
+    # would make librdkafka abort and go on, where INVALID_PRODUCER_EPOCH is fatal.
+    INVALID_PRODUCER_EPOCH = 47
+    with RawClient(broker.bootstrap_servers) as c:
+        r = c.request(codec.ApiKey.InitProducerId, 1, transactional_id="t", transaction_timeout_ms=60_000)
+        pid, epoch = r.producer_id, r.producer_epoch
+        c.request(codec.ApiKey.AddPartitionsToTxn, 1, v3_and_below_transactional_id="t",
+                  v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
+                  v3_and_below_topics=[("hub", [0])])
+        assert _produce(c, make_batch(1, transactional=True, producer_id=pid, producer_epoch=epoch), "t") == 0
+        r = c.request(codec.ApiKey.InitProducerId, 1, transactional_id="t", transaction_timeout_ms=60_000)
+        assert (r.producer_id, r.producer_epoch) == (pid, epoch + 1)  # a new instance fences it
+        zombie = make_batch(1, transactional=True, producer_id=pid, producer_epoch=epoch, base_sequence=1)
+        assert _produce(c, zombie, "t") == INVALID_PRODUCER_EPOCH
