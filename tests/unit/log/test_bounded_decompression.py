@@ -47,12 +47,30 @@ def test_a_batch_decompresses_exactly_up_to_its_limit(codec, data, repeat):
             rec.decompress(codec, packed, limit=len(records) - 1)
 
 
+@pytest.fixture
+def small_limit(monkeypatch):
+    """The floor at 8 MiB and the ratio at 64, so a bomb past them is quick to make
+    (the rule is the same)."""
+    monkeypatch.setattr(rec, "MIN_DECOMPRESSED_LIMIT", 8 * MIB)
+    monkeypatch.setattr(rec, "DECOMPRESSION_RATIO", 64)
+    return 8 * MIB
+
+
 @pytest.mark.parametrize("codec", [rec.GZIP, rec.LZ4, rec.ZSTD])
-def test_a_compression_bomb_is_a_corrupt_record(codec):
-    bomb = rec.compress(codec, bytes(rec.MIN_DECOMPRESSED_LIMIT + 1))
-    assert rec.decompressed_limit(len(bomb)) == rec.MIN_DECOMPRESSED_LIMIT
+def test_a_compression_bomb_is_a_corrupt_record(codec, small_limit):
+    bomb = rec.compress(codec, bytes(small_limit + 1))
+    assert rec.decompressed_limit(len(bomb)) == small_limit
     with pytest.raises(CorruptRecord, match="decompresses to more than"):
         rec.decompress(codec, bomb)
+
+
+def test_the_limit_takes_what_real_producers_write_and_stops_at_1_gib():
+    # The Java producer wrote a zstd batch of 207,140 bytes holding 90 MB of records.
+    assert rec.decompressed_limit(207_140) >= 90_000_000
+    assert rec.decompressed_limit(1 << 20) == rec.MAX_DECOMPRESSED_LIMIT == 1 << 30
+    records = bytes(100 * MIB)  # 100 MiB of zeros: some ten thousand times smaller packed
+    packed = rec.compress(rec.ZSTD, records)
+    assert len(packed) * 1024 < len(records) and rec.decompress(rec.ZSTD, packed) == records
 
 
 def test_a_snappy_length_preamble_past_the_limit_is_refused_before_decompressing():
@@ -64,7 +82,7 @@ def test_a_snappy_length_preamble_past_the_limit_is_refused_before_decompressing
         rec.decompress(rec.SNAPPY, framed)
 
 
-def test_the_cleaner_keeps_a_compression_bomb_as_it_is_and_compacts_the_rest(tmp_path):
+def test_the_cleaner_keeps_a_compression_bomb_as_it_is_and_compacts_the_rest(tmp_path, small_limit):
     env = Env(tmp_path, **{"segment.bytes": "4096"})
     record = rec.encode_record(0, 0, b"bomb", b"v")
     bomb_body = _zstd_zeros(record, 256 * MIB)  # ~8 KiB: one record, then 256 MiB of zeros
