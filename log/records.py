@@ -143,7 +143,8 @@ def decompress(codec: int, data, limit: int | None = None) -> bytes:
     except _TooLarge:
         raise CorruptRecord(
             f"a {CODEC_NAMES[codec]} batch of {len(data)} bytes decompresses to more than {limit} bytes "
-            f"(a batch's records may hold {DECOMPRESSION_RATIO} times their compressed size, or 64 MiB if more)"
+            f"(a batch's records may hold {DECOMPRESSION_RATIO} times their compressed size, at least "
+            f"{MIN_DECOMPRESSED_LIMIT >> 20} MiB and at most {MAX_DECOMPRESSED_LIMIT >> 20} MiB)"
         ) from None
     except Exception as exc:  # each codec library raises its own error types
         raise CorruptRecord(f"cannot decompress a {CODEC_NAMES[codec]} batch: {exc}") from exc
