@@ -22,8 +22,7 @@ from kafka_wire.amqp.connection import (DECODE_ERROR, NOT_ALLOWED, NOT_FOUND, RE
 from kafka_wire.amqp.messages import (MessageError, batch_messages, decode_message, plain_batch,
                                       with_publisher)
 from kafka_wire.amqp.nodes import hub_for, open_link, received_view
-from kafka_wire.eventhubs.policy import _publisher_key_error
-from kafka_wire.eventhubs.refusals import Denial, Refusal
+from kafka_wire.eventhubs.refusals import Denial
 from kafka_wire.eventhubs.rights import SEND
 from kafka_wire.eventhubs.publication import choose_partition, publish
 
@@ -112,15 +111,9 @@ class PublishLink(LinkHandler):
             if not messages:
                 return Condition(NOT_ALLOWED, "an empty batch")
             if self.publisher is not None:
-                # An event keyed otherwise fails the send, as the service does (and as a
-                # publisher token's Kafka produce with another key does): not re-keyed.
-                problem = _publisher_key_error(
-                    (m.partition_key.encode("utf-8") for m in messages if m.partition_key is not None),
-                    self.publisher)
-                if problem:
-                    return condition_for(Denial(Refusal.DENIED, problem))
-                messages = [with_publisher(m._replace(partition_key=self.publisher), self.publisher)
-                            for m in messages]
+                messages = runtime.policy.publisher_events(self.publisher, messages, with_publisher)
+                if isinstance(messages, Denial):
+                    return condition_for(messages)
             key = messages[0].partition_key
         view = runtime.topics.get(self.hub)
         if view is None:

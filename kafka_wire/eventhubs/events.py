@@ -19,7 +19,8 @@ from proton import Data
 from kafka_wire.log import batch as rb
 from kafka_wire.log.records import SMALL_VARINTS, SMALL_VARINTS_END, compress, encode_record, encode_varint
 
-__all__ = ["Incoming", "PlainEvents", "encode_value", "records_batch", "PROPERTIES_HEADER"]
+__all__ = ["Incoming", "PlainEvents", "encode_value", "publisher_only", "records_batch",
+           "PROPERTIES_HEADER"]
 
 # What a record has no place for (an AMQP message's header, annotations, properties
 # section, footer, body shape) is stored whole as a header of this name in batches
@@ -64,6 +65,20 @@ def encode_value(obj) -> bytes:
     data = Data()
     data.put_object(obj)
     return bytes(data.encode())
+
+
+def publisher_only(publisher: str) -> bytes:
+    """The reserved header of an event sent through ``publisher`` that has nothing
+    else a record has no place for: an empty properties section (readers of older
+    records take the first section for it), then the ``x-opt-publisher`` message
+    annotation the service stamps."""
+    name = publisher.encode("utf-8")
+    value = (b"\xa1" + bytes((len(name),)) if len(name) < 256 else b"\xb1" + _UINT32.pack(len(name))) + name
+    entry = _SYM_PUBLISHER + value
+    return b"\x00\x53\x73\x45\x00\x53\x72\xd1" + _UINT32.pack(len(entry) + 4) + _UINT32.pack(2) + entry
+
+
+_SYM_PUBLISHER = b"\xa3\x0fx-opt-publisher"
 
 
 def records_batch(messages: Iterable[Incoming] | PlainEvents, now_ms: int, codec: int = 0,

@@ -20,7 +20,7 @@ import json
 from typing import TYPE_CHECKING
 
 from kafka_wire.eventhubs.events import Incoming, encode_value
-from kafka_wire.eventhubs.policy import _publisher_key_error
+from kafka_wire.eventhubs.refusals import Denial
 from kafka_wire.eventhubs.rights import SEND
 from kafka_wire.eventhubs.publication import choose_partition, publish_batch
 from kafka_wire.rest import refusals
@@ -76,11 +76,9 @@ def send(api: RestApi, request: Request, hub: str, partition: str | None,
         # the token was issued for, however the path spells it); an event keyed otherwise
         # fails the send (it was silently re-keyed).
         name = principal.publisher if principal is not None and principal.publisher else publisher
-        problem = _publisher_key_error(
-            (e.partition_key.encode("utf-8") for e in events if e.partition_key is not None), name)
-        if problem is not None:
-            return error(403, problem)
-        events = [e._replace(partition_key=name) for e in events]
+        events = runtime.policy.publisher_events(name, events)
+        if isinstance(events, Denial):
+            return error(403, events.message)  # (the service: 403 for a publisher's key)
     groups: dict[int, list[Incoming]] = {}
     for event in events:
         p = choose_partition(explicit, event.partition_key, view.partitions,

@@ -90,6 +90,25 @@ def test_a_publisher_sends_under_its_own_name_only(broker):
     assert r.status_code == 403 and "<Code>403</Code>" in r.text
 
 
+def test_a_publisher_send_is_stamped_x_opt_publisher_for_receivers(broker):
+    # As over AMQP: receivers see the publisher the event came through (it was missing).
+    hub = "orders"
+    r = post(broker, f"/{hub}/publishers/device-5/messages",
+             [{"Body": "stamped-0", "UserProperties": {"n": 1}}, {"Body": "stamped-1"}], batch=True,
+             auth=token(SENDER, hub, "device-5"))
+    assert r.status_code == 201, r.text
+    p = partition_for_key("device-5", 2)
+    stored = len(kafka_read(broker, hub, p, 100_000, timeout=3))  # (other tests' events too)
+    received = receive(consumer(broker, hub), stored, partition_id=str(p), starting_position="-1")
+    got = [e for _, e in received if e.body_as_str().startswith("stamped-")]
+    assert [e.body_as_str() for e in got] == ["stamped-0", "stamped-1"]
+    assert [(e.system_properties.get(b"x-opt-publisher"), e.partition_key) for e in got] == \
+        [(b"device-5", b"device-5")] * 2
+    assert got[0].properties == {b"n": 1}
+    kafka = [m for m in kafka_read(broker, hub, p, 1000, timeout=3) if m.value() == b"stamped-1"]
+    assert [m.key() for m in kafka] == [b"device-5"]
+
+
 @pytest.mark.parametrize("events", [
     [{"Body": "a", "BrokerProperties": {"PartitionKey": "device-2"}}],   # another publisher's key
     [{"Body": "a"}, {"Body": "b", "BrokerProperties": {"PartitionKey": "DEVICE-1"}}],  # keys are exact
