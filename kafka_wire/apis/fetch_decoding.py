@@ -10,6 +10,7 @@ import struct
 import uuid
 
 from kafka_wire import codec
+from kafka_wire.apis.request_bounds import MAX_ENTRIES
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -27,6 +28,14 @@ _PART_V12 = struct.Struct(">iiqiqi")     # ... last_fetched_epoch after fetch_of
 
 class FetchDecodeError(ValueError):
     pass
+
+
+def _too_many(version: int) -> FetchDecodeError:
+    # As every request with a list (apis/request_bounds.py): 200,000 partitions (6 MiB)
+    # held other clients 0.55 s, and a frame may be 100 MiB.
+    return FetchDecodeError(
+        f"Fetch v{version} names more than {MAX_ENTRIES} topics and partitions: "
+        f"fetch at most {MAX_ENTRIES} a request (INVALID_REQUEST)")
 
 
 class FetchPartition:
@@ -140,10 +149,16 @@ def decode_fetch(frame: memoryview, pos: int, version: int) -> FetchRequestView:
         psize = part_struct.size
         unpack = part_struct.unpack_from
         count, pos = _count(frame, pos, flexible, "topics")
+        named = count  # topics and partitions named so far
         topics = []
         req.offset_pos = -1
         for _ in range(count):
+            if named > MAX_ENTRIES:
+                raise _too_many(version)
             name, topic_id, pcount, pos = _topic(frame, pos, version, flexible, "topic")
+            named += pcount
+            if named > MAX_ENTRIES:
+                raise _too_many(version)
             parts = []
             if count == 1 and pcount == 1:  # where the one fetch_offset is (RepeatedFetch)
                 req.offset_pos = pos + (8 if version >= 9 else 4)
@@ -168,9 +183,15 @@ def decode_fetch(frame: memoryview, pos: int, version: int) -> FetchRequestView:
         forgotten = None
         if version >= 7:
             count, pos = _count(frame, pos, flexible, "forgotten_topics_data")
+            named += count
             forgotten = []
             for _ in range(count):
+                if named > MAX_ENTRIES:
+                    raise _too_many(version)
                 name, topic_id, pcount, pos = _topic(frame, pos, version, flexible, "forgotten topic")
+                named += pcount
+                if named > MAX_ENTRIES:
+                    raise _too_many(version)
                 parts = list(struct.unpack_from(f">{pcount}i", frame, pos))
                 pos += 4 * pcount
                 if flexible:

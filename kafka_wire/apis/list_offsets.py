@@ -9,16 +9,16 @@ the connection may not Listen on is TOPIC_AUTHORIZATION_FAILED.
 
 A request naming more than MAX_ENTRIES topics and partitions is refused before it
 is decoded, the connection closed as for any request Kafka cannot parse
-(INVALID_REQUEST): 2 million entries (23 MiB) held the event loop for 10 s.
+(INVALID_REQUEST): 2 million entries (23 MiB) held the event loop for 10 s
+(apis/request_bounds.py counts them, as for every request with a list).
 """
 from __future__ import annotations
-
-import struct
 
 import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
+from kafka_wire.apis.request_bounds import MAX_ENTRIES  # noqa: F401  (named in the docstring)
 from kafka_wire.apis.authorization import LISTEN, topic_error
 
 _Response = codec.response_class(codec.ApiKey.ListOffsets)
@@ -26,74 +26,6 @@ _TopicResp = _Response.ListOffsetsTopicResponse
 _PartResp = _TopicResp.ListOffsetsPartitionResponse
 
 EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_PENDING = -2, -1, -3, -4, -5
-
-# Twice Bounds.partitions_per_namespace's default (10,240): every partition of the
-# largest namespace, with room to spare. Decoding and answering each costs ~5 us.
-MAX_ENTRIES = 20_480
-_I16 = struct.Struct(">h")
-_I32 = struct.Struct(">i")
-_Request = codec.request_class(codec.ApiKey.ListOffsets)
-
-
-class TooManyEntries(ValueError):
-    pass
-
-
-def _array_length(frame, pos: int, flexible: bool) -> tuple[int, int]:
-    if flexible:
-        n, pos = codec.read_uvarint(frame, pos)
-        return n - 1, pos
-    return _I32.unpack_from(frame, pos)[0], pos + 4
-
-
-def count_entries(frame, pos: int, version: int) -> None:
-    """Raise TooManyEntries if the ListOffsets body at ``pos`` names more than
-    MAX_ENTRIES topics and partitions; walks at most that many. Malformed bodies
-    pass: the codec says what is wrong with them."""
-    flexible = version >= 6
-    entry = 16 if version >= 4 else 12  # partition, [leader epoch], timestamp
-    try:
-        pos += 5 if version >= 2 else 4  # replica id, isolation level
-        topics, pos = _array_length(frame, pos, flexible)
-        total = topics
-        for _ in range(max(topics, 0)):
-            if total > MAX_ENTRIES:
-                break
-            if flexible:
-                n, pos = codec.read_uvarint(frame, pos)
-                pos += max(n - 1, 0)
-            else:
-                pos += 2 + max(_I16.unpack_from(frame, pos)[0], 0)
-            partitions, pos = _array_length(frame, pos, flexible)
-            total += max(partitions, 0)
-            if total > MAX_ENTRIES:
-                break
-            if flexible:
-                for _ in range(partitions):
-                    pos = codec.skip_tagged_fields(frame, pos + entry)
-                pos = codec.skip_tagged_fields(frame, pos)
-            else:
-                pos += partitions * entry
-    except (IndexError, struct.error, codec.CodecError):
-        return
-    if total > MAX_ENTRIES:
-        raise TooManyEntries(
-            f"ListOffsets v{version} names more than {MAX_ENTRIES} topics and partitions "
-            f"({max(topics, 0)} topics): ask for at most {MAX_ENTRIES} a request (INVALID_REQUEST)")
-
-
-def decode_list_offsets(frame, pos: int, version: int):
-    """The codec's decoding, after count_entries."""
-    count_entries(frame, pos, version)
-    try:
-        request = _Request.decode(frame[pos:], version=version)
-    except Exception as exc:  # the codec raises many types on hostile input
-        raise ValueError(f"cannot decode ListOffsets v{version}: {exc!r}") from exc
-    codec._null_check(_Request, version)(request)  # what decode_request does after the codec
-    return request
-
-
-codec.register_fast_decoder(codec.ApiKey.ListOffsets, decode_list_offsets)
 
 
 def _part(index, error, timestamp=-1, offset=-1, epoch=-1):
