@@ -224,8 +224,12 @@ class HttpListener:
                 answer = self.console.post(request)
             else:
                 answer = self.route(request)
-            while isinstance(answer, Later):  # (a slow answer may hold a throttled one)
-                done = asyncio.get_running_loop().create_future()
+            while True:
+                if asyncio.iscoroutine(answer):  # (the REST API's, where a Schema Registry is read)
+                    answer = await answer
+                if not isinstance(answer, Later):
+                    break
+                done = asyncio.get_running_loop().create_future()  # (a slow answer may hold a throttled one)
                 self.clock.call_later(answer.wait_ms, lambda: done.done() or done.set_result(None))
                 await done
                 answer = answer.response

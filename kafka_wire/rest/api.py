@@ -4,12 +4,12 @@ namespace has OAuth) checked by the namespace's policy."""
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Coroutine
 
 from kafka_wire.eventhubs.rights import LISTEN, MANAGE, SEND
 from kafka_wire.eventhubs.door import AuthorizationHeader, Refused
 from kafka_wire.rest import refusals
-from kafka_wire.eventhubs.schema_registry import SchemaRegistry
+from kafka_wire.eventhubs.schema_registry import Registries, RegistryLoading, SchemaRegistry
 from kafka_wire.rest import arm, management, schemas, send
 from kafka_wire.rest.http import Later, Request, Response, error
 from kafka_wire.rest.management.common import MAX_BODY as MANAGEMENT_MAX_BODY
@@ -51,26 +51,29 @@ class RestApi:
         self.services = services
         self.state = state
         self.data_dir = data_dir
-        self._registries: dict[str, SchemaRegistry] = {}
+        self.registries = Registries(data_dir, self._schema_bounds)
+        self._answering = False  # in handle(): a registry being read is waited for, off the loop
         self.add_namespace = None  # the broker's: serve a namespace made at runtime
         self.remove_namespace = None  # the broker's: stop serving one and delete its data
         self.hubs_changed = None  # the broker's: hubs changed (capture jobs follow them)
         self.enable_geo = None  # the broker's: geo-replicate a running namespace
 
-    def registry(self, namespace: str) -> SchemaRegistry:
-        """The namespace's Schema Registry (kept under the data directory)."""
-        found = self._registries.get(namespace)
-        if found is None:
-            runtime = self.services.namespaces.get(namespace)
-            bounds = runtime.policy.bounds if runtime is not None else None  # (the [limits] quotas)
-            found = self._registries[namespace] = SchemaRegistry.for_namespace(
-                self.data_dir, namespace, bounds)
-        return found
+    def registry(self, namespace: str) -> SchemaRegistry | None:
+        """The namespace's Schema Registry (kept under the data directory). Its file is read
+        in a thread: a request asking meanwhile is answered once it is in (RegistryLoading,
+        caught in handle); another caller (the console) waits for it."""
+        if self._answering:
+            return self.registries.get(namespace)
+        return self.registries.get_now(namespace)
+
+    def _schema_bounds(self, namespace: str):
+        runtime = self.services.namespaces.get(namespace)
+        return runtime.policy.bounds if runtime is not None else None  # (the [limits] quotas)
 
     def forget(self, namespace: str) -> None:
         """Namespace ``namespace`` was deleted: its Schema Registry goes with it (the
         broker deletes its file), so a namespace made later under the name starts empty."""
-        self._registries.pop(namespace, None)
+        self.registries.forget(namespace)
 
     def handles(self, method: str, path: str) -> bool:
         """Is this request for the REST API (not a console page)?"""
@@ -79,7 +82,22 @@ class RestApi:
             return True
         return method == "POST" and segs[-1].lower() == "messages"
 
-    def handle(self, request: Request) -> Response | Later:
+    def handle(self, request: Request) -> Response | Later | Coroutine:
+        """The answer; a coroutine giving it where a namespace's Schema Registry is being
+        read (handlers ask for it before they change anything: the request is asked again)."""
+        self._answering = True
+        try:
+            return self._route(request)
+        except RegistryLoading as loading:
+            return self._when_read(loading, request)
+        finally:
+            self._answering = False
+
+    async def _when_read(self, loading: RegistryLoading, request: Request) -> Response | Later:
+        await loading.wait()
+        return self.handle(request)
+
+    def _route(self, request: Request) -> Response | Later:
         segs = request.segments
         low = [s.lower() for s in segs]
         if low[0] == "subscriptions":

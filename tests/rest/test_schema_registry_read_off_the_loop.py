@@ -1,0 +1,262 @@
+"""A namespace's Schema Registry is read from its file in a thread when first asked for:
+the broker's other clients (HTTP, Kafka) are answered meanwhile, requests that need the
+registry wait for that one read and get the answers they got before, and a register
+arriving during the read lands after it, once. (100 MB took ~0.45 s of the broker's loop.)
+
+The read is held open by a gate around ``SchemaRegistry._load`` (it runs wherever the read
+runs): the test waits on conditions, never on time."""
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import struct
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+import requests
+
+from kafka_wire.eventhubs import sas, schema_registry
+from kafka_wire.testing import EmulatedBroker
+from tests.amqp.conftest import MULTI_TOML
+from tests.rest.test_schema_registry_bounds import (AVRO, HOST, SENDER, call, make_group, padded,
+                                                    register, versions)
+
+API = "?api-version=2023-07-01"
+LISTENER = ("listener", "bGlzdGVuLWtleQ==")
+WAIT_S = 10  # the most any condition below is waited for
+
+
+class Gate:
+    """Holds each registry read at its start until released; counts the reads."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.reads = 0
+        self.started = threading.Event()
+        self.release = threading.Event()
+        load = schema_registry.SchemaRegistry._load
+
+        def gated(registry, *args):
+            self.reads += 1
+            self.started.set()
+            self.release.wait(3 * WAIT_S)  # bounded: a broker whose loop it holds still stops
+            return load(registry, *args)
+
+        monkeypatch.setattr(schema_registry.SchemaRegistry, "_load", gated)
+
+
+def api_versions(port: int) -> int:
+    """A Kafka ApiVersions v0 request's error code (bounded by WAIT_S)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=WAIT_S) as sock:
+        body = struct.pack(">hhih", 18, 0, 7, 5) + b"probe"
+        sock.sendall(struct.pack(">i", len(body)) + body)
+        size = struct.unpack(">i", sock.recv(4, socket.MSG_WAITALL))[0]
+        answer = sock.recv(size, socket.MSG_WAITALL)
+        correlation, error = struct.unpack(">ih", answer[:6])
+        assert correlation == 7
+        return error
+
+
+def raw_get(broker, path: str, authorization: str | None) -> requests.Response:
+    headers = {"Host": HOST} if authorization is None else {"Host": HOST, "Authorization": authorization}
+    return requests.get(broker.http_url + path, headers=headers, timeout=WAIT_S)
+
+
+def wrong_token() -> str:
+    return sas.generate(sas.resource_uri(HOST), "listener", "d3Jvbmcta2V5", int(time.time()) + 600)
+
+
+# Names a client may send: path-like (encoded and not), huge, odd; each answered as before.
+ODD_PATHS = [f"/$schemaGroups/{'g' * 5000}/schemas/s/versions{API}",
+             f"/$schemaGroups/g/schemas/{'s' * 5000}/versions{API}",
+             f"/$schemaGroups/..%2F..%2F_schemas/schemas/s/versions{API}",
+             f"/$schemaGroups/g/schemas/..%2Fcontoso.json/versions/1{API}",
+             f"/$schemaGroups/$schemas/..%2F..%2Fcontoso{API}",
+             f"/$schemaGroups/g/schemas/s/versions/{'9' * 400}{API}",
+             f"/$schemaGroups/g/schemas/s/versions/0{API}",
+             f"/$schemaGroups{API}"]
+
+
+BAD_NAME = "..:" + "n" * 3000  # a register under a path-like, huge name: refused (400)
+
+
+def answers(broker, paths: list[str]) -> list[tuple[int, bytes]]:
+    out = []
+    for path in paths:
+        answer = call(broker, "GET", path, policy=LISTENER, timeout=WAIT_S)
+        out.append((answer.status_code, answer.content))
+    return out
+
+
+@pytest.fixture
+def filled(tmp_path):
+    """A data directory whose namespace contoso has a registry: group g, schema s, 3 versions."""
+    data_dir = tmp_path / "data"
+    with EmulatedBroker(data_dir, config_file=MULTI_TOML, http=True) as broker:
+        make_group(broker, "g", "None")
+        for i in range(3):
+            assert register(broker, "g", "s", padded(str(i), 20_000)).status_code == 204
+        expected = answers(broker, ODD_PATHS)
+        bad = register(broker, "g", BAD_NAME, padded("bad"))
+        expected.append((bad.status_code, bad.content))
+    return data_dir, expected
+
+
+def test_other_clients_are_answered_while_the_registry_is_read(filled, monkeypatch):
+    data_dir, expected = filled
+    gate = Gate(monkeypatch)
+    with EmulatedBroker(data_dir, config_file=MULTI_TOML, http=True) as broker, \
+            ThreadPoolExecutor(4) as pool:
+        try:
+            first = pool.submit(versions, broker, "g", "s")  # starts the read
+            assert gate.started.wait(WAIT_S)
+            # The read is under way: the broker's loop answers everyone else.
+            assert requests.get(broker.http_url + "/health", timeout=WAIT_S).status_code == 200
+            assert api_versions(broker.port) == 0
+            # Without a credential, or with a wrong one: refused at once, as before.
+            anonymous = raw_get(broker, f"/$schemaGroups/g/schemas/s/versions{API}", None)
+            assert anonymous.status_code == 401, anonymous.text
+            wrong = raw_get(broker, f"/$schemaGroups/g/schemas/s/versions{API}", wrong_token())
+            assert wrong.status_code == 401, wrong.text
+            assert not first.done()
+        finally:
+            gate.release.set()
+        assert first.result(WAIT_S) == [1, 2, 3]
+        assert gate.reads == 1
+        assert raw_get(broker, f"/$schemaGroups/g/schemas/s/versions{API}", None).content == anonymous.content
+        assert raw_get(broker, f"/$schemaGroups/g/schemas/s/versions{API}", wrong_token()).content \
+            == wrong.content
+
+
+def test_requests_during_the_read_wait_for_it_once_and_answer_as_before(filled, monkeypatch):
+    data_dir, expected = filled
+    gate = Gate(monkeypatch)
+    waiting = threading.Condition()
+    waiters = []
+    wait = schema_registry.RegistryLoading.wait
+
+    async def counted(self):  # each request seen waiting for the read
+        with waiting:
+            waiters.append(self)
+            waiting.notify_all()
+        await wait(self)
+
+    monkeypatch.setattr(schema_registry.RegistryLoading, "wait", counted)
+    new = json.dumps(padded("new"))
+    with EmulatedBroker(data_dir, config_file=MULTI_TOML, http=True) as broker, \
+            ThreadPoolExecutor(len(ODD_PATHS) + 4) as pool:
+        try:
+            first = pool.submit(versions, broker, "g", "s")
+            assert gate.started.wait(WAIT_S)
+            odd = [pool.submit(answers, broker, [path]) for path in ODD_PATHS]
+            bad = pool.submit(register, broker, "g", BAD_NAME, padded("bad"))
+            registered = pool.submit(register, broker, "g", "s", json.loads(new))
+            found = pool.submit(call, broker, "POST", f"/$schemaGroups/g/schemas/s:get-id{API}",
+                                policy=SENDER, headers=AVRO, data=json.dumps(padded("1", 20_000)))
+            with waiting:  # every one of them is waiting for the one read
+                assert waiting.wait_for(lambda: len(waiters) == len(ODD_PATHS) + 4, WAIT_S), len(waiters)
+            assert not registered.done()
+        finally:
+            gate.release.set()
+        assert first.result(WAIT_S) == [1, 2, 3]
+        bad = bad.result(WAIT_S)
+        assert [f.result(WAIT_S)[0] for f in odd] + [(bad.status_code, bad.content)] == expected
+        assert bad.status_code == 400
+        assert registered.result(WAIT_S).headers["Schema-Version"] == "4"
+        assert found.result(WAIT_S).headers["Schema-Version"] == "2"
+        assert gate.reads == 1
+        assert versions(broker, "g", "s") == [1, 2, 3, 4]
+    # The register made during the read was appended to the file the read left in place.
+    gate.release.set()
+    with EmulatedBroker(data_dir, config_file=MULTI_TOML, http=True) as broker:
+        assert versions(broker, "g", "s") == [1, 2, 3, 4]
+        assert call(broker, "GET", f"/$schemaGroups/g/schemas/s/versions/4{API}").text == new
+
+
+def test_a_rewritten_registry_keeps_each_version_on_a_line_of_its_own(tmp_path):
+    # A line is one call into the JSON parser, which holds the GIL: a deleted group's rewrite
+    # must not leave the whole registry on one line for the next start to read.
+    path = tmp_path / "ns.json"
+    registry = schema_registry.SchemaRegistry(path)
+    registry.put_group("g", "Avro", "None", {})
+    registry.put_group("h", "Avro", "None", {})
+    for i in range(4):
+        registry.register("g", "s", "Avro", json.dumps(padded(str(i), 50_000)))
+    registry.register("h", "t", "Avro", json.dumps(padded("h")))
+    assert registry.delete_group("h")
+    lines = path.read_bytes().rstrip(b"\n").split(b"\n")
+    assert len(lines) == 5 and max(len(line) for line in lines) < 51_000
+    again = schema_registry.SchemaRegistry(path)
+    assert again.versions("g", "s") == [1, 2, 3, 4] and again.group("h") is None
+    assert [again.version("g", "s", v).id for v in (1, 2, 3, 4)] == \
+        [registry.version("g", "s", v).id for v in (1, 2, 3, 4)]
+
+
+# -- the namespaces' registries, on a loop of their own ----------------------------------------
+
+def journal(tmp_path):
+    path = tmp_path / schema_registry.STATE_DIR / "ns.json"
+    path.parent.mkdir()
+    registry = schema_registry.SchemaRegistry(path)
+    registry.put_group("g", "Avro", "None", {})
+    registry.register("g", "s", "Avro", json.dumps(padded("0")))
+    return path
+
+
+def test_a_cancelled_waiter_leaves_the_read_to_the_others(tmp_path, monkeypatch):
+    journal(tmp_path)
+    gate = Gate(monkeypatch)
+    registries = schema_registry.Registries(tmp_path, lambda ns: None)
+
+    async def main():
+        waits = []
+        for _ in range(2):
+            with pytest.raises(schema_registry.RegistryLoading) as loading:
+                registries.get("ns")
+            waits.append(asyncio.ensure_future(loading.value.wait()))
+        await asyncio.sleep(0)  # (one turn of the loop: both are waiting)
+        waits[0].cancel()
+        gate.release.set()
+        await asyncio.wait_for(waits[1], WAIT_S)
+        assert waits[0].cancelled()
+        return registries.get("ns")
+
+    assert asyncio.run(main()).versions("g", "s") == [1]
+    assert gate.reads == 1
+
+
+def test_a_namespace_deleted_during_its_read_starts_afresh(tmp_path, monkeypatch):
+    path = journal(tmp_path)
+    gate = Gate(monkeypatch)
+    registries = schema_registry.Registries(tmp_path, lambda ns: None)
+
+    async def main():
+        with pytest.raises(schema_registry.RegistryLoading) as loading:
+            registries.get("ns")
+        registries.forget("ns")  # as the broker deletes a namespace: its file goes too
+        path.unlink()
+        gate.release.set()
+        await asyncio.wait_for(loading.value.wait(), WAIT_S)
+        return registries.get("ns")  # a namespace made again under the name
+
+    assert asyncio.run(main()).groups == {}
+
+
+def test_a_caller_that_cannot_wait_gets_the_read_under_way(tmp_path, monkeypatch):
+    journal(tmp_path)
+    gate = Gate(monkeypatch)
+    registries = schema_registry.Registries(tmp_path, lambda ns: None)
+
+    async def main():
+        with pytest.raises(schema_registry.RegistryLoading) as loading:
+            registries.get("ns")
+        gate.release.set()
+        now = registries.get_now("ns")  # (the console's: it holds the loop until the read is in)
+        await asyncio.wait_for(loading.value.wait(), WAIT_S)
+        assert registries.get("ns") is now
+        return now
+
+    assert asyncio.run(main()).versions("g", "s") == [1]
+    assert gate.reads == 1
