@@ -3,9 +3,15 @@
 A session remembers, per partition, the fetch offset and max bytes the client
 last sent and the high watermark and log start offset we last reported, so
 that incremental requests carry only what changed and incremental responses
-only partitions with news. Sessions are bounded in number; the least recently
-used one is evicted and its client simply gets FETCH_SESSION_ID_NOT_FOUND and
-starts a new one, as with a Kafka broker.
+only partitions with news. Sessions are bounded in number; an evicted
+session's client simply gets FETCH_SESSION_ID_NOT_FOUND and starts a new one,
+as with a Kafka broker. Which one goes, so that one client cannot evict every
+other's: a connection holds at most MAX_SESSIONS_PER_OWNER (a consumer opens one
+a broker), and opening more evicts its own least recently used; when the cache
+is full, a new session evicts one unused for STALE_AFTER_S (Kafka's
+min.incremental.fetch.session.eviction.ms), else the least recently used one of
+no more partitions than itself, else it is not kept and the fetch is answered
+without a session (session id 0), as KIP-227's cache prefers larger sessions.
 
 A session belongs to the connection (and namespace) that opened it: the cache
 serves every namespace, so another connection naming its id gets
@@ -16,6 +22,7 @@ guessed either.
 from __future__ import annotations
 
 import secrets
+import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -23,6 +30,10 @@ import kafka.errors as Errors
 
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
+# A Java consumer opens one session a broker connection and replaces it on
+# reassignment (epoch 0); a few more allow for clients that reopen before closing.
+MAX_SESSIONS_PER_OWNER = 8
+STALE_AFTER_S = 120.0
 
 
 @dataclass(slots=True)
@@ -38,6 +49,7 @@ class FetchSession:
     session_id: int
     epoch: int  # the epoch the next request must carry
     owner: object = None  # who opened it (the fetch handler passes connection and namespace)
+    last_used: float = 0.0  # the cache's clock
     partitions: "OrderedDict[tuple[str, int], CachedPartition]" = field(default_factory=OrderedDict)
 
 
@@ -48,9 +60,11 @@ class SessionError(Exception):
 
 
 class FetchSessionCache:
-    def __init__(self, max_sessions: int = 1000) -> None:
+    def __init__(self, max_sessions: int = 1000, clock=time.monotonic) -> None:
         self.max_sessions = max_sessions
-        self._sessions: "OrderedDict[int, FetchSession]" = OrderedDict()
+        self.clock = clock  # seconds
+        self._sessions: "OrderedDict[int, FetchSession]" = OrderedDict()  # least recently used first
+        self._owned: dict[object, int] = {}  # sessions held, by owner
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -68,11 +82,10 @@ class FetchSessionCache:
         """
         if session_id == 0:
             if epoch == INITIAL_EPOCH:
-                session = FetchSession(self._new_id(), 1, owner=owner)
+                session = FetchSession(self._new_id(), 1, owner=owner, last_used=self.clock())
                 for key, offset, max_bytes in requested:
                     session.partitions[key] = CachedPartition(offset, max_bytes)
-                self._add(session)
-                return session, False
+                return (session if self._add(session) else None), False
             if epoch == FINAL_EPOCH:
                 return None, False
             raise SessionError(Errors.InvalidFetchSessionEpochError.errno)
@@ -81,12 +94,12 @@ class FetchSessionCache:
             session = None  # (someone else's: not closed, not read, not advanced)
         if epoch == FINAL_EPOCH:
             if session is not None:
-                del self._sessions[session_id]
+                self._remove(session_id)
             return None, False
         if epoch == INITIAL_EPOCH:
             # Client closes this session (if it is its own) and opens a new full one.
             if session is not None:
-                del self._sessions[session_id]
+                self._remove(session_id)
             return self.resolve(0, INITIAL_EPOCH, requested, forgotten, owner)
         if session is None:
             raise SessionError(Errors.FetchSessionIdNotFoundError.errno)
@@ -94,6 +107,7 @@ class FetchSessionCache:
             raise SessionError(Errors.InvalidFetchSessionEpochError.errno)
         session.epoch = epoch + 1 if epoch < 2**31 - 1 else 1
         self._sessions.move_to_end(session_id)
+        session.last_used = self.clock()
         for key in forgotten:
             session.partitions.pop(key, None)
         for key, offset, max_bytes in requested:
@@ -111,10 +125,30 @@ class FetchSessionCache:
             if sid and sid not in self._sessions:
                 return sid
 
-    def _add(self, session: FetchSession) -> None:
+    def _add(self, session: FetchSession) -> bool:
+        """Keep ``session``, evicting as the module says; False if it is not kept."""
+        owner = session.owner
+        if self._owned.get(owner, 0) >= MAX_SESSIONS_PER_OWNER:
+            self._remove(next(sid for sid, s in self._sessions.items() if s.owner == owner))
+        elif len(self._sessions) >= self.max_sessions:
+            size = len(session.partitions)
+            oldest = next(iter(self._sessions.values()))
+            victim = oldest.session_id if session.last_used - oldest.last_used >= STALE_AFTER_S else \
+                next((sid for sid, s in self._sessions.items() if len(s.partitions) <= size), None)
+            if victim is None:
+                return False
+            self._remove(victim)
         self._sessions[session.session_id] = session
-        while len(self._sessions) > self.max_sessions:
-            self._sessions.popitem(last=False)
+        self._owned[owner] = self._owned.get(owner, 0) + 1
+        return True
+
+    def _remove(self, session_id: int) -> None:
+        owner = self._sessions.pop(session_id).owner
+        left = self._owned[owner] - 1
+        if left:
+            self._owned[owner] = left
+        else:
+            del self._owned[owner]
 
     def drop_topic(self, topic: str) -> None:
         for session in self._sessions.values():
