@@ -21,8 +21,8 @@ import requests
 from kafka_wire.eventhubs import sas, schema_registry
 from kafka_wire.testing import EmulatedBroker
 from tests.amqp.conftest import MULTI_TOML
-from tests.rest.test_schema_registry_bounds import (AVRO, HOST, SENDER, call, make_group, padded,
-                                                    register, versions)
+from tests.rest.test_schema_registry_bounds import (AVRO, GROUPS, HOST, SENDER, call, make_group,
+                                                    padded, register, versions)
 
 API = "?api-version=2023-07-01"
 LISTENER = ("listener", "bGlzdGVuLWtleQ==")
@@ -120,6 +120,8 @@ def test_other_clients_are_answered_while_the_registry_is_read(filled, monkeypat
             assert anonymous.status_code == 401, anonymous.text
             wrong = raw_get(broker, f"/$schemaGroups/g/schemas/s/versions{API}", wrong_token())
             assert wrong.status_code == 401, wrong.text
+            arm = raw_get(broker, f"{GROUPS}?api-version=2024-01-01", None)  # the management API's
+            assert arm.status_code == 401, arm.text
             assert not first.done()
         finally:
             gate.release.set()
@@ -128,6 +130,7 @@ def test_other_clients_are_answered_while_the_registry_is_read(filled, monkeypat
         assert raw_get(broker, f"/$schemaGroups/g/schemas/s/versions{API}", None).content == anonymous.content
         assert raw_get(broker, f"/$schemaGroups/g/schemas/s/versions{API}", wrong_token()).content \
             == wrong.content
+        assert raw_get(broker, f"{GROUPS}?api-version=2024-01-01", None).content == arm.content
 
 
 def test_requests_during_the_read_wait_for_it_once_and_answer_as_before(filled, monkeypatch):
