@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Collection, Iterable
 
 import kafka.errors as Errors
 
@@ -85,6 +85,9 @@ class GroupCoordinator:
                                              has_offsets=self.offsets.has_offsets,
                                              list_topics=list_topics or (lambda: ()))
         self._cleanup_timer: Any = None
+        # Groups open transactions may commit offsets to (the transaction coordinator's
+        # groups_in_transactions): the cleanup keeps them. Set by TxnOffsetCommit.
+        self.groups_in_transactions: Callable[[], Collection[str]] = frozenset
         self._active = True
         now = self.clock.now_ms()
         for group_id in self.offsets.load():
@@ -329,6 +332,14 @@ class GroupCoordinator:
             if self.consumer.has_group(group_id):
                 self.consumer.maybe_remove_group(group_id)
             elif group is not None:
+                self.classic.maybe_remove_group(group)
+        # Kafka visits every group, not only those with offsets: an Empty one with none
+        # and no open transaction naming it goes (one TxnOffsetCommit made, then aborted).
+        held = None
+        for group in [g for g in self.classic.groups.values() if not self.offsets.has_offsets(g.group_id)]:
+            if held is None:
+                held = self.groups_in_transactions()
+            if group.group_id not in held:
                 self.classic.maybe_remove_group(group)
         return removed
 

@@ -423,6 +423,12 @@ class TransactionCoordinator:
             out.append(st)
         return out
 
+    def groups_in_transactions(self) -> set[str]:
+        """Groups an open transaction may commit offsets to (AddOffsetsToTxn named them):
+        the group cleanup keeps these, as Kafka's keeps groups with open transactions."""
+        return {g for st in self.txns.values() if st.state in (ONGOING, PREPARE_COMMIT, PREPARE_ABORT)
+                for g in (*st.groups, *st.pending_offsets)}
+
     def describe(self, transactional_id: str) -> TxnState | None:
         return self.txns.get(transactional_id)
 

@@ -4,8 +4,8 @@ The offsets wait in the transaction and become the group's committed offsets
 only when it commits (aborted: dropped). v3+ carries the member's generation,
 which is checked like an OffsetCommit's. A commit to a group that does not
 exist creates it, Empty, as Kafka's coordinator does (it counts towards the
-namespace's bound on groups from then on; an aborted transaction leaves it
-Empty). Not emulated: OffsetFetch with require_stable waiting for pending
+namespace's bound on groups from then on; if the transaction aborts, it goes
+with the next offset cleanup, as in Kafka). Not emulated: OffsetFetch with require_stable waiting for pending
 transactional offsets.
 """
 from __future__ import annotations
@@ -59,6 +59,8 @@ def txn_offset_commit(request, ctx):
                                                      request.producer_id, request.producer_epoch, offsets)
         if not error and creates:
             ctx.groups.classic.get_or_create_group(request.group_id)  # (Empty, offsets pending)
+            # the offset cleanup keeps it while a transaction may still commit to it
+            ctx.groups.groups_in_transactions = ctx.txns.groups_in_transactions
     topics = [_Topic(name=t.name, partitions=[_Part(partition_index=p.partition_index, error_code=error)
                                               for p in t.partitions]) for t in request.topics]
     return _Response(version=ctx.version, throttle_time_ms=0, topics=topics)
