@@ -21,7 +21,7 @@ from proton import Data
 from kafka_wire.console import avro_measure
 from kafka_wire.log import batch as rb
 from kafka_wire.log import errors as log_errors
-from kafka_wire.log.records import records_bytes
+from kafka_wire.log.records import read_event_columns, records_bytes
 from kafka_wire.whole_numbers import whole_number
 
 log = logging.getLogger(__name__)
@@ -35,9 +35,9 @@ BODY_PREVIEW = 16 * 1024      # a page shows at most this much of a body; the re
 HEADERS_PREVIEW, HEADER_BYTES_PREVIEW = 100, 16 * 1024
 HEADERS_WHOLE, HEADER_BYTES_WHOLE = 1_000, 1024 * 1024
 # The explorer reads no more of a record's headers than it shows (the rest are skipped, by
-# the record's length): a 1 MB record can hold 60,000, ~1-2.5 µs each to read. A search looks
-# in those a page shows; the AMQP properties (the last header) of a record with more are not
-# shown.
+# the record's length: read_event_columns' max_headers): a 1 MB record can hold 60,000,
+# ~1-2.5 µs each to read. A search looks in those a page shows; the AMQP properties (the
+# last header) of a record with more are not shown.
 # A page's events stop at this much JSON (the first is always shown): events of 16 KiB
 # previews and 16 KiB of headers are ~70 KiB each as JSON, not 200 of them to a page.
 PAGE_BYTES = 4 * 1024 * 1024
@@ -166,83 +166,20 @@ def walk(plog, start: int, upper: int | None = None, holding: bytes | None = Non
                     offset = header.last_offset + 1
                     yield Skipped(offset)
                     continue
-                records = _records(data, header, read_headers)
+                deltas, keys, headers, values, counts = [], [], [], [], {}
+                read_event_columns(data, header, deltas, keys, headers, values,
+                                   max_headers=read_headers, header_counts=counts)
             except log_errors.LogError as exc:  # a codec that is not installed, or bit rot
                 raise ExplorerError(500, f"the batch at sequence number {header.base_offset} "
                                          f"cannot be read: {exc}") from None
             amqp = bool(header.attributes & rb.AMQP_HEADERS_BIT)
             base = header.base_offset
-            for delta, key, value, headers, count in records:
+            for i, delta in enumerate(deltas):
                 seq = base + delta
                 if offset <= seq < stop:
-                    yield Stored(seq, rb.event_offset(position, delta), append_ms, key, value,
-                                 headers, amqp, count)
+                    yield Stored(seq, rb.event_offset(position, delta), append_ms, keys[i], values[i],
+                                 headers[i], amqp, counts.get(i, -1))
             offset = header.last_offset + 1
-
-
-def _records(data, header, read: int) -> list[tuple[int, bytes | None, bytes | None, list, int]]:
-    """(offset delta, key, value, the first ``read`` headers, how many it has) of every
-    record of the batch (the layout: ``log.records``). As ``read_events``, but a
-    record's headers past those are skipped, by its length, not read. Raises
-    CorruptRecord (a LogError) if the records do not parse."""
-    raw = bytes(records_bytes(data, header))  # (one copy: slices of it are the fields)
-    varint = rb.read_varint
-    out = []
-    p = 0
-    try:
-        for _ in range(header.records_count):
-            if raw[p] < 0x80:  # varints of one byte (most here) read inline, as read_events does
-                length, p = (raw[p] >> 1) ^ -(raw[p] & 1), p + 1
-            else:
-                length, p = varint(raw, p)
-            end = p + length
-            p += 1  # attributes
-            p = p + 1 if raw[p] < 0x80 else varint(raw, p)[1]  # timestamp delta
-            if raw[p] < 0x80:
-                delta, p = (raw[p] >> 1) ^ -(raw[p] & 1), p + 1
-            else:
-                delta, p = varint(raw, p)
-            if raw[p] < 0x80:
-                n, p = (raw[p] >> 1) ^ -(raw[p] & 1), p + 1
-            else:
-                n, p = varint(raw, p)
-            if n < 0:
-                key = None
-            else:
-                key, p = raw[p:p + n], p + n
-            if raw[p] < 0x80:
-                n, p = (raw[p] >> 1) ^ -(raw[p] & 1), p + 1
-            else:
-                n, p = varint(raw, p)
-            if n < 0:
-                value = None
-            else:
-                value, p = raw[p:p + n], p + n
-            if raw[p] == 0:
-                count, headers = 0, []
-            else:
-                count, p = varint(raw, p)
-                headers = []
-                for _ in range(min(count, read)):
-                    if raw[p] < 0x80:
-                        n, p = raw[p] >> 1, p + 1  # a name's length is not negative
-                    else:
-                        n, p = varint(raw, p)
-                    name, p = bytes(raw[p:p + n]).decode("utf-8", "replace"), p + n
-                    if raw[p] < 0x80:
-                        n, p = (raw[p] >> 1) ^ -(raw[p] & 1), p + 1
-                    else:
-                        n, p = varint(raw, p)
-                    headers.append((name, None if n < 0 else bytes(raw[p:p + n])))
-                    p += max(n, 0)
-            if p > end or end > len(raw):
-                raise IndexError("a record's fields run past its length")
-            out.append((delta, key, value, headers, count))
-            p = end
-    except IndexError as exc:
-        raise log_errors.CorruptRecord(f"records of the batch at offset {header.base_offset} "
-                                       f"do not parse: {exc}") from None
-    return out
 
 
 def _holds(needle: bytes, data, header) -> bool:

@@ -9,8 +9,6 @@ import time
 import pytest
 import requests
 from confluent_kafka import Producer
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from kafka_wire.console import explorer
 from kafka_wire.eventhubs import connection_string, sas
@@ -280,30 +278,3 @@ def test_the_console_says_how_many_headers_an_event_has_past_those_shown(tmp_pat
         assert _text(driver, "#ex-events tr.detail .headers-cut") == \
             "Showing the first 100 of 150 headers (“Event as JSON” has more)."
         assert len(driver.find_elements(By.CSS_SELECTOR, "#ex-events tr.detail table.props tbody tr")) == 100
-
-
-@settings(max_examples=300, derandomize=True, deadline=None)
-@given(records=st.lists(st.tuples(st.none() | st.binary(max_size=300), st.none() | st.binary(max_size=300),
-                                  st.lists(st.tuples(st.text(max_size=200), st.none() | st.binary(max_size=300)),
-                                           max_size=6)), min_size=1, max_size=20),
-       read=st.integers(0, 7))
-def test_the_explorer_reads_records_as_read_events_does_up_to_its_header_limit(records, read):
-    """The explorer's own record reader (it skips headers past those it shows by the
-    record's length) gives what log.records.read_events gives, headers cut."""
-    from kafka_wire.log import batch as rb
-    from kafka_wire.log.records import encode_record, read_events
-
-    encoded = b"".join(encode_record(i * 3, i, key, value, [(n.encode(), v) for n, v in headers])
-                       for i, (key, value, headers) in enumerate(records))
-    data = rb.encode_batch(base_offset=0, partition_leader_epoch=0, attributes=0,
-                           last_offset_delta=3 * (len(records) - 1), base_timestamp=0, max_timestamp=0,
-                           producer_id=-1, producer_epoch=-1, base_sequence=-1,
-                           records_count=len(records), records=encoded)
-    header = rb.parse_header(data, 0)
-    ours = explorer._records(data, header, read)
-    theirs = read_events(data, header)
-    def plain(b):
-        return None if b is None else bytes(b)
-
-    assert ours == [(d, plain(k), plain(v), [(n, plain(x)) for n, x in hs[:read]], len(hs))
-                    for d, k, v, hs in theirs]
