@@ -239,6 +239,7 @@ def test_refusals_and_bad_requests(data_dir):
                 f"Microsoft.EventHub/namespaces/{NS}/eventhubs/x")
         auth = {"Authorization": "Bearer " + SasCredential().get_token().token}
         get = dict(headers=auth, verify=str(broker.ca_file), timeout=10)
+        elsewhere = base.replace(f"/{NS}/", "/elsewhere/") + "?api-version=2024-01-01"
         cases = [
             (requests.get(base, **get), 400, "MissingApiVersionParameter"),
             (requests.get(base + "?api-version=1999-01-01", **get), 400, "InvalidApiVersionParameter"),
@@ -246,8 +247,13 @@ def test_refusals_and_bad_requests(data_dir):
             (requests.put(base + "?api-version=2024-01-01", json={"properties": {"partitionCount": 0}},
                           **get), 400, "BadRequest"),
             (requests.get(base + "?api-version=2024-01-01", **get), 404, "NotFound"),
-            (requests.get(base.replace(f"/{NS}/", "/elsewhere/") + "?api-version=2024-01-01", **get), 404,
-             "ResourceNotFound"),
+            # Which namespaces are served is told only to the subscription's credential:
+            # another namespace's token and no token learn nothing (it was 404 to both).
+            (requests.get(elsewhere, **get), 401, "AuthenticationFailed"),
+            (requests.get(elsewhere, headers={}, verify=str(broker.ca_file), timeout=10), 401,
+             "AuthenticationFailed"),
+            (requests.get(elsewhere, headers={"Authorization": "Bearer " + broker.subscription_token},
+                          verify=str(broker.ca_file), timeout=10), 404, "ResourceNotFound"),
             (requests.get(base + "?api-version=2024-01-01", headers={}, verify=str(broker.ca_file),
                           timeout=10), 401, "AuthenticationFailed"),
         ]

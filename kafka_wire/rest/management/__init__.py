@@ -92,6 +92,8 @@ def _route(api: RestApi, request: Request, sub: str, group: str, tail: list[str]
         if not tail and method == "PUT":
             _subscription(api, request, "creating a namespace")
             return _create(api, request, base, name)
+        # Who may not sign in learns nothing, as on Azure: not even which names are served.
+        _subscription(api, request, "reading a namespace")
         return arm.fail(404, "ResourceNotFound", f"namespace {name[:64]!r} is not served here")
     if not tail and method == "DELETE":
         _subscription(api, request, "deleting a namespace")
