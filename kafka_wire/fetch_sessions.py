@@ -28,12 +28,18 @@ from dataclasses import dataclass, field
 
 import kafka.errors as Errors
 
+from kafka_wire.apis.request_bounds import MAX_ENTRIES
+
 INITIAL_EPOCH = 0
 FINAL_EPOCH = -1
 # A Java consumer opens one session a broker connection and replaces it on
 # reassignment (epoch 0); a few more allow for clients that reopen before closing.
 MAX_SESSIONS_PER_OWNER = 8
 STALE_AFTER_S = 120.0
+# Partitions a session may hold, as a request may name (a session grown by incremental
+# fetches to 500,000 made each of its fetches hold other clients 2.5 s). A session
+# growing past it is dropped, and its client answered FETCH_SESSION_ID_NOT_FOUND.
+MAX_SESSION_PARTITIONS = MAX_ENTRIES
 
 
 @dataclass(slots=True)
@@ -105,6 +111,10 @@ class FetchSessionCache:
             raise SessionError(Errors.FetchSessionIdNotFoundError.errno)
         if epoch != session.epoch:
             raise SessionError(Errors.InvalidFetchSessionEpochError.errno)
+        if requested and self._grows_past_bound(session, requested, forgotten):
+            # As if evicted: the client starts a full session, which one request bounds.
+            self._remove(session_id)
+            raise SessionError(Errors.FetchSessionIdNotFoundError.errno)
         session.epoch = epoch + 1 if epoch < 2**31 - 1 else 1
         self._sessions.move_to_end(session_id)
         session.last_used = self.clock()
@@ -118,6 +128,15 @@ class FetchSessionCache:
                 cached.fetch_offset = offset
                 cached.max_bytes = max_bytes
         return session, True
+
+    @staticmethod
+    def _grows_past_bound(session: FetchSession, requested, forgotten) -> bool:
+        cached = session.partitions
+        if len(cached) + len(requested) <= MAX_SESSION_PARTITIONS:
+            return False
+        gone = {key for key in forgotten if key in cached}
+        added = {key for key, _o, _m in requested if key not in cached or key in gone}
+        return len(cached) - len(gone) + len(added) > MAX_SESSION_PARTITIONS
 
     def _new_id(self) -> int:
         while True:  # (a random positive int32: a sequential one is guessed by the next client)

@@ -4,6 +4,7 @@ and when the cache is full a new session evicts only a stale one or one no large
 itself, else it is answered without a session (session id 0)."""
 from __future__ import annotations
 
+import kafka.errors as Errors
 import pytest
 
 from kafka_wire import codec
@@ -76,3 +77,18 @@ def test_a_full_cache_evicts_a_stale_session_first():
     now[0] = STALE_AFTER_S
     assert cache.resolve(0, 0, [], [], owner="e")[0] is not None  # a's, unused for 2 minutes, goes
     assert len(cache) == 2
+
+
+def test_a_session_grown_past_the_bound_is_dropped(broker):
+    from kafka_wire.fetch_sessions import MAX_SESSION_PARTITIONS
+    half = MAX_SESSION_PARTITIONS // 2 + 1
+    with RawClient(broker.bootstrap_servers, timeout=60) as c, RawClient(broker.bootstrap_servers) as other:
+        theirs = _open(other, [0])
+        sid = _open(c, range(4, 4 + half))  # (unknown partitions of t1: cached all the same)
+        r = _fetch(c, sid, 1, range(4, 4 + half))  # the same again: no growth
+        assert (r.error_code, r.session_id) == (0, sid), r.error_code
+        r = _fetch(c, sid, 2, range(4 + half, 4 + 2 * half))
+        assert r.error_code == Errors.FetchSessionIdNotFoundError.errno
+        assert _fetch(c, sid, 3).error_code == Errors.FetchSessionIdNotFoundError.errno
+        r = _fetch(other, theirs, 1)
+        assert (r.error_code, r.session_id) == (0, theirs), r
