@@ -422,7 +422,10 @@ class Broker:
                     conn.forced(f"namespace {runtime.name} {why}: reconnect")
 
     def hubs_changed(self) -> None:
-        """The management API changed hubs: capture jobs follow their settings."""
+        """The management API changed hubs: AMQP links to a hub made Disabled (or
+        deleted) are detached, capture jobs follow their settings."""
+        if self.amqp_server is not None:
+            self.amqp_server.hubs_changed()
         if self.capture is not None:
             self.capture.reconcile(self.services.eventhubs, self.services.clock.now_ms())
 

@@ -139,6 +139,10 @@ class LinkHandler:
     max_message_bytes: int | None = None
     token_timer = None  # the check of the token that authorized the link (watch_token)
     token_watch = None  # (link, hub, right) that check is for, to re-arm it on a renewal
+    # The hub a sender or receiver is attached to, and who attached it (None: a $cbs or
+    # $management link): hubs_changed detaches it when the hub is made Disabled or deleted.
+    hub: str | None = None
+    principal = None
 
     def detach(self, condition: str, description: str) -> None:
         """End the link with an error, as the service does (a stolen partition,
@@ -979,6 +983,35 @@ class AmqpConnection(asyncio.BufferedProtocol):
                 _cancel_token_timer(handler)
                 self.watch_token(handler, *watch)
         return None
+
+    def hubs_changed(self) -> None:
+        """The management API changed hubs (AmqpServer.hubs_changed): links to a hub now
+        Disabled (or of a principal whose application group is) are detached at once with
+        com.microsoft:entity-disabled, and links to a deleted hub with amqp:not-found, as
+        the service does. Checked only at a receiver's next read, an idle receiver (with no
+        credit, or of a Disabled hub with nothing new) stayed attached for good, and a
+        sender until its next transfer."""
+        from kafka_wire.amqp.nodes import entity_not_found  # the nodes import this module
+
+        runtime = self.namespace
+        if runtime is None or self.engine is None:
+            return
+        topics, disabled = runtime.topics, runtime.policy.disabled
+        for handler in [h for h in self.handlers if h.hub is not None]:
+            hub = handler.hub
+            if handler not in self.handlers:  # (ended by an earlier detach's pump)
+                continue
+            if topics.get(hub) is None:
+                condition = NOT_FOUND
+                why = entity_not_found(runtime.name, hub, f"event hub {hub!r} was deleted")
+            else:
+                condition, why = ENTITY_DISABLED, disabled(hub, handler.principal)
+                if why is None:
+                    continue
+            _repeats.warn(f"amqp-hub-changed {condition}", client_address(self.peer),
+                          f"AMQP {'sender' if handler.link.is_receiver else 'receiver'} of {hub} "
+                          f"from {self.peer} detached: {why}")
+            handler.detach(condition, why)
 
     def principal_for(self, hub: str, right: str) -> tuple[Principal | None, str | None]:
         """(principal, None) when this connection may exercise ``right`` on ``hub``,

@@ -20,7 +20,8 @@ from cproton import lib as _pn
 from proton import Condition, Delivery, Link, Message
 
 from kafka_wire.amqp import addresses
-from kafka_wire.amqp.connection import DECODE_ERROR, NOT_FOUND, LinkHandler, refuse
+from kafka_wire.amqp.connection import DECODE_ERROR, ENTITY_DISABLED, NOT_FOUND, LinkHandler, refuse
+from kafka_wire.eventhubs.rights import SEND
 from kafka_wire.log_lines import shortened
 
 if TYPE_CHECKING:
@@ -48,12 +49,32 @@ def attach(conn: AmqpConnection, link, address: addresses.Address) -> LinkHandle
             _unavailable(conn, plan, link, address):
         return None
     if link.is_receiver:
+        if _sender_of_disabled_hub(conn, link, address):
+            return None
         return publish.attach(conn, link, address)
     if address.consumer_group is None or address.partition is None:
         refuse(link, NOT_FOUND, f"receive from {address.node}/ConsumerGroups/GROUP/Partitions/ID, "
                                 f"not from {link.remote_source.address!r}")
         return None
     return consume.attach(conn, link, address)
+
+
+def _sender_of_disabled_hub(conn: AmqpConnection, link, address: addresses.Address) -> bool:
+    """A sender's attach to a Disabled hub (or by a principal whose application group is
+    disabled) refused with com.microsoft:entity-disabled, as a receiver's is and as one
+    attached before the change is detached (AmqpConnection.hubs_changed); True when it
+    was. An unknown hub or a missing right is left to publish.attach to refuse."""
+    view = conn.namespace.topics.get(address.node)
+    if view is None:
+        return False
+    principal, why = conn.principal_for(view.name, SEND)
+    if why is not None:
+        return False
+    why = conn.namespace.policy.disabled(view.name, principal)
+    if why is None:
+        return False
+    refuse(link, ENTITY_DISABLED, why)
+    return True
 
 
 def _unavailable(conn: AmqpConnection, plan, link, address: addresses.Address) -> bool:

@@ -93,6 +93,13 @@ class AmqpServer:
                 writer.close()
             conn.connection_lost(None)
 
+    def hubs_changed(self) -> None:
+        """The management API changed hubs (any namespace's): each connection detaches
+        its links to a hub made Disabled or deleted (AmqpConnection.hubs_changed). A walk of every
+        link, once per management change; nothing on the send or receive path."""
+        for conn in list(self.connections):
+            conn.hubs_changed()
+
     def close_connections(self) -> None:
         for conn in list(self.connections):
             conn.close()
