@@ -58,17 +58,23 @@ def _delete(ctx, view, index: int, offset: int, policy) -> tuple[int, int]:
 
 @handles(codec.ApiKey.DeleteRecords, 0, 2)
 def delete_records(request, ctx):
+    # One answer a partition, its offset the last named, as Kafka (a map by partition):
+    # 20,000 entries of one partition were 20,000 deletions, 0.87 s for everyone.
+    wanted: dict[str, dict[int, int]] = {}
+    for t in request.topics:
+        offsets = wanted.setdefault(t.name, {})
+        for p in t.partitions:
+            offsets[p.partition_index] = p.offset
     policy = ctx.policy
     topics_out = []
-    for t in request.topics:
-        view = ctx.topics.get(t.name)
+    for name, offsets in wanted.items():
+        view = ctx.topics.get(name)
         parts = []
-        for p in t.partitions:
+        for index, offset in offsets.items():
             if view is None:
                 errno, low = Errors.UnknownTopicOrPartitionError.errno, -1
             else:
-                errno, low = _delete(ctx, view, p.partition_index, p.offset, policy)
-            parts.append(_PartResult(partition_index=p.partition_index, low_watermark=low,
-                                     error_code=errno))
-        topics_out.append(_TopicResult(name=t.name, partitions=parts))
+                errno, low = _delete(ctx, view, index, offset, policy)
+            parts.append(_PartResult(partition_index=index, low_watermark=low, error_code=errno))
+        topics_out.append(_TopicResult(name=name, partitions=parts))
     return _Response(version=ctx.version, throttle_time_ms=0, topics=topics_out)

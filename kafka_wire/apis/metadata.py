@@ -74,15 +74,22 @@ def metadata(request, ctx):
             if policy.sees(principal, view.name):
                 entries.append(_topic_entry(ctx, view, node, ops))
     else:
+        seen = set()  # one entry a topic, as Kafka (a set of the names and ids asked for)
         for wanted in request.topics:
             name = wanted.name
             if not name and version >= 10 and wanted.topic_id is not None \
                     and wanted.topic_id.int != 0:
+                if wanted.topic_id in seen:
+                    continue
+                seen.add(wanted.topic_id)
                 # Looked up by id (Java's KIP-848 consumer sends an empty name with it).
                 name = topics.name_for_id(wanted.topic_id)
                 if name is None:
                     entries.append(_error_entry(None, Errors.UnknownTopicIdError.errno, wanted.topic_id))
                     continue
+            if name in seen:
+                continue
+            seen.add(name)
             if not policy.sees(principal, name):
                 entries.append(_error_entry(name, Errors.TopicAuthorizationFailedError.errno))
                 continue

@@ -199,7 +199,7 @@ WITHIN = [(K.OffsetCommit, 8, "topics.partitions", MAX_ENTRIES - 1),
           (K.OffsetFetch, 8, "groups.topics.partition_indexes", MAX_ENTRIES - 2),
           (K.OffsetFetch, 8, "groups", MAX_ENTRIES // 3),  # a group, its topic, its partition
           (K.OffsetForLeaderEpoch, 4, "topics.partitions", MAX_ENTRIES - 1),
-          (K.DeleteRecords, 2, "topics.partitions", MAX_ENTRIES - 1),
+          (K.DeleteRecords, 2, "topics.partitions", MAX_ENTRIES - 1),  # (one answer a partition)
           (K.DescribeConfigs, 4, "resources", MAX_ENTRIES // 2)]  # a resource, its key
 
 
@@ -207,7 +207,9 @@ WITHIN = [(K.OffsetCommit, 8, "topics.partitions", MAX_ENTRIES - 1),
 def test_a_request_at_the_bound_is_answered(broker, api_key, version, path, n):
     with RawClient(broker.bootstrap_servers, timeout=60) as c:
         answer = _answer(c, api_key, version, _body(api_key, version, path, n))
-        assert answer is not None and len(answer) > 4 * n
+        assert answer is not None
+        if api_key != K.DeleteRecords:  # each entry answered (the same partition each time)
+            assert len(answer) > 4 * n
 
 
 def test_other_clients_are_served_while_two_million_entries_are_refused(broker):
