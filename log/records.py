@@ -401,7 +401,13 @@ def read_event_columns(batch, header: BatchHeader, offsets: list, keys: list, he
             count, p = varint(data, p)
             hs = []
             for _ in range(count if count <= max_headers else max_headers):
-                n, p = varint(data, p)
+                b = data[p]
+                if b < 0x80 and not b & 1:  # a name's length of one byte (most), not negative
+                    n, p = b >> 1, p + 1
+                else:
+                    n, p = varint(data, p)
+                    if n < 0:  # Kafka refuses it too: read, it steps back (and can loop 2**31 times)
+                        raise IndexError("a header's name has a negative length")
                 name, p = data[p:p + n].decode("utf-8", "replace"), p + n
                 n, p = varint(data, p)
                 if n >= 0:

@@ -14,7 +14,7 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 
 from kafka_wire.log.batch import encode_batch, parse_header
 from kafka_wire.log.errors import CorruptRecord
-from kafka_wire.log.records import encode_record, read_event_columns
+from kafka_wire.log.records import encode_record, encode_varint, read_event_columns
 
 blobs = st.one_of(st.none(), st.binary(max_size=40), st.integers(8_000, 20_000).map(lambda n: b"z" * n))
 record = st.tuples(st.integers(1, 3_000_000), st.integers(0, 10**9), blobs, blobs,
@@ -88,3 +88,20 @@ def test_a_cut_record_whose_length_ends_inside_the_headers_read_does_not_parse()
     columns = [], [], [], []
     with pytest.raises(CorruptRecord):
         read_event_columns(data, parse_header(data, 0), *columns, max_headers=2)
+
+
+@pytest.mark.parametrize("name_length", [b"\x03", b"\x85\x00"], ids=["one byte", "two bytes"])
+def test_a_header_name_of_negative_length_does_not_parse(name_length):
+    """Kafka refuses a negative header name length; read, it stepped back: a 12-byte record
+    claiming 2**31 - 1 headers, the second of name length -2 (or -3 in two bytes), read that
+    header over and over, ~1,000,000 a second (a Send right's record would hold Capture
+    ~35 minutes and ~140 GB)."""
+    count = b"\xfe\xff\xff\xff\x0f"  # 2**31 - 1
+    body = b"\x00\x00\x00\x01\x01" + count + b"\x00\x01" + name_length  # an empty header, then the loop
+    record = encode_varint(len(body)) + body
+    data = bytes(encode_batch(base_offset=0, partition_leader_epoch=0, attributes=0, last_offset_delta=0,
+                              base_timestamp=0, max_timestamp=0, producer_id=-1, producer_epoch=-1,
+                              base_sequence=-1, records_count=1, records=record))
+    for cap in ({}, {"max_headers": 1_000}):
+        with pytest.raises(CorruptRecord, match="negative length"):
+            read_event_columns(data, parse_header(data, 0), [], [], [], [], **cap)
