@@ -170,3 +170,39 @@ def test_a_hub_deleted_through_the_management_api_detaches_its_links_at_once(dat
             assert probe.state & Endpoint.REMOTE_ACTIVE and not other.state & DETACHED
     finally:
         broker.stop()
+
+
+def test_an_application_group_made_disabled_detaches_its_clients_links_at_once(data_dir):  # noqa: F811
+    # Event Hubs refuses a disabled group's clients; their links were detached only at a
+    # receiver's next read, and an idle one or a sender stayed attached.
+    broker = start(data_dir)
+    try:
+        mgmt = client(broker)
+        mgmt.namespaces.create_or_update_authorization_rule(RG, NS, "app", {"properties": {"rights": ["Send", "Listen"]}})
+        app = ("app", mgmt.namespaces.list_keys(RG, NS, "app").primary_key)
+        body = {"properties": {"isEnabled": True, "clientAppGroupIdentifier": "SASKeyName=app", "policies": []}}
+        mgmt.application_group.create_or_update_application_group(RG, NS, "apps", body)
+        hostname = f"{NS}.servicebus.windows.net"
+        with RawAmqp(broker.amqp_port, hostname=hostname, user=app[0], password=app[1]) as c, \
+                RawAmqp(broker.amqp_port, hostname=hostname, user=ROOT[0], password=ROOT[1]) as root:
+            c.open()
+            root.open()
+            ssn, root_ssn = c.session(), root.session()
+            sender = c.sender(ssn, "orders", "sender")
+            idle = _receiver(c, ssn, "idle", credit=10)
+            starved = _receiver(c, ssn, "starved")
+            kept = _receiver(root, root_ssn, "kept", credit=10)  # another policy's client
+            assert all(link.state & Endpoint.REMOTE_ACTIVE for link in (sender, idle, starved, kept))
+            body["properties"]["isEnabled"] = False
+            mgmt.application_group.create_or_update_application_group(RG, NS, "apps", body)
+
+            def refused(link) -> bool:
+                condition = link.remote_condition
+                return bool(link.state & DETACHED) and condition is not None and \
+                    condition.name == ENTITY_DISABLED and "apps" in (condition.description or "")
+
+            c.wait(lambda: all(refused(link) for link in (sender, idle, starved)))
+            probe = _receiver(root, root_ssn, "probe")  # a round trip: the other client's link stays
+            assert probe.state & Endpoint.REMOTE_ACTIVE and not kept.state & DETACHED
+    finally:
+        broker.stop()

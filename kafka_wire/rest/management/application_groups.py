@@ -41,6 +41,8 @@ def application_groups(scope: Scope, tail: list[str]) -> Response:
         return not_allowed(scope.request)
     scope.runtime.policy.groups.forget(found.name)
     scope.saved("application_group_changed", ns, found.name)
+    if scope.api.hubs_changed is not None:  # a disabled group's AMQP links are detached at once
+        scope.api.hubs_changed()
     log.info("management API: application group %s of %s %s", found.name, ns.name,
              "deleted" if method == "DELETE" else "set")
     return deleted() if method == "DELETE" else arm.ok(arm.application_group(scope.base, found))
