@@ -45,16 +45,41 @@ class Backend(Protocol):
 
 
 class LogBackend:
-    """Reads ``DATA_DIR/<namespace>/<hub>-<partition>/`` with log.reader."""
+    """Reads ``DATA_DIR/<namespace>/<hub>-<partition>/`` with log.reader; for a
+    geo-replicated namespace, the logs of the region that is primary now
+    (``serving_log_dir``), followed across promotions: a promotion rewrites the geo
+    state file, and the next question after it is answered from the new primary's
+    logs. Its events carry the same offsets there, so a capture goes on from its
+    checkpoint without capturing anything twice."""
 
     needs_positions = False  # the log knows every batch's byte position
 
     def __init__(self, data_dir: str, namespace: str):
-        self.root = Path(data_dir) / namespace
+        self.data_dir = Path(data_dir)
+        self.namespace = namespace
         self._readers: dict[tuple[str, int], PartitionReader] = {}
         self._missing: set[str] = set()
+        self.root = self._serving_root()
+
+    def _serving_root(self) -> Path:
+        from kafka_wire.replication.store import serving_log_dir
+
+        return serving_log_dir(self.data_dir, self.namespace)
+
+    def _follow_promotion(self) -> None:
+        """The geo state file is read again at each question (a small file; a stat's
+        times are too coarse to tell two quick rewrites apart): after a promotion the
+        new primary's logs are read."""
+        root = self._serving_root()
+        if root != self.root:
+            logger.info("namespace %s is served from %s now (geo-replication promotion): reading there",
+                        self.namespace, root)
+            self.root = root
+            self._readers.clear()
+            self._missing.clear()
 
     def partition_count(self, hub: str) -> int:
+        self._follow_promotion()
         count = read_topic_partitions(self.root, only=hub).get(hub)
         if count is None:
             if hub not in self._missing:
@@ -64,6 +89,7 @@ class LogBackend:
         return count
 
     def _reader(self, hub: str, partition: int) -> PartitionReader:
+        self._follow_promotion()
         key = (hub, partition)
         reader = self._readers.get(key)
         if reader is None:

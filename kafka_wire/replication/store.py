@@ -26,6 +26,27 @@ GEO_DIR = "_geo"
 STATE_FILE = "_state.json"
 
 
+def serving_log_dir(data_dir, namespace: str) -> Path:
+    """The directory of the logs ``namespace`` serves from now: DATA_DIR/<namespace>,
+    or after a promotion the primary region's DATA_DIR/_geo/<namespace>/<location>/
+    (read from the geo state file, which a promotion rewrites once the new primary
+    serves). What reads a namespace's log from outside the broker (Capture) asks here."""
+    data_dir = Path(data_dir)
+    home = data_dir / namespace
+    try:
+        state = json.loads((data_dir / GEO_DIR / namespace / STATE_FILE).read_text())
+        primary = state["primary"]
+        if primary == state["home"]:
+            return home
+        region = data_dir / GEO_DIR / namespace / str(primary)
+    except FileNotFoundError:  # not geo-replicated
+        return home
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        log.warning("namespace %s: geo-replication state unreadable (%s): reading %s", namespace, exc, home)
+        return home
+    return region if region.is_dir() else home
+
+
 class ReplicaStore:
     """A region's logs (``logs``) and replicated metadata (``offsets``, ``settings``)."""
 
