@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from kafka_wire.eventhubs.events import Incoming, PlainEvents, records_batch
 from kafka_wire.eventhubs.partition_key import partition_for_key
-from kafka_wire.eventhubs.refusals import Denial, Refusal
+from kafka_wire.eventhubs.refusals import Denial, Refusal, Refused
 from kafka_wire.fault_plan import storage_fault
 from kafka_wire.log import errors as log_errors
 from kafka_wire.log.batch import BatchSummary, parse_header, summarize, validate_records
@@ -100,6 +100,8 @@ def publish_batch(services: Services, runtime: NamespaceRuntime, principal, hub:
             if reason is Refusal.FAILED:
                 log.error("%s append to %s-%d failed: %s", protocol.upper(), hub, partition, exc)
             return Published(Denial(reason, str(exc)))
+        except Refused as exc:  # stored, but a synchronous secondary could not take it (geo)
+            return Published(Denial(exc.reason, exc.message))
         first = first or (partition, info.base_offset)
         observer = services.observer
         if observer is not None:

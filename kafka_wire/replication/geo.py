@@ -40,6 +40,8 @@ from kafka_wire.eventhubs.geo import (
     MAX_REPLICAS, GeoSettings, location_error, max_lag_error, normalize_location,
 )
 from kafka_wire.eventhubs.refusals import Denial, Refusal, Refused
+from kafka_wire.log import batch as rb
+from kafka_wire.log.errors import OffsetOutOfRange
 from kafka_wire.log.manager import LogManager
 from kafka_wire.log.recovery import write_atomic
 from kafka_wire.replication.store import GEO_DIR, STATE_FILE, ReplicaStore
@@ -50,7 +52,8 @@ if TYPE_CHECKING:
     from kafka_wire.coordinator.clock import Clock
     from kafka_wire.log.config import LogConfig
 
-__all__ = ["GeoReplication", "GeoError", "ReplicaView", "GeoChange", "Promotion", "PRIMARY", "SECONDARY"]
+__all__ = ["GeoReplication", "GeoError", "ReplicationFailed", "ReplicaView", "GeoChange", "Promotion",
+           "PRIMARY", "SECONDARY"]
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +65,16 @@ METADATA_EVERY_MS = 1000      # checkpoints and settings are shipped at least th
 class GeoError(Refused):
     """A geo-replication request refused (unknown replica, a promotion in progress,
     a bad value): ``reason`` is a :class:`Refusal` each surface maps to its words."""
+
+
+class ReplicationFailed(GeoError):
+    """A synchronous send the primary stored but a secondary could not take: it is not
+    acknowledged. ``errno`` is what the Kafka front end answers (Kafka's own word for
+    it, NOT_ENOUGH_REPLICAS_AFTER_APPEND, retriable); the door maps ``reason``
+    (REPLICATION) to AMQP ``com.microsoft:server-busy`` and HTTP 503. The event stays on
+    the primary and is shipped by the next pass, so a retry may store it twice, as in
+    Kafka; an idempotent producer's retry is recognised and acknowledged once shipped."""
+    errno = 20  # kafka.errors.NotEnoughReplicasAfterAppendError.errno
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,13 +127,18 @@ class Promotion:
 
 class _Link:
     """The primary's side of one secondary: paused or not, and since when it lacks events."""
-    __slots__ = ("store", "paused", "behind_since_ms", "shipped_meta")
+    __slots__ = ("store", "paused", "behind_since_ms", "shipped_meta", "agreed")
 
     def __init__(self, store: ReplicaStore, paused: bool = False) -> None:
         self.store = store
         self.paused = paused
         self.behind_since_ms: int | None = None  # append time of the oldest event not shipped
         self.shipped_meta: Metadata | None = None
+        # (hub, partition) -> the secondary's log end offset when it was last found (or
+        # made, by shipping) a copy of the primary's log up to there. While its end is
+        # still that and the primary's is not below it, no batch is compared again (the
+        # synchronous append path ships without reading the secondary's tail).
+        self.agreed: dict[tuple[str, int], int] = {}
 
 
 class GeoReplication:
@@ -282,6 +300,7 @@ class GeoReplication:
     def appended(self, topic: str, partition: int, info) -> None:
         """After an append to the primary (data or a transaction marker)."""
         behind = False
+        failed: list[str] = []
         for link in self._links.values():
             if not link.paused and self.synchronous:
                 try:
@@ -290,12 +309,21 @@ class GeoReplication:
                 except Exception:  # the primary has it: the next pass retries the secondary
                     log.exception("namespace %s: synchronous replication to %s failed",
                                   self.namespace, link.store.location)
+                    failed.append(link.store.location)
             behind = True
             if link.behind_since_ms is None:
                 link.behind_since_ms = info.append_time_ms
         if behind:
             self._dirty.add((topic, partition))
             self._schedule_pass()
+        # Shipped before it is acknowledged, or not acknowledged. A transaction marker is
+        # the coordinator's write, not a send: it is not refused (the next pass ships it).
+        if failed and not any(h.is_control for h in info.headers):
+            raise ReplicationFailed(Refusal.REPLICATION, (
+                f"namespace {self.namespace!r} replicates synchronously and the secondary replica(s) "
+                f"{', '.join(failed)} could not take this send: the primary stored it at offset "
+                f"{info.base_offset} of {topic}-{partition}, but it is not acknowledged; retry "
+                "(an idempotent producer's retry is not stored twice)"))
 
     def changed(self) -> None:
         """After hubs changed on the primary (created, deleted, grown, reconfigured)."""
@@ -423,11 +451,9 @@ class GeoReplication:
             if not forced:
                 self._ship_all(link)
             else:
-                ends = link.store.ends()
-                for key, plog in self._primary_logs().logs().items():
-                    mine = ends.get(key, 0)
-                    if plog.log_end_offset > mine:
-                        lost[key] = (mine, plog.log_end_offset)
+                logs = self._primary_logs()
+                for key, mine in self._lacking(link, load=True).items():
+                    lost[key] = (mine, logs.get_log(*key).log_end_offset)
             previous = self.primary_location
             self._switch(loc)
         finally:
@@ -461,6 +487,8 @@ class GeoReplication:
         for link in self._links.values():
             if not link.paused:
                 self._ship_all(link)
+            else:  # its lag is the age of what it lacks, as before the restart
+                link.behind_since_ms = self._oldest_lacking_ms(link, load=True)
         self._arm_timer()
 
     def delete_data(self) -> None:
@@ -522,8 +550,23 @@ class GeoReplication:
             dst = store.logs.get_log(topic, partition)
             if dst is None:
                 return
+        key = (topic, partition)
         end = src.log_end_offset
         at = dst.log_end_offset
+        if link.agreed.get(key) == at and at <= end:
+            agreed = at
+        else:
+            agreed = link.agreed[key] = _agreed_end(src, dst)
+        if agreed < at:
+            # The secondary holds events the primary has not (the primary lost an unsynced
+            # tail in a crash, or promotions crossed): as a Kafka follower truncates to its
+            # leader's epoch end offset, it drops them and takes the primary's from there.
+            log.warning("namespace %s: replica %s had offsets %d..%d of %s-%d that the primary "
+                        "does not (ahead of it, or different events there): dropped, it follows the "
+                        "primary from offset %d", self.namespace, store.location, agreed, at - 1,
+                        topic, partition, agreed)
+            store.truncate(topic, partition, agreed)
+            at = link.agreed[key] = dst.log_end_offset
         while at < end:
             if at < src.log_start_offset:  # retention removed what it lacks: start where the primary does
                 dst.truncate_fully_and_start_at(src.log_start_offset)
@@ -534,6 +577,7 @@ class GeoReplication:
             data = b"".join(bytes(view) for _pos, _ms, view in stored)
             at = store.apply_batches(Batches(topic, partition, at, data,
                                              tuple(ms for _pos, ms, _view in stored)))
+            link.agreed[key] = at
 
     def _schedule_pass(self) -> None:
         if self._pass_pending or self._closed:
@@ -625,24 +669,26 @@ class GeoReplication:
         # primary takes the idempotence state of producers acknowledged for dropped
         # batches, so they go on in sequence instead of meeting a gap (a fatal error in
         # librdkafka); what they had sent there stays lost.
+        # (Where a log is not a copy of the new primary's, it is cut where they part.)
         old_store = self._stores[old]
         for (topic, partition), plog in old_store.logs.logs().items():
-            start = ends.get((topic, partition))
-            if start is None or plog.log_end_offset <= start:
-                continue
             new_log = new_store.logs.get_log(topic, partition)
-            if new_log is not None:
-                new_log.adopt_producers(plog)
-            old_store.truncate(topic, partition, start)
+            if new_log is None:
+                continue
+            keep = _agreed_end(new_log, plog)
+            if plog.log_end_offset <= keep:
+                continue
+            new_log.adopt_producers(plog)
+            old_store.truncate(topic, partition, keep)
         # Every other secondary follows the new primary too: what it received from the
         # old one past the new segment's start is dropped (and shipped again from the new).
         for other, link in self._links.items():
             if other == loc:
                 continue
-            for (topic, partition), end in link.store.ends().items():
-                start = ends.get((topic, partition))
-                if start is not None and end > start:
-                    link.store.truncate(topic, partition, start)
+            for (topic, partition), dst in link.store.logs.logs().items():
+                new_log = new_store.logs.get_log(topic, partition)
+                if new_log is not None:
+                    link.store.truncate(topic, partition, _agreed_end(new_log, dst))
         del self._links[loc]
         self._links[old] = _Link(old_store)
         self.primary_location = loc
@@ -651,12 +697,11 @@ class GeoReplication:
             self.runtime.topics.bump_leader_epoch(topic, partition)
         self._restore_checkpoints(new_store)
         self._save_state()
-        now = self.clock.now_ms()
         for link in self._links.values():  # the old primary first re-syncs, then the others
             if not link.paused:
                 self._ship_all(link)
-            elif link.behind_since_ms is None and self._lag_events(link):
-                link.behind_since_ms = now
+            else:
+                link.behind_since_ms = self._oldest_lacking_ms(link)
         self.close_connections()
 
     def _serve_from(self, logs: LogManager) -> None:
@@ -707,10 +752,43 @@ class GeoReplication:
         since = link.behind_since_ms
         return 0.0 if since is None else max(0.0, (now_ms - since) / 1000.0)
 
+    def _lacking(self, link: _Link, *, load: bool = False) -> dict[tuple[str, int], int]:
+        """(hub, partition) -> the first offset the secondary lacks, for each partition
+        of the primary whose end it has not (what it holds past a divergence counts as
+        lacking). Partitions not loaded yet were not appended to since the start: skipped
+        unless ``load``."""
+        out = {}
+        for key, src in self._primary_logs().logs().items():
+            if not (load or src.loaded):
+                continue
+            dst = link.store.logs.get_log(*key)
+            if dst is None:
+                first = 0
+            elif link.agreed.get(key) == dst.log_end_offset <= src.log_end_offset:
+                first = dst.log_end_offset
+            else:
+                first = _agreed_end(src, dst)
+                if first == dst.log_end_offset:
+                    link.agreed[key] = first
+            if first < src.log_end_offset:
+                out[key] = first
+        return out
+
     def _lag_events(self, link: _Link) -> int:
-        ends = link.store.ends()
-        return sum(max(0, plog.log_end_offset - ends.get(key, 0))
-                   for key, plog in self._primary_logs().logs().items() if plog.loaded)
+        logs = self._primary_logs()
+        return sum(logs.get_log(*key).log_end_offset - first for key, first in self._lacking(link).items())
+
+    def _oldest_lacking_ms(self, link: _Link, *, load: bool = False) -> int | None:
+        """The append time of the oldest event the secondary lacks (None: it lacks none),
+        read from the primary's log: the lag survives a restart, a crash included."""
+        logs = self._primary_logs()
+        oldest = None
+        for key, first in self._lacking(link, load=load).items():
+            src = logs.get_log(*key)
+            found = src.batch_position(max(first, src.log_start_offset))
+            if found is not None and (oldest is None or found[1] < oldest):
+                oldest = found[1]
+        return oldest
 
     def _notify(self, kind: str, location: str | None, **detail) -> None:
         change = GeoChange(kind, location, self.segment, detail)
@@ -744,3 +822,53 @@ class GeoReplication:
                "segment": self.segment, "starts": starts, "locations": self.locations,
                "paused": sorted(loc for loc, link in self._links.items() if link.paused)}
         write_atomic(self._state_path(), json.dumps(doc, sort_keys=True, indent=1).encode())
+
+
+def _batch_key(plog, offset: int) -> tuple[int, int, int] | None:
+    """(base offset, size, CRC-32C) of ``plog``'s batch holding ``offset`` (the next one
+    past a compaction gap); None when there is none. Replicas store the primary's
+    batches byte for byte, so equal keys mean the same batch."""
+    try:
+        view = plog.read(offset, 1)
+    except OffsetOutOfRange:
+        return None
+    if not len(view):
+        return None
+    header = rb.parse_header(view, 0)
+    return header.base_offset, header.size, header.crc
+
+
+def _agreed_end(src, dst) -> int:
+    """How far ``dst`` (a secondary's log) is a copy of ``src`` (the primary's): the
+    offset from which it holds nothing or something else. Logs diverge only at their
+    tails (a torn, unsynced tail; a forced promotion), so the batch just below the
+    shorter end is compared first (the usual answer: they agree), then earlier ones
+    at doubling distances, then a binary search between the last agreeing and the
+    first differing offset. Compaction rewrites only sealed segments, far below."""
+    end = min(src.log_end_offset, dst.log_end_offset)
+    floor = max(src.log_start_offset, dst.log_start_offset)
+    if end <= floor:
+        return end
+
+    def same(offset: int) -> bool:
+        key = _batch_key(dst, offset)
+        return key is not None and key == _batch_key(src, offset)
+
+    if same(end - 1):
+        return end
+    bad, step = end - 1, 1
+    while True:
+        probe = max(bad - step, floor)
+        if probe == bad:  # bad is the floor: nothing in common above it
+            return floor
+        if same(probe):
+            good = probe
+            break
+        bad, step = probe, step * 2
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if same(mid):
+            good = mid
+        else:
+            bad = mid
+    return bad
