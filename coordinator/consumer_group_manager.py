@@ -171,8 +171,7 @@ class ConsumerGroupManager:
         group = self.groups.get(group_id)
         if group is None:
             if member_epoch != 0:
-                return HeartbeatResult.error(Errors.GroupIdNotFoundError.errno,
-                                             f"Group {group_id} not found.")
+                return self._unknown_member(group_id, member_id)
             group = self.groups[group_id] = ConsumerGroup(group_id)
         owned = None if topic_partitions_owned is None else self._names(group, topic_partitions_owned)
         member, created, error = self._member_for(group, member_id, member_epoch, instance_id,
@@ -214,6 +213,20 @@ class ConsumerGroupManager:
         return HeartbeatResult(NONE, None, member.member_id, member.member_epoch,
                                self.config.consumer_group_heartbeat_interval_ms,
                                self._with_ids(group, member.assigned) if send else None)
+
+    @staticmethod
+    def _unknown_member(group_id: str, member_id: str) -> HeartbeatResult:
+        """The answer to a member (epoch > 0, or leaving) of a group that is not here.
+
+        Kafka persists members and keeps an empty group until its periodic cleanup, so
+        there a member forgotten after a restart or a lapsed session finds its group and
+        gets UNKNOWN_MEMBER_ID: it drops its partitions and rejoins with epoch 0. Here
+        members are not persisted and an empty group without offsets goes with its last
+        member, so the group is missing in exactly those cases; GROUP_ID_NOT_FOUND would
+        be fatal to the Java client and librdkafka (they stop consuming for good).
+        """
+        return HeartbeatResult.error(Errors.UnknownMemberIdError.errno,
+                                     f"Member {member_id} is not a member of group {group_id}.")
 
     def _pattern(self, regex: str):
         pattern = self._patterns.get(regex)
@@ -333,8 +346,7 @@ class ConsumerGroupManager:
         unknown = HeartbeatResult.error(Errors.UnknownMemberIdError.errno,
                                         f"Member {member_id} is not a member of group {group_id}.")
         if group is None:
-            return HeartbeatResult.error(Errors.GroupIdNotFoundError.errno,
-                                         f"Group {group_id} not found.")
+            return self._unknown_member(group_id, member_id)
         if instance_id is not None:
             current = group.static_members.get(instance_id)
             if current is None:
