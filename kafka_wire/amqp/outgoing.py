@@ -109,6 +109,8 @@ def batch_events(data, header: BatchHeader, skip: int, position: int, append_ms:
                 headers = []
                 for _ in range(count):
                     n, p = varint(recs, p)
+                    if n < 0:  # (Kafka refuses it: read, it steps back, and can loop 2**31 times)
+                        raise IndexError("a header name's length is negative")
                     name, p = str(recs[p:p + n], "utf-8", "replace"), p + n
                     n, p = varint(recs, p)
                     if n >= 0:
