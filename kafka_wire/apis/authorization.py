@@ -26,10 +26,12 @@ from __future__ import annotations
 import kafka.errors as Errors
 
 from kafka_wire.apis.refusals import error_code
+from kafka_wire.coordinator import consumer_protocol
 from kafka_wire.eventhubs.rights import LISTEN, MANAGE, SEND
 
 __all__ = ["SEND", "LISTEN", "MANAGE", "check", "visible", "topic_error", "cluster_error",
-           "transactional_error", "transaction_visible", "group_allowed", "group_error", "commit_metadata_error"]
+           "transactional_error", "transaction_visible", "group_allowed", "group_error",
+           "group_visible", "commit_metadata_error"]
 
 OK = 0
 TOPIC_DENIED = Errors.TopicAuthorizationFailedError.errno
@@ -95,6 +97,46 @@ def group_allowed(ctx, group_id: str | None, *, admin: bool = False) -> bool:
 def _any_hub(ctx):
     p = ctx.connection.principal
     return p.hub if p is not None else None
+
+
+def group_visible(ctx, group_id: str) -> bool:
+    """May this connection describe (or list) the group? A hub-scoped principal only
+    when every hub the group names is one it sees (its members' subscriptions and
+    assignments, its committed offsets): as Metadata hides other hubs, a group would
+    name them. Members whose metadata is not the consumer protocol's cannot be read
+    (Kafka Connect, custom protocols): such a group is not shown to a hub-scoped key."""
+    principal = ctx.connection.principal
+    if principal is None or principal.hub is None:
+        return True
+    hubs = _group_hubs(ctx.groups, group_id)
+    return hubs is not None and all(visible(ctx, hub) for hub in hubs)
+
+
+def _group_hubs(groups, group_id: str) -> set[str] | None:
+    """Every hub ``group_id`` names, or None when a member's metadata cannot be read."""
+    hubs = {topic for topic, _partition in groups.offsets.get(group_id)}
+    consumer = groups.consumer.groups.get(group_id)
+    if consumer is not None:
+        for m in consumer.members.values():
+            hubs.update(m.subscribed_names, m.subscribed, m.assigned, m.revoking)
+        for target in consumer.target.values():
+            hubs.update(target)
+        return hubs
+    classic = groups.classic.get_group(group_id)
+    if classic is None or not classic.members:
+        return hubs
+    try:
+        for m in classic.members.values():
+            if m.protocol_type != consumer_protocol.PROTOCOL_TYPE:
+                return None
+            for _name, metadata in m.protocols:
+                subscription = consumer_protocol.decode_subscription(metadata)
+                hubs.update(subscription.topics)
+                hubs.update(topic for topic, _ in subscription.owned_partitions)
+            hubs.update(topic for topic, _ in consumer_protocol.decode_assignment(m.assignment))
+    except consumer_protocol.ConsumerProtocolError:
+        return None
+    return hubs
 
 
 def group_error(ctx, group_id: str | None, *, admin: bool = False, joining: bool = False) -> int:

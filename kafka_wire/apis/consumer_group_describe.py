@@ -11,6 +11,8 @@ Not emulated: an authorizer — asked for authorized operations, the answer
 is every group operation (READ, DELETE, DESCRIBE); subscribed regular
 expressions are always null; members that joined with the classic protocol
 (MemberType 0) cannot exist, since live classic groups are not migrated.
+A hub-scoped key gets GROUP_AUTHORIZATION_FAILED for a group naming a hub it
+cannot see (see apis/authorization.group_visible).
 """
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
-from kafka_wire.apis.authorization import group_error
+from kafka_wire.apis.authorization import GROUP_DENIED, group_error, group_visible
 
 _Response = codec.response_class(69)
 _Group = _Response.DescribedGroup
@@ -58,7 +60,7 @@ def consumer_group_describe(request, ctx):
             groups.append(_empty_group(group_id, Errors.InvalidGroupIdError.errno,
                                        "The group id can't be empty.", ops))
             continue
-        denied = group_error(ctx, group_id)
+        denied = group_error(ctx, group_id) or (0 if group_visible(ctx, group_id) else GROUP_DENIED)
         if denied:
             groups.append(_empty_group(group_id, denied, None, NOT_REQUESTED))
             continue

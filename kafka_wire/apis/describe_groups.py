@@ -5,7 +5,9 @@ metadata and assignment (as Kafka, other states show members without
 them). A group that does not exist (or is a KIP-848 consumer group) is
 reported as state Dead before v6 and as GROUP_ID_NOT_FOUND from v6. There is
 no authorizer: asked for authorized operations (v3+), the answer is every
-group operation.
+group operation. A hub-scoped key gets GROUP_AUTHORIZATION_FAILED for a group
+naming a hub it cannot see (as Kafka for a group the principal may not
+Describe): its members' subscriptions and assignments would name that hub.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import kafka.errors as Errors
 
 from kafka_wire import codec
 from kafka_wire.apis.registry import handles
-from kafka_wire.apis.authorization import group_error
+from kafka_wire.apis.authorization import GROUP_DENIED, group_error, group_visible
 
 _Response = codec.response_class(codec.ApiKey.DescribeGroups)
 _Group = _Response.DescribedGroup
@@ -29,7 +31,8 @@ def describe_groups(request, ctx):
     version = ctx.version
     ops = set(_GROUP_OPS) if version >= 3 and request.include_authorized_operations \
         else _NOT_REQUESTED
-    denied = {g: group_error(ctx, g) for g in request.groups}
+    denied = {g: group_error(ctx, g) or (0 if group_visible(ctx, g) else GROUP_DENIED)
+              for g in request.groups}
     described = iter(ctx.groups.describe_groups([g for g in request.groups if not denied[g]]))
     out = []
     for group_id in request.groups:
