@@ -304,7 +304,7 @@ class GeoReplication:
         for link in self._links.values():
             if not link.paused and self.synchronous:
                 try:
-                    self._ship_partition(link, topic, partition)
+                    self._ship_partition(link, topic, partition, appended_at=info.base_offset)
                     continue
                 except Exception:  # the primary has it: the next pass retries the secondary
                     log.exception("namespace %s: synchronous replication to %s failed",
@@ -539,7 +539,13 @@ class GeoReplication:
         link.shipped_meta = meta
         link.behind_since_ms = None
 
-    def _ship_partition(self, link: _Link, topic: str, partition: int) -> None:
+    def _ship_partition(self, link: _Link, topic: str, partition: int, *,
+                        appended_at: int | None = None) -> None:
+        """Ship what the secondary lacks of one partition, after cutting what it holds
+        that the primary does not. ``appended_at``: the first offset of the append that
+        asks (synchronous): the usual case, the secondary ending right there and agreeing
+        up to it, is taken without comparing batches; anything else (the primary cut its
+        own tail meanwhile, a retry answered as a duplicate) is compared."""
         src = self._primary_logs().get_log(topic, partition)
         if src is None:
             return
@@ -553,7 +559,7 @@ class GeoReplication:
         key = (topic, partition)
         end = src.log_end_offset
         at = dst.log_end_offset
-        if link.agreed.get(key) == at and at <= end:
+        if link.agreed.get(key) == at and at <= end and appended_at in (None, at):
             agreed = at
         else:
             agreed = link.agreed[key] = _agreed_end(src, dst)

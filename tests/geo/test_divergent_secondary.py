@@ -111,3 +111,22 @@ def test_a_paused_secondary_with_other_events_counts_them_as_lacking_and_takes_t
         assert ends(b, "eastus") == {("orders", 0): 95}
         assert stored(b, "eastus") == stored(b, "westus")
         assert b.call(lambda: geo(b).replica("eastus")).lag_events == 0
+
+
+def test_a_primary_that_cuts_its_own_tail_while_running_is_followed_by_the_synchronous_secondary(tmp_path):
+    """The primary cuts its tail at runtime (as bit rot found on a read does) and its next
+    append, one batch of 20 events, grows it past the secondary's end: the secondary,
+    which kept the old tail, is cut back before that batch is shipped."""
+    from tests.unit.log.log_helpers import make_batch
+
+    with geo_broker(tmp_path, max_lag=0, partitions=1) as b:
+        assert len(send(b, [f"a-{i}" for i in range(100)])) == 100
+        topics = b.broker.services.namespaces[NAMESPACE].topics
+
+        def cut_and_append():
+            topics.logs.get_log("orders", 0).truncate_to(90)
+            return topics.append("orders", 0, make_batch(20, tag=7), int(time.time() * 1000))
+        info = b.call(cut_and_append)
+        assert (info.base_offset, info.last_offset) == (90, 109)
+        assert ends(b, "eastus") == ends(b, "westus") == {("orders", 0): 110}
+        assert stored(b, "eastus") == stored(b, "westus")
