@@ -94,7 +94,7 @@ class GroupMetadataManager(ClassicRebalance):
             group = self.get_or_create_group(group_id)
         args = (group_instance_id, protocol_type, protocols, session_timeout_ms,
                 rebalance_timeout_ms, client_id, client_host)
-        if not self._accept_joining_member(group, member_id):
+        if not self._accept_joining_member(group, member_id, group_instance_id):
             if group.has(member_id):
                 self._remove_member_and_update_group(group, group.get(member_id), "group is full")
             respond(JoinResult.error(Errors.GroupMaxSizeReachedError.errno))
@@ -106,9 +106,19 @@ class GroupMetadataManager(ClassicRebalance):
             self._try_complete_join(group)
         self.maybe_remove_group(group)
 
-    def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
+    def _accept_joining_member(self, group: ClassicGroup, member_id: str,
+                               instance_id: str | None) -> bool:
         limit = self.config.group_max_size
-        if limit is None or group.state in (S.EMPTY, S.DEAD):
+        if limit is None:
+            return True
+        if (not member_id and (instance_id is None or group.static_member_id(instance_id) is None)
+                and group.size() + len(group.pending_members) >= limit):
+            # A member new to the group. Pending members (KIP-394) count too, unlike in Kafka:
+            # else JoinGroups with empty ids pile up one each until their session timeouts,
+            # in any state (an Empty group accepts everyone below). A static member's
+            # new incarnation replaces its old one, so it adds nobody.
+            return False
+        if group.state in (S.EMPTY, S.DEAD):
             return True
         if group.is_(S.PREPARING_REBALANCE):
             # Counting awaiting members: static members may not have rejoined yet.

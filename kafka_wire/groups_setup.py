@@ -56,6 +56,9 @@ def coordinator_config(services: Services) -> GroupCoordinatorConfig:
         group_max_session_timeout_ms=cfg.group_max_session_timeout_ms,
         group_initial_rebalance_delay_ms=cfg.group_initial_rebalance_delay_ms,
         offsets_retention_ms=cfg.offsets_retention_ms,
+        # One bound for both protocols: [limits] members_per_group.
+        group_max_size=cfg.bounds.members_per_group,
+        consumer_group_max_size=cfg.bounds.members_per_group,
     )
 
 

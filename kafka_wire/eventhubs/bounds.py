@@ -24,6 +24,12 @@ class Bounds:
     partitions_per_namespace: int = 10_240   # e.g. 10 hubs of 1,024
     consumer_groups_per_hub: int = 1000      # Dedicated's quota
     kafka_groups_per_namespace: int = 10_000
+    # Members of one Kafka group, classic (pending KIP-394 members included) or KIP-848
+    # (Kafka's group.max.size and group.consumer.max.size); past it GROUP_MAX_SIZE_REACHED.
+    # Event Hubs documents no figure; members beyond a group's partitions sit idle, and the
+    # largest hub has 1,024, so a real application stays well below; the bound keeps one
+    # client's join storm from holding ~1 KB per member until the session timeouts.
+    members_per_group: int = 1000
     schema_groups_per_namespace: int = 1000
     schema_versions_per_namespace: int = 10_000  # Dedicated's quota: versions across all groups
     # Dedicated allows 1,024 MB; the registry is held in memory and read at start, so the
