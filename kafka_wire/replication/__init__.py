@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from kafka_wire.replication.geo import (
-    PRIMARY, SECONDARY, GeoChange, GeoError, GeoReplication, Promotion, ReplicaView,
+    PRIMARY, SECONDARY, GeoChange, GeoError, GeoReplication, Promotion, ReplicaView, ReplicationFailed,
 )
 
 if TYPE_CHECKING:
@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from kafka_wire.eventhubs.geo import GeoSettings
     from kafka_wire.log.config import LogConfig
 
-__all__ = ["attach", "GeoReplication", "GeoError", "GeoChange", "Promotion", "ReplicaView",
-           "PRIMARY", "SECONDARY"]
+__all__ = ["attach", "GeoReplication", "GeoError", "ReplicationFailed", "GeoChange", "Promotion",
+           "ReplicaView", "PRIMARY", "SECONDARY"]
 
 
 def attach(runtime: NamespaceRuntime, settings: GeoSettings, data_dir: Path, clock: Clock,
