@@ -18,6 +18,7 @@ import kafka.errors as Errors
 from kafka_wire.coordinator.checkpoints import Checkpoint, CheckpointStore
 from kafka_wire.coordinator.clock import Clock
 from kafka_wire.coordinator.config import GroupCoordinatorConfig
+from kafka_wire.coordinator.record_log import RecordTooLarge
 from kafka_wire.coordinator.results import CommitPartitionResult, OffsetFetchPartition
 
 __all__ = ["OffsetAndMetadata", "OffsetMetadataManager", "PositionResolver"]
@@ -107,11 +108,19 @@ class OffsetMetadataManager:
                     namespace, topic, group_id, partition, om.offset, om.position,
                     om.leader_epoch, om.metadata, om.commit_time_ms)
                     for topic, partition, om in accepted)
-            except Exception:
-                # Nothing was acknowledged: the client retries the commit.
-                log.exception("group %s: cannot write %d checkpoints", group_id, len(accepted))
+            except Exception as exc:
+                # Nothing was written. A checkpoint larger than the store holds is refused as
+                # Kafka refuses an offset commit too large for its log (no retry helps);
+                # anything else (a full disk) the client retries.
+                too_large = isinstance(exc, RecordTooLarge)
+                if too_large:
+                    log.warning("group %.64r (%d characters): %d checkpoints not written: %s",
+                                group_id, len(group_id), len(accepted), exc)
+                else:
+                    log.exception("group %s: cannot write %d checkpoints", group_id, len(accepted))
                 failed = {(t, p) for t, p, _ in accepted}
-                unavailable = Errors.CoordinatorNotAvailableError.errno
+                unavailable = (Errors.InvalidCommitOffsetSizeError.errno if too_large
+                               else Errors.CoordinatorNotAvailableError.errno)
                 return [r._replace(error_code=unavailable) if (r.topic, r.partition) in failed
                         else r for r in results]
         group_offsets = self.offsets.setdefault(group_id, {})

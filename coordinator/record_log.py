@@ -1,22 +1,76 @@
 """The durable record log the coordinators keep their state in (checkpoints,
 transaction states): msgpack records, each framed by its length and CRC-32C, so
-a torn tail from a crash is found and cut at the last whole record."""
+a torn tail from a crash is found and cut at the last whole record.
+
+Writer and reader share one limit, :data:`MAX_RECORD`: :func:`scan` takes a
+longer length for garbage (a torn tail) and cuts the log there, dropping every
+record after it, so :func:`frame` refuses to make such a record
+(:class:`RecordTooLarge`) and :func:`append` never leaves part of a record
+behind: a store built on these cannot write what it cannot read back.
+"""
 from __future__ import annotations
 
+import errno
+import logging
+import os
 import struct
 from typing import Any, Callable, Iterator
 
 import crc32c
 import msgpack
 
+log = logging.getLogger(__name__)
+
 _HEAD = struct.Struct(">II")
 MAX_RECORD = 1 << 20  # coordinator records are small: a bigger length is garbage
 
 
+class RecordTooLarge(ValueError):
+    """A record's payload is longer than :data:`MAX_RECORD`: the reader would take it for
+    a torn tail and drop it with everything after it, so it is never written."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(f"record of {size} bytes is larger than the log's {MAX_RECORD}")
+        self.size = size
+
+
+def packed(fields: Any) -> bytes:
+    """The payload of a record of ``fields`` (to measure pieces before framing them)."""
+    return msgpack.packb(fields, use_bin_type=True)
+
+
 def frame(fields: Any) -> bytes:
-    """One record, ready to append."""
-    payload = msgpack.packb(fields, use_bin_type=True)
+    """One record, ready to append; :class:`RecordTooLarge` if :func:`scan` would refuse it."""
+    return framed(packed(fields))
+
+
+def framed(payload: bytes) -> bytes:
+    """The record of a :func:`packed` payload (see :func:`frame`)."""
+    if len(payload) > MAX_RECORD:
+        raise RecordTooLarge(len(payload))
     return _HEAD.pack(len(payload), crc32c.crc32c(payload)) + payload
+
+
+def append(fd: int, blob: bytes, size: int, *, sync: bool = False, path: object = "") -> int:
+    """Append ``blob`` (whole records) to the file open as ``fd`` (``O_APPEND``) whose
+    whole records end at ``size`` (then fsync it if ``sync``); returns the new size. A
+    failed or short write (a full disk) is cut off again before the OSError is raised:
+    left there, the records appended after it once space returns would follow torn
+    bytes, and the next open would cut them off with the tail (and bring back the
+    records of a write that was refused)."""
+    try:
+        written = os.write(fd, blob)
+        if written != len(blob):  # a short write on a regular file: the disk is full
+            raise OSError(errno.ENOSPC, f"short write to {path} ({written} of {len(blob)} bytes)")
+        if sync:
+            os.fsync(fd)
+    except OSError:
+        try:
+            os.ftruncate(fd, size)
+        except OSError as exc:  # cannot repair now: the next open cuts the torn tail
+            log.error("cannot cut a failed write off %s: %r", path, exc)
+        raise
+    return size + len(blob)
 
 
 class Scan:

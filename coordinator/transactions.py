@@ -12,7 +12,14 @@ timeout is aborted and its producer epoch bumped, fencing the old producer.
 
 State survives restarts in ``transactions.log`` (length-prefixed, CRC-32C
 msgpack records of the whole state of one transactional id; the last record
-of an id wins; rewritten compactly at start). With ``fsync`` (the
+of an id wins; rewritten compactly at start). A state too large for one
+record (many partitions, long offset metadata) is written as pieces of
+``_PIECE`` bytes (``["more", id, partitions, groups, offsets]``) that the
+state's own record, written last in the same write, completes; pieces with no
+state after them (a torn write) are not read. No record is ever larger than
+the log reads back (``record_log.MAX_RECORD``), and a write that fails (a
+full disk) is cut off the file again: otherwise the next start would drop
+that record and every later one, fencing included. With ``fsync`` (the
 power-loss durability mode) every record is fsynced before the request it
 serves is answered; without it a process crash loses nothing, a power loss
 may lose the latest records.
@@ -36,7 +43,7 @@ from typing import Any, Callable, Iterable
 import kafka.errors as Errors
 
 from kafka_wire.coordinator.clock import Clock
-from kafka_wire.coordinator.record_log import frame, scan
+from kafka_wire.coordinator.record_log import MAX_RECORD, RecordTooLarge, append, frame, framed, packed, scan
 from kafka_wire.log.recovery import fsync_dir, write_atomic
 
 log = logging.getLogger(__name__)
@@ -46,6 +53,13 @@ MAX_EPOCH = 32767
 EMPTY, ONGOING, PREPARE_COMMIT, PREPARE_ABORT, COMPLETE_COMMIT, COMPLETE_ABORT, DEAD = (
     "Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead")
 MAX_TIMEOUT_MS = 15 * 60 * 1000  # Kafka's transaction.max.timeout.ms (Event Hubs: 15 min too)
+# The longest string the protocol's non-flexible versions carry (an int16 length): an id
+# longer than that is out of reach of most clients, and every piece of its state names it.
+TRANSACTIONAL_ID_MAX_BYTES = 32_767
+OFFSET_METADATA_MAX = 4096  # Kafka's offset.metadata.max.bytes, for TxnOffsetCommit as OffsetCommit
+_WHOLE = MAX_RECORD  # a state past this is written in pieces (rare: thousands of partitions)
+_PIECE = MAX_RECORD // 4  # of this size (plus one item, itself bounded)
+_MORE = "more"
 COORDINATOR_EPOCH = 0
 
 # write_marker(topic, partition, producer_id, producer_epoch, commit) -> None
@@ -94,15 +108,63 @@ class TxnError(Exception):
 
 
 def _txn_row(row):
-    """A transaction-log record: a state row, or ["del", transactional id]."""
+    """A transaction-log record: a state row, ["del", transactional id], or a piece of
+    the state row that follows it (["more", id, partitions, groups, pending offsets])."""
     if not isinstance(row, list) or not row:
         raise ValueError("record is not a list")
-    if row[0] != "del":
+    if row[0] == _MORE:
+        if not (len(row) == 5 and isinstance(row[1], str) and isinstance(row[2], list)
+                and isinstance(row[3], list) and isinstance(row[4], dict)):
+            raise ValueError("unreadable piece of a state")
+    elif row[0] != "del":
         try:
             TxnState.from_row(row)
         except Exception as exc:  # a row of another shape: the log ends here, as at a torn write
             raise ValueError(f"unreadable record ({exc})") from None
     return row
+
+
+def encode_state(st: TxnState) -> list[bytes]:
+    """The records of ``st``: one, or (a state over ``_WHOLE`` bytes) its partitions,
+    groups and pending offsets in pieces, then the state row holding the rest; raises
+    RecordTooLarge, writing nothing, if one partition, group or offset alone is too large."""
+    row = st.to_row()
+    payload = packed(row)
+    if len(payload) <= _WHOLE:
+        return [framed(payload)]
+    tid = st.transactional_id
+    partitions, groups, pending = row[5], row[6], row[7]
+    row[5], row[6], row[7] = [], [], {}
+    records: list[bytes] = []
+    piece: list = [[], [], {}]
+    size = len(packed([_MORE, tid, [], [], {}]))
+    base = size
+
+    def add(where: int, item, item_size: int, group: str | None = None) -> None:
+        nonlocal piece, size
+        if size + item_size > _PIECE and size > base:
+            records.append(frame([_MORE, tid, *piece]))
+            piece, size = [[], [], {}], base
+        if group is None:
+            piece[where].append(item)
+        elif item is None:  # a group with no offsets (yet) is kept too
+            piece[2].setdefault(group, [])
+        else:
+            piece[2].setdefault(group, []).append(item)
+        size += item_size
+
+    for item in partitions:
+        add(0, item, len(packed(item)))
+    for group in groups:
+        add(1, group, len(packed(group)))
+    for group, offsets in pending.items():
+        key_size = len(packed(group))
+        for item in offsets or [None]:
+            add(2, item, len(packed(item)) + key_size, group)
+    if size > base:
+        records.append(frame([_MORE, tid, *piece]))
+    records.append(frame(row))
+    return records
 
 
 class TransactionStore:
@@ -114,6 +176,8 @@ class TransactionStore:
         self.path = self.directory / "transactions.log"
         self.clean_marker = self.directory / "clean-shutdown"
         self.fsync = fsync
+        self._fd: int | None = None
+        self._size = 0
 
     def load(self) -> dict[str, TxnState]:
         states: dict[str, TxnState] = {}
@@ -124,15 +188,32 @@ class TransactionStore:
         if self.path.exists():
             data = self.path.read_bytes()
             result, rows = scan(data, 0, _txn_row)
+            pieces: dict[str, list] = {}  # id -> [partitions, groups, pending] read so far
             for row in rows:
-                if row[0] == "del":
+                if row[0] == _MORE:
+                    got = pieces.setdefault(row[1], [[], [], {}])
+                    got[0] += row[2]
+                    got[1] += row[3]
+                    for group, offsets in row[4].items():
+                        got[2].setdefault(group, []).extend(offsets)
+                elif row[0] == "del":
+                    pieces.pop(row[1], None)
                     states.pop(row[1], None)
                 else:
+                    got = pieces.pop(row[0], None)
+                    if got is not None:
+                        row[5], row[6] = got[0] + row[5], got[1] + row[6]
+                        for group, offsets in row[7].items():
+                            got[2].setdefault(group, []).extend(offsets)
+                        row[7] = got[2]
                     st = TxnState.from_row(row)
                     states[st.transactional_id] = st
             if result.problem is not None:
                 log.warning("transaction log %s: dropped %d bytes at the tail (%s)", self.path,
                             len(data) - result.end, result.problem)
+            if pieces:  # a state's last write, torn before its own record: never acknowledged
+                log.warning("transaction log %s: the unfinished last write of %s is dropped",
+                            self.path, ", ".join(map(repr, pieces)))
         if not clean and not self.fsync:
             for st in states.values():
                 st.stale = True
@@ -140,26 +221,26 @@ class TransactionStore:
         return states
 
     def _rewrite(self, states: dict[str, TxnState]) -> None:
-        write_atomic(self.path, b"".join(frame(st.to_row()) for st in states.values()))
-        self._fh = open(self.path, "ab")
+        blob = b"".join(record for st in states.values() for record in encode_state(st))
+        write_atomic(self.path, blob)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+        self._size = len(blob)
 
     def put(self, st: TxnState) -> None:
-        self._write(frame(st.to_row()))
+        """Write ``st`` (one write); RecordTooLarge, with nothing written, if it cannot be."""
+        self._write(b"".join(encode_state(st)))
 
     def delete(self, transactional_id: str) -> None:
         self._write(frame(["del", transactional_id]))
 
-    def _write(self, record: bytes) -> None:
-        self._fh.write(record)
-        self._fh.flush()
-        if self.fsync:
-            os.fsync(self._fh.fileno())
+    def _write(self, records: bytes) -> None:
+        self._size = append(self._fd, records, self._size, sync=self.fsync, path=self.path)
 
     def close(self) -> None:
-        if not self._fh.closed:
-            self._fh.flush()
-            os.fsync(self._fh.fileno())
-            self._fh.close()
+        if self._fd is not None:
+            os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = None
             write_atomic(self.clean_marker, b"")
 
 
@@ -208,7 +289,7 @@ class TransactionCoordinator:
     def init_producer_id(self, transactional_id: str, timeout_ms: int,
                          producer_id: int = -1, producer_epoch: int = -1) -> tuple[int, int, int]:
         """(error, producer id, epoch) for a transactional producer starting up."""
-        if not transactional_id:
+        if not transactional_id or len(transactional_id.encode("utf-8")) > TRANSACTIONAL_ID_MAX_BYTES:
             return Errors.InvalidRequestError.errno, -1, -1
         if timeout_ms <= 0 or timeout_ms > self.max_timeout_ms:
             return Errors.InvalidTransactionTimeoutError.errno, -1, -1
@@ -289,8 +370,10 @@ class TransactionCoordinator:
             return {tp: NONE if ok and tp in st.partitions else Errors.InvalidTxnStateError.errno
                     for tp in partitions}
         self._open(st)
+        before = set(st.partitions)
         st.partitions.update(partitions)
-        self._save(st)
+        if not self._save_or_undo(st, lambda: setattr(st, "partitions", before)):
+            return {tp: Errors.UnknownServerError.errno for tp in partitions}
         return {tp: NONE for tp in partitions}
 
     def add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int, group_id: str) -> int:
@@ -299,8 +382,12 @@ class TransactionCoordinator:
         except TxnError as exc:
             return exc.error_code
         self._open(st)
+        if group_id in st.groups:
+            self._save(st)
+            return NONE
         st.groups.add(group_id)
-        self._save(st)
+        if not self._save_or_undo(st, lambda: st.groups.discard(group_id)):
+            return Errors.InvalidGroupIdError.errno
         return NONE
 
     def txn_offset_commit(self, transactional_id: str, group_id: str, producer_id: int,
@@ -312,11 +399,22 @@ class TransactionCoordinator:
         if st.state != ONGOING or group_id not in st.groups:
             return Errors.InvalidTxnStateError.errno if st.state != ONGOING else \
                 Errors.InvalidTxnStateError.errno
+        if any(metadata is not None and len(metadata) > OFFSET_METADATA_MAX for *_, metadata in offsets):
+            return Errors.OffsetMetadataTooLargeError.errno
+        had = st.pending_offsets.get(group_id)
+        before = None if had is None else dict(had)
         pending = st.pending_offsets.setdefault(group_id, {})
         for topic, partition, offset, leader_epoch, metadata in offsets:
             pending[(topic, partition)] = (offset, leader_epoch, metadata)
         st.update_ms = self.clock.now_ms()
-        self._save(st)
+
+        def undo() -> None:
+            if before is None:
+                st.pending_offsets.pop(group_id, None)
+            else:
+                st.pending_offsets[group_id] = before
+        if not self._save_or_undo(st, undo):
+            return Errors.InvalidCommitOffsetSizeError.errno  # Kafka's answer for offsets too large to log
         return NONE
 
     # -- EndTxn ---------------------------------------------------------------------
@@ -503,3 +601,15 @@ class TransactionCoordinator:
         self._index(st)
         self.txns[st.transactional_id] = st
         self.store.put(st)
+
+    def _save_or_undo(self, st: TxnState, undo: Callable[[], None]) -> bool:
+        """Save ``st`` after a change that made it larger; if one of its parts is too large
+        for the log (nothing is written then), take the change back and say so."""
+        try:
+            self._save(st)
+        except RecordTooLarge as exc:
+            undo()
+            log.warning("transaction %s: change refused: %s", st.transactional_id, exc)
+            self._save(st)  # what else the request changed (a transaction it opened)
+            return False
+        return True

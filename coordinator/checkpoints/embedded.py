@@ -15,8 +15,12 @@ Opening replays the file; the first record that is short, fails its CRC or
 does not decode ends the log: the file is truncated there (a torn write from
 a crash) and one warning says how much was dropped. Every put is one
 ``write`` of whole records, so a crash loses at most the records being
-written; by default there is no fsync, which survives a process crash (the
-page cache keeps the data), and ``fsync="always"`` survives power loss too.
+written; a write that fails (a full disk) is cut off the file before the
+error is raised, and a checkpoint too large for the log (over
+``record_log.MAX_RECORD``) is refused with ``RecordTooLarge`` before anything
+is written, so no record after it can be lost at the next open. By default
+there is no fsync, which survives a process crash (the page cache keeps the
+data), and ``fsync="always"`` survives power loss too.
 
 When dead records (superseded or deleted) outnumber live ones and exceed
 ``compact_min_dead``, a background thread writes the live set to
@@ -37,10 +41,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from kafka_wire.coordinator.checkpoints.store import Checkpoint, CheckpointKey, CheckpointStore
-from kafka_wire.coordinator.record_log import frame, scan
+from kafka_wire.coordinator.record_log import RecordTooLarge, append, frame, scan
 from kafka_wire.log.recovery import fsync_dir
 
-__all__ = ["EmbeddedCheckpointStore", "CheckpointStoreError"]
+__all__ = ["EmbeddedCheckpointStore", "CheckpointStoreError", "RecordTooLarge"]
 
 log = logging.getLogger(__name__)
 
@@ -199,13 +203,10 @@ class EmbeddedCheckpointStore(CheckpointStore):
             log.error("checkpoint log %s: background compaction failed: %r", self.path, error)
         blob = b"".join(records)
         with self._lock:
-            written = os.write(self._fd, blob)
-            if written != len(blob):  # a short write on a regular file: disk full
-                raise CheckpointStoreError(
-                    f"short write to {self.path} ({written} of {len(blob)} bytes): disk full?")
-            if self._fsync:
-                os.fsync(self._fd)
-            self._size += len(blob)
+            try:
+                self._size = append(self._fd, blob, self._size, sync=self._fsync, path=self.path)
+            except OSError as exc:  # cut off again: the log ends with the last whole write
+                raise CheckpointStoreError(f"cannot write to {self.path}: {exc}") from exc
             self._records += len(records)
 
     def put(self, checkpoint: Checkpoint) -> None:

@@ -128,6 +128,12 @@ class NamespacePolicy:
 
     def kafka_group(self, group_id: str, joining: bool, client_id: str | None) -> Denial | None:
         """group.id length and, when ``joining`` creates a group, the namespace's count."""
+        bound = tier_rules.KAFKA_GROUP_ID_MAX_ANY_MODE
+        if group_id is not None and len(group_id) > bound // 4 and len(group_id.encode("utf-8")) > bound:
+            # Whatever the mode: every checkpoint and transaction record names the group.
+            return Denial(Refusal.INVALID, f"group.id is {len(group_id.encode('utf-8'))} bytes long "
+                          f"(UTF-8): this broker allows {bound}, Event Hubs "
+                          f"{tier_rules.KAFKA_GROUP_ID_MAX} characters", "group-id-length")
         ns = self.runtime.model
         if ns is None:
             return None

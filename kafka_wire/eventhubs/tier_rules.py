@@ -29,6 +29,10 @@ __all__ = ["RULES", "kafka_endpoint",
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 KAFKA_GROUP_ID_MAX = 256
+# Not a tier rule: the bound of every mode (NamespacePolicy.kafka_group), the longest string
+# the protocol's non-flexible versions carry (an int16 length), far below what a checkpoint
+# record may hold (coordinator.record_log.MAX_RECORD, 1 MiB).
+KAFKA_GROUP_ID_MAX_ANY_MODE = 32_767
 COMMIT_METADATA_MAX = 1024
 SESSION_TIMEOUT_MS = (6_000, 300_000)     # the Kafka endpoint's session.timeout.ms range
 TRANSACTION_TIMEOUT_MAX_MS = 15 * 60_000

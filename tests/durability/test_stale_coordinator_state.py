@@ -3,6 +3,8 @@ then a power loss): a PrepareCommit read back at start commits its own
 transaction, never a later one the same producer left open in a partition."""
 from __future__ import annotations
 
+import os
+
 from kafka_wire.coordinator.clock import VirtualClock
 from kafka_wire.coordinator.transactions import PREPARE_COMMIT, TransactionCoordinator, TransactionStore, TxnState
 
@@ -51,7 +53,7 @@ def test_after_an_unclean_stop_without_fsync_a_transactional_id_gets_a_new_produ
     store = TransactionStore(tmp_path)
     store.load()
     store.put(TxnState("tx", producer_id=7, producer_epoch=3, timeout_ms=60_000))
-    store._fh.close()  # killed: no clean close
+    os.close(store._fd)  # killed: no clean close
     coordinator = _coordinator(tmp_path, fsync=False)
     assert coordinator.init_producer_id("tx", 60_000) == (0, 8, 0)
 
@@ -63,5 +65,5 @@ def test_a_clean_stop_or_fsynced_state_keeps_the_producer_id_and_bumps_the_epoch
     assert _coordinator(tmp_path / "clean", fsync=False).init_producer_id("tx", 60_000) == (0, 7, 4)
     durable = _coordinator(tmp_path / "durable", fsync=True)
     durable.store.put(TxnState("tx", producer_id=7, producer_epoch=3, timeout_ms=60_000))
-    durable.store._fh.close()  # killed, but every record was fsynced
+    os.close(durable.store._fd)  # killed, but every record was fsynced
     assert _coordinator(tmp_path / "durable", fsync=True).init_producer_id("tx", 60_000) == (0, 7, 4)
