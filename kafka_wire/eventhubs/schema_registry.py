@@ -266,10 +266,17 @@ class SchemaRegistry:
             return
         if self._rewrite or not self.path.exists():
             self._save()  # a first line to append to: the registry before this change
-        with open(self.path, "ab") as f:
-            f.write(json.dumps(change, separators=(",", ":")).encode() + b"\n")
-            f.flush()
-            os.fsync(f.fileno())
+        try:
+            with open(self.path, "ab") as f:
+                f.write(json.dumps(change, separators=(",", ":")).encode() + b"\n")
+                f.flush()
+                os.fsync(f.fileno())
+        except OSError:
+            # A full disk may have left part of the line: the next change must not follow it
+            # (that line would be unreadable with lines after it, and the journal with it),
+            # so it rewrites the journal whole from what is kept, which this change is not.
+            self._rewrite = True
+            raise
 
     def _load(self, f) -> None:
         """Read from the binary file ``f`` a line at a time: one version's line is the most

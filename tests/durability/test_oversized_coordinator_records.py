@@ -326,3 +326,23 @@ def test_a_transaction_state_of_any_size_is_read_back_whole(tmp_path_factory, pa
     finally:
         transactions._WHOLE, transactions._PIECE = saved
 
+
+def test_a_schema_registry_change_refused_on_a_full_disk_leaves_the_journal_readable(full_disk):
+    # The registry's journal has the same hazard: a partial line with later lines after it
+    # made the whole journal unreadable, and the registry started empty.
+    from kafka_wire.eventhubs.schema_registry import SchemaRegistry
+
+    mnt, fill, make_room = full_disk
+    path = mnt / "registry.json"
+    registry = SchemaRegistry(path)
+    registry.put_group("before", "Avro", "None", {})
+    schema = '{"type": "record", "name": "R", "fields": [{"name": "f", "type": "string", "doc": "%s"}]}'
+    fill()
+    with pytest.raises(OSError):
+        registry.register("before", "torn", "Avro", schema % ("d" * 200_000))
+    make_room()
+    registry.put_group("after", "Avro", "None", {})
+    registry.register("after", "kept", "Avro", schema % "d")
+    again = SchemaRegistry(path)
+    assert sorted(again.groups) == ["after", "before"]
+    assert [s.name for s in again.schemas.values()] == ["kept"]
