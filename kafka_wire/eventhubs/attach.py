@@ -87,8 +87,30 @@ def configure_namespace(services, runtime, ns: Namespace) -> None:
     _configure(runtime, ns, services, services.report)
 
 
+def _refuse_twins(services) -> None:
+    """A configured hub named like a hub the data directory already holds, in another
+    case (made over Kafka, so the config's load could not see it), is refused as the
+    door refuses it, before any namespace's hubs are made."""
+    model = services.eventhubs
+    for name, runtime in services.namespaces.items():
+        ns = model.namespaces.get(name)
+        if ns is None or runtime.policy is None:
+            continue
+        for hub in ns.hubs.values():
+            if runtime.topics.get(hub.name) is not None:
+                continue
+            denial = runtime.policy.hub_name_taken(hub.name)
+            if denial is not None:
+                from kafka_wire.broker import StartupError  # the broker imports this module
+
+                raise StartupError(f"namespace {name!r}, event hub {hub.name!r} (config file): "
+                                   f"{denial.message} (rule {denial.rule}): the data directory "
+                                   f"{runtime.topics.logs_dir()} holds it; rename the config's hub")
+
+
 def configure(services) -> None:
     """Apply ``services.eventhubs`` to every namespace the broker runs."""
+    _refuse_twins(services)
     model = services.eventhubs
     for name, runtime in services.namespaces.items():
         ns = model.namespaces.get(name)

@@ -21,13 +21,15 @@ from __future__ import annotations
 import json
 import logging
 import tomllib
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from kafka_wire.config import parse_durability, parse_host_port
 from kafka_wire.eventhubs import geo
 from kafka_wire.eventhubs.bounds import Bounds
 from kafka_wire.eventhubs.oauth import OAuthSettings
+from kafka_wire.log.config import LogConfig
 from kafka_wire.eventhubs.model import (
     DEFAULT_CONSUMER_GROUP, EMULATOR_KEY, ROOT_POLICY, CaptureSettings, EventHub, EventHubsModel,
     Namespace, SasPolicy, Tier,
@@ -98,6 +100,9 @@ def load_config_json(data: dict) -> EventHubsModel:
     if kind != "EventHub":
         raise ValueError(f"NamespaceConfig[0].Type {kind!r} is invalid: use EventHub")
     name = _get(raw, "Name", "NamespaceConfig[0]", required=False) or _EMULATOR_NAMESPACE
+    if not isinstance(name, str):
+        raise ValueError(f"NamespaceConfig[0].Name must be text such as {_EMULATOR_NAMESPACE!r}, "
+                         f"not {_kind(name)}")
     if name != _EMULATOR_NAMESPACE:
         log.warning("Config.json names namespace %r: the official emulator accepts only %r",
                     name, _EMULATOR_NAMESPACE)
@@ -109,13 +114,17 @@ def load_config_json(data: dict) -> EventHubsModel:
         where = f"Entities[{i}]"
         _warn_unknown(ent, ("Name", "PartitionCount", "ConsumerGroups"), where)
         hub_name = _get(ent, "Name", where)
+        if not isinstance(hub_name, str):
+            raise ValueError(f"{where}.Name must be text, not {_kind(hub_name)}")
         count = _get(ent, "PartitionCount", where)
         try:
-            partitions = int(count)
-        except (TypeError, ValueError):
-            raise ValueError(f"{where}.PartitionCount {count!r} is not a number") from None
+            partitions = int(count) if not isinstance(count, (bool, list, dict)) else None
+        except (TypeError, ValueError, OverflowError):  # OverflowError: 1e999 is infinity
+            partitions = None
+        if partitions is None:
+            raise ValueError(f"{where}.PartitionCount {_shown(count)} is not a number: use 1-32")
         if not 1 <= partitions <= 32:
-            raise ValueError(f"{where}.PartitionCount {partitions} is out of range: use 1-32")
+            raise ValueError(f"{where}.PartitionCount {_shown(partitions)} is out of range: use 1-32")
         groups_raw = _get(ent, "ConsumerGroups", where, required=False) or []
         if not isinstance(groups_raw, list) or len(groups_raw) > 20:
             raise ValueError(f"{where}.ConsumerGroups must list at most 20 groups")
@@ -129,6 +138,8 @@ def load_config_json(data: dict) -> EventHubsModel:
             groups.append(gname)
         if hub_name in hubs:
             raise ValueError(f"{where}: event hub {hub_name!r} is listed twice")
+        if not all(isinstance(g, str) for g in groups):
+            raise ValueError(f"{where}.ConsumerGroups: each Name must be text")
         hubs[hub_name] = EventHub(name=hub_name, partitions=partitions, retention_hours=1,
                                   consumer_groups=groups)
     ns = Namespace(name=name, tier=Tier.STANDARD, mode="relaxed", auth="required",
@@ -165,6 +176,65 @@ def _check_types(table: dict, types: dict[str, type], where: str) -> None:
             raise ValueError(f"{where} {key} = {value}: must be {least} or more")
 
 
+# What each key of a namespace, event hub, capture, policy and OAuth table must hold, checked
+# before anything reads it: a wrong type is one line naming the key, never an exception.
+_STRINGS = "strings"  # a list of strings
+_TYPE_WORDS = {str: "text (a quoted string)", int: "a whole number", bool: "true or false",
+               dict: "a table", list: "an array", _STRINGS: 'an array of strings, e.g. ["a", "b"]'}
+_NS_TYPES: dict[str, object] = {
+    "tier": str, "mode": str, "throughput_units": int, "processing_units": int, "capacity_units": int,
+    "auto_inflate_max": int, "auth": str, "policies": dict, "eventhubs": dict, "hosts": _STRINGS,
+    "default": bool, "default_partitions": int, "default_retention_hours": int,
+    "max_message_bytes": int, "close_large_frames": bool, "oauth": dict, "durability": str}
+_HUB_TYPES: dict[str, object] = {
+    "partitions": int, "retention_hours": int, "cleanup_policy": str, "tombstone_retention_hours": int,
+    "timestamp_type": str, "consumer_groups": _STRINGS, "policies": dict, "capture": dict,
+    "durability": str}
+_CAPTURE_TYPES: dict[str, object] = {
+    "enabled": bool, "destination": str, "destination_type": str, "name_format": str,
+    "interval_seconds": int, "size_limit_bytes": int, "skip_empty_archives": bool, "encoding": str,
+    "backfill": bool, "blob_container": str, "storage_connection_string": str}
+_POLICY_TYPES: dict[str, object] = {"primary_key": str, "secondary_key": str, "rights": _STRINGS}
+_OAUTH_TYPES: dict[str, object] = {
+    "allow_unsigned": bool, "hs256_keys": _STRINGS, "public_keys": _STRINGS,
+    "public_key_files": _STRINGS, "issuer": str, "audiences": _STRINGS}
+_TOP_TYPES: dict[str, object] = {
+    "default_namespace": str, "server": dict, "tls": dict, "limits": dict, "namespaces": dict,
+    "storage_accounts": dict, "geo_dr": dict}  # [[faults]]: startup_faults.parse says what it wants
+
+
+def _kind(value) -> str:
+    return {str: "text", bool: "a boolean", int: "a number", float: "a number", dict: "a table",
+            list: "an array", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _shown(value) -> str:
+    """A value for an error line: never a screenful (nor a 4,300-digit number)."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**18:
+        return f"a {len(str(abs(value)))}-digit number"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_shapes(table: dict, types: dict[str, object], where: str) -> None:
+    """Each key of ``table`` that ``types`` names holds what it says (unknown keys are
+    _check_keys' to refuse)."""
+    for key, value in table.items():
+        wanted = types.get(key)
+        if wanted is None:
+            continue
+        if wanted is _STRINGS:
+            good = isinstance(value, list) and all(isinstance(v, str) for v in value)
+            if key == "rights":  # "Send, Listen" as well as ["Send", "Listen"]
+                good = good or isinstance(value, str)
+        elif wanted is int:
+            good = isinstance(value, int) and not isinstance(value, bool)  # TOML keeps them apart
+        else:
+            good = isinstance(value, wanted)
+        if not good:
+            raise ValueError(f"{where}: {key} = {_shown(value)}: must be {_TYPE_WORDS[wanted]}")
+
+
 def _check_keys(table: dict, allowed: set[str], where: str) -> None:
     unknown = sorted(set(table) - allowed)
     if unknown:
@@ -179,6 +249,7 @@ def _policies(table: dict, where: str, hub: str | None = None) -> dict[str, SasP
         if not isinstance(p, dict):
             raise ValueError(f"{pwhere} must be a table")
         _check_keys(p, {"primary_key", "secondary_key", "rights"}, pwhere)
+        _check_shapes(p, _POLICY_TYPES, pwhere)
         try:
             out[pname] = SasPolicy(pname, p.get("primary_key", ""), p.get("secondary_key"),
                                    p.get("rights", ["Manage"]), hub=hub)
@@ -206,6 +277,7 @@ def _oauth(t: dict | None, where: str, base: Path | None) -> OAuthSettings | Non
     if not isinstance(t, dict):
         raise ValueError(f"{where} must be a table")
     _check_keys(t, _OAUTH_KEYS, where)
+    _check_shapes(t, _OAUTH_TYPES, where)
     pems = list(t.get("public_keys", []))
     for name in t.get("public_key_files", []):
         path = (base / name) if base is not None else Path(name)
@@ -219,9 +291,13 @@ def _oauth(t: dict | None, where: str, base: Path | None) -> OAuthSettings | Non
 
 
 def _hub(name: str, t: dict, where: str) -> EventHub:
+    if not isinstance(t, dict):
+        raise ValueError(f"{where} must be a table, not {_kind(t)}")
     _check_keys(t, _HUB_KEYS, where)
+    _check_shapes(t, _HUB_TYPES, where)
     capture_t = t.get("capture") or {}
     _check_keys(capture_t, _CAPTURE_KEYS, f"{where}, capture")
+    _check_shapes(capture_t, _CAPTURE_TYPES, f"{where}, capture")
     hub = EventHub(
         name=name, partitions=t.get("partitions", 1), retention_hours=t.get("retention_hours"),
         cleanup_policy=t.get("cleanup_policy", "Delete"),
@@ -247,8 +323,8 @@ def _durability(t: dict, where: str) -> str | None:
 
 def load_toml(data: dict, base: Path | None = None) -> tuple[EventHubsModel, _Settings]:
     """``base``: the config file's directory (relative key file paths)."""
-    _check_keys(data, {"default_namespace", "server", "tls", "limits", "namespaces", "storage_accounts",
-                       "geo_dr", "faults"}, "config")
+    _check_keys(data, {*_TOP_TYPES, "faults"}, "config")
+    _check_shapes(data, _TOP_TYPES, "config")
     settings = _Settings()
     settings.server = dict(data.get("server") or {})
     _check_keys(settings.server, set(_SERVER_KEYS), "[server]")
@@ -276,6 +352,7 @@ def load_toml(data: dict, base: Path | None = None) -> tuple[EventHubsModel, _Se
         if not isinstance(t, dict):
             raise ValueError(f"{where} must be a table")
         _check_keys(t, _NS_KEYS, where)
+        _check_shapes(t, _NS_TYPES, where)
         units = [t[k] for k in ("throughput_units", "processing_units", "capacity_units") if k in t]
         if len(units) > 1:
             raise ValueError(f"{where}: give one of throughput_units, processing_units, "
@@ -319,28 +396,127 @@ def _geo_dr(table, model: EventHubsModel) -> None:
 
 # -- entry points ---------------------------------------------------------------------
 def load(path: Path) -> tuple[EventHubsModel, _Settings]:
+    """The model and settings of config file ``path``; ValueError (one line naming the
+    file, the entry and the rule) for anything it cannot serve as written, before
+    anything is made: whatever the bytes, nothing else escapes."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        text = path.read_bytes().decode("utf-8-sig")
     except OSError as exc:
         raise ValueError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset "
+                         f"{exc.start}): save the file as UTF-8") from None
+    try:
+        model, settings = _parse(path, text)
+        _check_at_the_door(model, Bounds.from_table(settings.limits))
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: values nested too deeply to read") from None
+    except (TypeError, AttributeError, KeyError, OverflowError) as exc:  # a shape no check above foresaw
+        raise ValueError(f"{path}: {type(exc).__name__}: {exc}") from None
+    return model, settings
+
+
+def _parse(path: Path, text: str) -> tuple[EventHubsModel, _Settings]:
     if path.suffix.lower() == ".json":
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}: invalid JSON at line {exc.lineno}: {exc.msg}") from None
-        try:
-            return load_config_json(data), _Settings()
-        except ValueError as exc:
-            raise ValueError(f"{path}: {exc}") from None
+            raise ValueError(f"invalid JSON at line {exc.lineno}: {exc.msg}") from None
+        return load_config_json(data), _Settings()
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"{path}: invalid TOML: {exc}") from None
-    try:
-        return load_toml(data, path.resolve().parent)
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"{path}: {exc}") from None
+        raise ValueError(f"invalid TOML: {exc}") from None
+    return load_toml(data, path.resolve().parent)
+
+
+class _PlannedHub(NamedTuple):
+    """A configured hub, as the door sees a topic (a TopicView's name, partitions, internal)."""
+    name: str
+    partitions: int
+    internal: bool = False
+
+
+class _PlannedTopics:
+    """The hubs a namespace will have, for the door to read as it reads a runtime's
+    TopicManager: those checked so far, in the file's order."""
+
+    def __init__(self) -> None:
+        self.hubs: list[_PlannedHub] = []
+        self.num_partitions = 1
+
+    def names(self) -> list[str]:
+        return [h.name for h in self.hubs]
+
+    def all(self) -> list[_PlannedHub]:
+        return list(self.hubs)
+
+    def validate_configs(self, overrides: dict[str, str]):
+        return LogConfig.from_kafka(dict(overrides))
+
+
+@dataclass
+class _PlannedNamespace:
+    """What the door reads of a NamespaceRuntime, for a namespace not made yet."""
+    name: str
+    model: Namespace
+    topics: _PlannedTopics = field(default_factory=_PlannedTopics)
+
+
+class _Unreported:
+    """The door records what a relaxed namespace lets pass; at load there is no report
+    yet, so it is a warning, the first of each rule."""
+
+    def __init__(self) -> None:
+        self.said: set[tuple[str, str]] = set()
+
+    def record(self, namespace: str, rule: str, hub: str | None, message: str, *, enforced: bool,
+               **_) -> None:
+        if not enforced and (namespace, rule) not in self.said:
+            self.said.add((namespace, rule))
+            log.warning("config: namespace %s: %s (rule %s; allowed in relaxed mode, as the "
+                        "management API allows it)", namespace, message, rule)
+
+
+def _check_at_the_door(model: EventHubsModel, bounds: Bounds) -> None:
+    """Every configured hub and consumer group through the checks the management API's
+    door applies when it makes one (NamespacePolicy.create_topic: case twins, the
+    broker's [limits], the tier's rules in strict mode; consumer_group_limit), in the
+    file's order, so that a config makes nothing the management API would refuse."""
+    from kafka_wire.eventhubs.policy import NamespacePolicy  # policy imports this package's model
+
+    if len(model.namespaces) > bounds.namespaces:
+        raise ValueError(f"{len(model.namespaces)} namespaces: this broker serves at most "
+                         f"{bounds.namespaces} ([limits] namespaces)")
+    report = _Unreported()
+    for ns in model.namespaces.values():
+        if ns.default_partitions is not None and ns.default_partitions > bounds.partitions_per_hub:
+            raise ValueError(f"namespace {ns.name!r}: default_partitions = {_shown(ns.default_partitions)} "
+                             f"is more than this broker allows per event hub ({bounds.partitions_per_hub}; "
+                             "[limits] partitions_per_hub)")
+        planned = _PlannedNamespace(ns.name, ns)
+        door = NamespacePolicy()
+        door.runtime, door.report, door.bounds = planned, report, bounds
+        for hub in ns.hubs.values():
+            where = f"namespace {ns.name!r}, event hub {hub.name!r}"
+            try:
+                configs = hub.topic_configs()
+                LogConfig.from_kafka(configs)  # the log's own check of what the hub's settings mean
+            except ValueError as exc:
+                raise ValueError(f"{where}: {exc}") from None
+            denial = door.create_topic(None, hub.name, hub.partitions, configs, "config file")
+            if denial is not None:
+                rule = f" (rule {denial.rule})" if denial.rule else ""
+                named = f"event hub {hub.name!r}" in denial.message  # the door's words name it
+                raise ValueError(f"{f'namespace {ns.name!r}' if named else where}: {denial.message}{rule}")
+            groups = hub.all_consumer_groups()
+            refused = door.consumer_group_limit(hub.name, len(groups) - 1)
+            if refused is not None:
+                raise ValueError(f"{where}: {len(groups)} consumer groups (with $Default): {refused}")
+            planned.topics.hubs.append(_PlannedHub(hub.name, hub.partitions))
 
 
 def apply_config_file(config, path: Path) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import re
 from pathlib import Path
 
 from kafka_wire.eventhubs.app_groups import ApplicationGroup
@@ -51,6 +52,48 @@ def _hub(name: str, d: dict) -> EventHub:
                     capture=CaptureSettings(**d.get("capture", {})))
 
 
+# The broker's own files at the top of the data directory that a namespace name can spell
+# (names.DATA_DIR_ENTRIES): a namespace's directory there stops the broker.
+BROKER_FILES = {"producer-ids": "Kafka producer-id block"}
+_NAMESPACE_LOG_ENTRY = re.compile(r"(.+)-(\d+)(\.deleted)?")  # log.manager: {topic}-{partition}
+
+
+def repair(data_dir: Path, name: str) -> str:
+    """How the operator serves again, under another name, namespace ``name`` that the
+    management API made before its name was refused (a name the broker now keeps for
+    itself in the data directory, or one no longer valid): every place it has under
+    ``data_dir``, and what to rename each to. Nothing is renamed here: the operator picks
+    the new name, and the broker may be running on this directory."""
+    from kafka_wire.coordinator.checkpoints.embedded import CHECKPOINTS_DIR
+    from kafka_wire.eventhubs.schema_registry import STATE_DIR as SCHEMAS_DIR
+
+    new = "NEWNAME"
+    moves = [(data_dir / STATE_DIR / f"{name}.json", data_dir / STATE_DIR / f"{new}.json")]
+    plain = name not in ("", ".", "..") and "/" not in name and "\\" not in name and "\0" not in name
+    if plain:
+        for parent in (CHECKPOINTS_DIR, "_transactions", "_geo"):
+            moves.append((data_dir / parent / name, data_dir / parent / new))
+        moves.append((data_dir / SCHEMAS_DIR / f"{name}.json", data_dir / SCHEMAS_DIR / f"{new}.json"))
+    steps = [f"rename {old} to {to}" for old, to in moves if old.exists() or old == moves[0][0]]
+    log_dir = data_dir / name
+    if plain and log_dir.is_dir():
+        topics = {t.stem for t in (log_dir / "__topics").glob("*.json")}
+        own = sorted(e.name for e in log_dir.iterdir() if e.name == "__topics" or (
+            (m := _NAMESPACE_LOG_ENTRY.fullmatch(e.name)) is not None and m.group(1) in topics))
+        others = [e.name for e in log_dir.iterdir() if e.name not in own]
+        if others:  # shared with the broker's own entry (the default Capture root): move its part only
+            steps.append(f"make the directory {data_dir / new} and move into it, from {log_dir}, "
+                         f"the namespace's log: {', '.join(own) or '(nothing)'} (leave "
+                         f"{', '.join(sorted(others)[:5])}{', ...' if len(others) > 5 else ''}: "
+                         "they are the broker's)")
+        else:
+            steps.append(f"rename {log_dir} to {data_dir / new}")
+    return (f"Namespace {name!r} was made through the management API before its name was refused, "
+            f"and is not served. To serve it again under another name, stop kafka-wire and, with "
+            f"{new} a name of 6-50 letters, digits and hyphens that is not taken: "
+            + "; ".join(steps) + ". Then start kafka-wire again (nothing has been renamed)")
+
+
 class ManagedState:
     """The overrides of every namespace, and where they are written."""
 
@@ -74,7 +117,16 @@ class ManagedState:
             made = state["namespace"]
             problem = namespace_name_error(name)
             if problem is not None and name not in model.namespaces:
-                log.error("management state %s ignored: %s", self.directory / f"{name}.json", problem)
+                data_dir = self.directory.parent
+                how = (repair(data_dir, name) if made is not None
+                       else "It records the namespace's deletion: remove the file")
+                if (data_dir / name).is_dir() and name in BROKER_FILES:
+                    from kafka_wire.broker import StartupError  # the broker imports this module
+
+                    # the broker cannot keep its own file there: it may not start until it is moved
+                    raise StartupError(f"{data_dir / name} is namespace {name!r}'s directory, where the "
+                                       f"broker keeps its {BROKER_FILES[name]}: {problem}. {how}")
+                log.error("management state %s ignored: %s. %s", self.directory / f"{name}.json", problem, how)
                 continue
             if made is None:  # deleted (its data went with it)
                 if name != model.default_namespace:

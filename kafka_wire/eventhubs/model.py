@@ -120,6 +120,8 @@ TIER_LIMITS: dict[Tier, TierLimits] = {
 DEDICATED_MAX_MESSAGE_BYTES = (1 * MB, 20 * MB)  # eventhubmaxmessagesizeinbytes range
 KAFKA_FRAME_LIMIT = 1_046_528  # the Kafka endpoint closes connections on frames this large
 MIN_RETENTION_HOURS = 1
+# The longest retention a hub may be given, in any mode (the management API's bound too).
+MAX_RETENTION_HOURS = 1_000_000
 
 def normalize_rights(rights) -> frozenset[str]:
     """Rights as a set of Send/Listen/Manage (case-insensitive); Manage includes both others."""
@@ -197,6 +199,11 @@ class CaptureSettings:
         if not 10 * MB <= self.size_limit_bytes <= 500 * MB:
             raise ValueError(f"{where}: capture size_limit_bytes={self.size_limit_bytes} is out "
                              "of range: use 10485760-524288000 (10-500 MB)")
+        parts = self.name_format.split("/")
+        if self.name_format.startswith("/") or "\\" in self.name_format or any(
+                p in ("", ".", "..") for p in parts):  # the files must stay under the destination
+            raise ValueError(f"{where}: capture name_format must be a relative path without empty, "
+                             "'.' or '..' parts or backslashes")
         missing = [t for t in self.TOKENS if t not in self.name_format]
         if missing:
             raise ValueError(f"{where}: capture name_format lacks {', '.join(missing)}: a custom "
@@ -262,9 +269,10 @@ class EventHub:
         if self.timestamp_type.lower() not in ("logappend", "create"):
             raise ValueError(f"{where}: timestamp_type {self.timestamp_type!r} is unknown: use "
                              "LogAppend or Create")
-        if self.retention_hours is not None and (self.retention_hours == 0 or self.retention_hours < -1):
+        if self.retention_hours is not None and (self.retention_hours == 0 or self.retention_hours < -1
+                                                 or self.retention_hours > MAX_RETENTION_HOURS):
             raise ValueError(f"{where}: retention_hours={self.retention_hours} is invalid: use 1 "
-                             "or more, or -1 for unlimited")
+                             f"to {MAX_RETENTION_HOURS:,}, or -1 for unlimited")
         seen = set()
         for g in self.consumer_groups:
             problem = consumer_group_name_error(g)
@@ -406,6 +414,10 @@ class Namespace:
                              "Dedicated clusters accept larger publications")
         if self.default_partitions is not None and self.default_partitions < 1:
             raise ValueError(f"{where}: default_partitions must be 1 or more")
+        hours = self.default_retention_hours
+        if hours is not None and (hours == 0 or hours < -1 or hours > MAX_RETENTION_HOURS):
+            raise ValueError(f"{where}: default_retention_hours={hours} is invalid: use 1 to "
+                             f"{MAX_RETENTION_HOURS:,}, or -1 for unlimited")
         if len(self.policies) > 12:
             raise ValueError(f"{where}: {len(self.policies)} SAS policies: Event Hubs allows 12 "
                              "per namespace")
