@@ -11,15 +11,16 @@ import struct
 
 from kafka_wire import codec
 from kafka_wire.apis.fetch_decoding import _uuid as topic_uuid
+from kafka_wire.apis.request_bounds import MAX_ENTRIES
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _HEAD = struct.Struct(">hi")  # acks, timeout_ms
-# Partitions a request may name (as ListOffsets' MAX_ENTRIES: twice Bounds'
-# partitions_per_namespace default). Past it the request is not decoded further and
-# the connection is closed: 500,000 entries of one 61-byte batch each (33 MiB) held
-# the event loop for 13 s, each walked, admitted and appended in turn.
-MAX_PARTITIONS = 20_480
+# Partitions a request may name, the bound of every request with a list. Past it the
+# request is not decoded further and the connection is closed: 500,000 entries of one
+# 61-byte batch each (33 MiB) held the event loop for 13 s, each walked, admitted and
+# appended in turn.
+MAX_PARTITIONS = MAX_ENTRIES
 
 
 class ProduceDecodeError(ValueError):
