@@ -124,39 +124,66 @@ class UniformAssignor:
     def _heterogeneous(members: list[str], subscriptions: Mapping[str, set[str]],
                        topics: Mapping[str, int],
                        current: Mapping[str, Mapping[str, set[int]]]) -> Assignment:
-        """Members subscribe to different topics: O(members x partitions)."""
+        """Members subscribe to different topics. Each partition goes to the least
+        loaded member (ties: the first name) among those subscribed to its topic; the
+        per-topic minimum is kept up to date as counts change rather than searched for
+        every partition, which cost members x partitions per pass."""
         out: Assignment = {m: {} for m in members}
         by_topic = {t: [m for m in members if t in subscriptions[m]] for t in sorted(topics)}
-        eligible = {(t, p): ms for t, ms in by_topic.items() if ms for p in range(topics[t])}
+        by_topic = {t: ms for t, ms in by_topic.items() if ms}
+        mine = {m: [t for t in by_topic if t in subscriptions[m]] for m in members}
         count = {m: 0 for m in members}
         # Members keep what they have and may still have; balancing below
         # moves only what it must.
         owner: dict[tuple[str, int], str] = {}
         for m in members:
             for t, ps in current.get(m, {}).items():
+                if t not in by_topic or t not in subscriptions[m]:
+                    continue
                 for p in ps:
-                    if m in eligible.get((t, p), ()) and (t, p) not in owner:
+                    if 0 <= p < topics[t] and (t, p) not in owner:
                         owner[(t, p)] = m
                         count[m] += 1
-        # The rest goes to the least loaded eligible member.
-        for tp, ms in eligible.items():
-            if tp not in owner:
-                m = min(ms, key=lambda x: (count[x], x))
-                owner[tp] = m
+        # The rest goes to the least loaded eligible member: one heap per topic, its
+        # entries refreshed when popped (counts only grow here, so a stale entry is low).
+        heaps = {t: [(count[m], m) for m in ms] for t, ms in by_topic.items()}
+        for heap in heaps.values():
+            heapq.heapify(heap)
+        for t, ms in by_topic.items():
+            heap = heaps[t]
+            for p in range(topics[t]):
+                if (t, p) in owner:
+                    continue
+                while heap[0][0] != count[heap[0][1]]:
+                    heapq.heapreplace(heap, (count[heap[0][1]], heap[0][1]))
+                m = heap[0][1]
+                owner[(t, p)] = m
                 count[m] += 1
-        # Even out: move partitions from the fullest to the emptiest member
-        # that may take them, until no move narrows the gap.
+        # Even out: move partitions from the fullest to the emptiest member that may
+        # take them, until no move narrows the gap. ``least[t]`` is the topic's least
+        # loaded member at every step.
+        def key(x: str) -> tuple[int, str]:
+            return count[x], x
+
+        least = {t: min(ms, key=key) for t, ms in by_topic.items()}
         moved = True
         while moved:
             moved = False
             for tp in sorted(owner, reverse=True):
                 src = owner[tp]
-                dst = min(eligible[tp], key=lambda x: (count[x], x))
+                dst = least[tp[0]]
                 if count[src] - count[dst] > 1:
                     owner[tp] = dst
-                    count[src] -= 1
-                    count[dst] += 1
                     moved = True
+                    # One count at a time, so that ``least`` holds before each.
+                    count[src] -= 1
+                    for t in mine[src]:
+                        if key(src) < key(least[t]):
+                            least[t] = src
+                    count[dst] += 1
+                    for t in mine[dst]:
+                        if least[t] == dst:
+                            least[t] = min(by_topic[t], key=key)
         for (t, p), m in owner.items():
             out[m].setdefault(t, set()).add(p)
         return out

@@ -1,7 +1,9 @@
 """The uniform assignor's fast path for groups whose members all subscribe to the same
 topics, against the general path (which it replaces there): every partition once,
 shares differing by at most one, and no more partitions moved than the general path
-moves, given the previous target (disjoint, as the coordinator passes it)."""
+moves, given the previous target (disjoint, as the coordinator passes it). The general
+path gives exactly the answers of the members x partitions search it replaced, kept
+here as the reference."""
 from __future__ import annotations
 
 from hypothesis import given, settings, strategies as st
@@ -54,3 +56,59 @@ def test_a_second_member_takes_the_highest_half():
     assigned = UniformAssignor().assign({"a": {"t"}, "b": {"t"}}, {"t": 6},
                                         {"a": {"t": set(range(6))}})
     assert assigned == {"a": {"t": {0, 1, 2}}, "b": {"t": {3, 4, 5}}}
+
+
+def _reference(members, subscriptions, topics, current):
+    """The general path as it was: a search over every eligible member per partition."""
+    out = {m: {} for m in members}
+    eligible = {(t, p): [m for m in members if t in subscriptions[m]]
+                for t in sorted(topics) for p in range(topics[t])}
+    eligible = {tp: ms for tp, ms in eligible.items() if ms}
+    count = {m: 0 for m in members}
+    owner = {}
+    for m in members:
+        for t, ps in current.get(m, {}).items():
+            for p in ps:
+                if m in eligible.get((t, p), ()) and (t, p) not in owner:
+                    owner[(t, p)] = m
+                    count[m] += 1
+    for tp, ms in eligible.items():
+        if tp not in owner:
+            m = min(ms, key=lambda x: (count[x], x))
+            owner[tp] = m
+            count[m] += 1
+    moved = True
+    while moved:
+        moved = False
+        for tp in sorted(owner, reverse=True):
+            src = owner[tp]
+            dst = min(eligible[tp], key=lambda x: (count[x], x))
+            if count[src] - count[dst] > 1:
+                owner[tp] = dst
+                count[src] -= 1
+                count[dst] += 1
+                moved = True
+    for (t, p), m in owner.items():
+        out[m].setdefault(t, set()).add(p)
+    return out
+
+
+@st.composite
+def mixed_groups(draw):
+    members = [f"m{i}" for i in range(draw(st.integers(1, 10)))]
+    topics = {f"t{i}": draw(st.integers(0, 16)) for i in range(draw(st.integers(1, 4)))}
+    names = [*sorted(topics), "not-created-yet"]
+    subscriptions = {m: set(draw(st.lists(st.sampled_from(names), unique=True)))
+                     for m in members}
+    # Previous owners may overlap here (the general path must not care).
+    current = {m: {t: set(draw(st.lists(st.integers(0, 18), max_size=6))) for t in names}
+               for m in [*members, "gone"] if draw(st.booleans())}
+    return members, subscriptions, topics, current
+
+
+@settings(max_examples=600, deadline=None, derandomize=True)
+@given(mixed_groups())
+def test_different_subscriptions_get_the_reference_answer(group):
+    members, subscriptions, topics, current = group
+    assert UniformAssignor._heterogeneous(members, subscriptions, topics, current) == \
+        _reference(members, subscriptions, topics, current)
