@@ -86,7 +86,15 @@ class SchemaRegistry:
                 with open(path, "rb") as f:
                     self._load(f)
             except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-                log.error("schema registry %s cannot be read (%s): starting empty", path, exc)
+                # Kept aside, not overwritten by the next change (every version it holds was
+                # lost so): the operator may mend it and put it back.
+                aside = path.with_name(f"{path.name}.unreadable-{uuid.uuid4().hex[:8]}")
+                try:
+                    path.rename(aside)
+                except OSError as err:
+                    aside = f"left in place: {err}"
+                log.error("schema registry %s cannot be read (%s): starting empty; the file is kept "
+                          "as %s", path, exc, aside)
                 self.groups, self.schemas, self._size, self._rewrite = {}, {}, 0, True
 
     @classmethod

@@ -294,3 +294,25 @@ def test_a_registry_kept_in_the_older_one_object_file_is_read_and_carried_on(tmp
                                                             "fields": []}))
     again = schema_registry.SchemaRegistry(path)
     assert state(again) == state(registry) and again.version("g", "s", 2).id == second.id
+
+
+def test_an_unreadable_registry_is_kept_aside_not_overwritten_by_the_next_change(tmp_path, caplog):
+    # It started empty and its next change overwrote the file: every version was lost.
+    path = tmp_path / "ns.json"
+    registry = schema_registry.SchemaRegistry(path)
+    schema = json.dumps({"type": "record", "name": "R", "fields": []})
+    registry.put_group("g", "Avro", "None", {})
+    registry.register("g", "s", "Avro", schema)
+    registry.register("g", "s", "Avro", json.dumps({"type": "record", "name": "R", "doc": "2", "fields": []}))
+    lines = path.read_bytes().split(b"\n")
+    damaged = b"\n".join([lines[0], b"{not json", *lines[1:]])  # a line unread, with lines after it
+    path.write_bytes(damaged)
+    with caplog.at_level("ERROR"):
+        fresh = schema_registry.SchemaRegistry(path)
+    assert fresh.groups == {} and not path.exists()
+    [aside] = tmp_path.glob("ns.json.unreadable-*")
+    assert aside.read_bytes() == damaged and str(aside) in caplog.text
+    fresh.put_group("h", "Avro", "None", {})
+    fresh.register("h", "t", "Avro", schema)
+    assert aside.read_bytes() == damaged
+    assert list(schema_registry.SchemaRegistry(path).groups) == ["h"]
