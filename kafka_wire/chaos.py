@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import random
 
-from kafka_wire.fault_plan import FaultPlan
+from kafka_wire.fault_plan import FaultError, FaultPlan
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +67,10 @@ def install(faults, seed: int) -> list[int]:
     def drop() -> None:
         if not any(f.id in ids for f in plan.faults):  # the mix was cleared: stop
             return
-        plan.add({"kind": "kafka-drop-connections"})
+        try:
+            plan.add({"kind": "kafka-drop-connections"})
+        except FaultError as exc:  # (the plan is full): this drop is skipped, not the schedule
+            log.warning("chaos mode: Kafka connections not dropped this time: %s", exc)
         drops[0] += 1
         if drops[0] < MAX_DROPS:
             clock.call_later(schedule.randint(*DROP_EVERY_MS), drop)

@@ -28,6 +28,7 @@ __all__ = ["FaultPlan", "Fault", "FaultError", "KINDS", "SCOPES", "MAX_FAULTS", 
 
 MAX_FAULTS = 1000  # set at once
 MAX_FIRED = 1000   # firings kept
+MAX_TOTALS = 1000  # (kind, namespace) counters kept for /metrics; past it, under namespace ""
 SCOPES = ("namespace", "hub", "partition", "consumer_group", "client", "link")
 
 # kind -> (what it does, its parameters with defaults)
@@ -263,6 +264,8 @@ class FaultPlan:
                 continue
             now = self.now_ms() if now is None else now
             if not self.due(fault, now):
+                if fault.for_ms is not None and now >= fault.added_ms + fault.after_ms + fault.for_ms:
+                    self.remove(fault.id)  # its window is over: it cannot fire again
                 continue
             self.record(fault, target, now)
             if fault.fired >= fault.count:
@@ -281,11 +284,16 @@ class FaultPlan:
 
     def record(self, fault: Fault, target: dict[str, Any], now: int | None = None) -> None:
         fault.fired += 1
+        target = {k: v[:256] if isinstance(v, str) else v for k, v in target.items() if v is not None}
         entry = {"at_ms": self.now_ms() if now is None else now, "fault": fault.id,
-                 "kind": fault.kind, "target": {k: v for k, v in target.items() if v is not None},
-                 "client": target.get("client")}
+                 "kind": fault.kind, "target": target, "client": target.get("client")}
         self.fired.append(entry)
-        self.totals[(fault.kind, str(target.get("namespace") or ""))] += 1
+        # The namespace is one the hook found served (a name from a URL that names none is
+        # None): the counters stay bounded by the namespaces, and by MAX_TOTALS besides.
+        key = (fault.kind, str(target.get("namespace") or ""))
+        if key not in self.totals and len(self.totals) >= MAX_TOTALS:
+            key = (fault.kind, "")
+        self.totals[key] += 1
         for listener in self.listeners:
             listener(entry)
 

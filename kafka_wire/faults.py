@@ -35,7 +35,8 @@ from typing import Any, Callable
 import kafka.errors as Errors
 
 from kafka_wire import codec
-from kafka_wire.fault_plan import Fault, FaultPlan
+from kafka_wire.fault_plan import Fault, FaultError, FaultPlan
+from kafka_wire.whole_numbers import whole_number
 
 log = logging.getLogger(__name__)
 
@@ -77,13 +78,16 @@ class _Failure:
     partition: int | None = None
     client_id: str | None = None
     fault: Fault | None = None  # set through the fault plan: its firings are recorded there
+    until_ms: int | None = None  # the plan fault's window ends then (for_ms): removed after
 
-    def matches(self, api_key: int, client_id: str | None, topic: str | None = None,
-                partition: int | None = None) -> bool:
+    def matches(self, api_key: int, target: dict) -> bool:
         if self.remaining <= 0 or api_key != self.api_key:
             return False
-        if self.client_id is not None and client_id != self.client_id:
+        if self.fault is not None:  # the plan's rule: every scope field, without case
+            return self.fault.matches(target)
+        if self.client_id is not None and target.get("client") != self.client_id:
             return False
+        topic, partition = target.get("hub"), target.get("partition")
         if self.topic is not None and topic is not None and topic != self.topic:
             return False
         if self.partition is not None and partition is not None and partition != self.partition:
@@ -98,6 +102,7 @@ class _Delay:
     remaining: int
     client_id: str | None = None
     fault: Fault | None = None
+    until_ms: int | None = None
 
 
 class Faults:
@@ -155,30 +160,38 @@ class Faults:
         return self._on_loop(remove)
 
     def _install(self, fault: Fault) -> None:
-        """The plan's Kafka kinds, served by the hooks below (on the loop thread)."""
+        """The plan's Kafka kinds, served by the hooks below (on the loop thread). The
+        hooks match with the fault's own scope (every field, without case); one they do
+        not know (a hub, for an API answered as a whole) is refused here, as it would
+        never fire."""
         scope, params = fault.scope, fault.params
-        client = scope.get("client")
         if fault.kind == "kafka-drop-connections":
             victims = [c for server in self._servers() for c in list(server.connections)
-                       if client is None or c.last_client_id == client]
+                       if fault.matches(_connection_target(c, self._services))]
             for conn in victims:
                 conn.close()
-                self.plan.record(fault, {"client": conn.last_client_id, "protocol": "kafka"})
+                self.plan.record(fault, _connection_target(conn, self._services))
             self.injected += len(victims)
             return
         try:
             api = api_key_of(params["api"])
-            partition = scope.get("partition")
-            if fault.kind == "kafka-error":
-                self._failures.append(_Failure(api, error_code_of(params["error"]), fault.count,
-                                               scope.get("hub"),
-                                               int(partition) if partition is not None else None,
-                                               client, fault))
-            else:
-                self._delays.append(_Delay(api, params["ms"] / 1000.0, fault.count, client, fault))
+            errno = error_code_of(params["error"]) if fault.kind == "kafka-error" else 0
         except (ValueError, TypeError) as exc:
-            from kafka_wire.fault_plan import FaultError
             raise FaultError(str(exc)) from None
+        if "partition" in scope and whole_number(scope["partition"]) is None:
+            raise FaultError(f"scope.partition of {fault.kind} must be a partition number, not "
+                             f"{scope['partition'][:40]!r}")
+        if api not in _PARTITION_APIS and ("hub" in scope or "partition" in scope):
+            raise FaultError(f"{fault.kind} on {codec.ApiKey(api).name} cannot be scoped by hub or "
+                             f"partition: that request is answered as a whole; scope it by "
+                             f"namespace, consumer_group or client, or pick Produce, Fetch or "
+                             f"ListOffsets")
+        until = (fault.added_ms + fault.after_ms + fault.for_ms) if fault.for_ms is not None else None
+        if fault.kind == "kafka-error":
+            self._failures.append(_Failure(api, errno, fault.count, fault=fault, until_ms=until))
+        else:
+            self._delays.append(_Delay(api, params["ms"] / 1000.0, fault.count, fault=fault,
+                                       until_ms=until))
 
     def _fired(self, item, target: dict) -> None:
         if item.fault is not None:
@@ -267,14 +280,30 @@ class Faults:
             await asyncio.wait_for(gate.wait(), max(request.max_wait_ms, 0) / 1000.0)
         return not gate.is_set()
 
-    def request_error(self, api_key: int, client_id: str | None) -> int | None:
-        """An error for a whole request (APIs other than Produce and Fetch)."""
+    def request_faults(self, ctx, request) -> tuple[int | None, float]:
+        """For a request about to be handled (while ``active``): the error code to answer
+        it with as a whole (None: none; Produce, Fetch and ListOffsets get theirs per
+        partition, from partition_error), and how long to hold its answer (seconds)."""
+        api_key = ctx.header.api_key
+        group = getattr(request, "group_id", None)
+        target = {"namespace": ctx.namespace.name, "client": ctx.client_id,
+                  "consumer_group": group if isinstance(group, str) else None}
+        stamp = None
+        if self._failures and api_key not in _PARTITION_APIS:
+            stamp = self.request_error(api_key, target)
+        delay = self.response_delay(api_key, target, ctx, request) if self._delays else 0.0
+        return stamp, delay
+
+    def request_error(self, api_key: int, target: dict) -> int | None:
+        """An error for a whole request (APIs other than Produce, Fetch and ListOffsets);
+        ``target``: namespace, client and consumer group (None where the request has none)."""
+        self._expire()
         for f in self._failures:
-            if f.topic is None and f.partition is None and f.matches(api_key, client_id) \
+            if f.topic is None and f.partition is None and f.matches(api_key, target) \
                     and self._due(f):
                 f.remaining -= 1
                 self.injected += 1
-                self._fired(f, {"client": client_id})
+                self._fired(f, target)
                 self._prune()
                 return f.errno
         return None
@@ -294,12 +323,15 @@ class Faults:
                 "protocol": "kafka"}) is not None:  # the plan's kind: no leader while it fires
             self.injected += 1
             return Errors.NotLeaderForPartitionError.errno
+        if not self._failures:
+            return None
+        self._expire()
+        target = {"namespace": ns, "hub": topic, "partition": partition, "client": ctx.client_id}
         for f in self._failures:
-            if f.matches(api_key, ctx.client_id, topic, partition) and self._due(f):
+            if f.matches(api_key, target) and self._due(f):
                 f.remaining -= 1
                 self.injected += 1
-                self._fired(f, {"namespace": ns, "hub": topic, "partition": partition,
-                                "client": ctx.client_id})
+                self._fired(f, target)
                 self._prune()
                 return f.errno
         return None
@@ -308,16 +340,50 @@ class Faults:
         until = self._unavailable.get((ctx.namespace.name, topic, partition))
         return until is not None and self._loop.time() < until
 
-    def response_delay(self, api_key: int, client_id: str | None) -> float:
+    def response_delay(self, api_key: int, target: dict, ctx=None, request=None) -> float:
+        """Seconds to hold the answer to a request of ``api_key`` from ``target``
+        (namespace, client, consumer group). A fault scoped by hub or partition holds a
+        Produce, Fetch or ListOffsets that names a partition it matches."""
+        self._expire()
         for d in self._delays:
-            if d.remaining > 0 and d.api_key == api_key and (d.client_id is None or d.client_id == client_id) \
-                    and self._due(d):
+            if d.remaining <= 0 or d.api_key != api_key:
+                continue
+            fault = d.fault
+            if fault is None:
+                if d.client_id is not None and d.client_id != target.get("client"):
+                    continue
+                hit = target
+            elif "hub" in fault.scope or "partition" in fault.scope:
+                hit = next((t for t in _partition_targets(target, ctx, request) if fault.matches(t)),
+                           None)
+                if hit is None:
+                    continue
+            elif fault.matches(target):
+                hit = target
+            else:
+                continue
+            if self._due(d):
                 d.remaining -= 1
                 self.injected += 1
-                self._fired(d, {"client": client_id})
+                self._fired(d, hit)
                 self._delays = [x for x in self._delays if x.remaining > 0]
                 return d.seconds
         return 0.0
+
+    def _expire(self) -> None:
+        """Take out the plan's Kafka faults whose window (for_ms) has ended: they
+        cannot fire again, and while any is kept every request pays the hooks."""
+        if not any(x.until_ms is not None for x in self._failures) and \
+                not any(x.until_ms is not None for x in self._delays):
+            return
+        now = self.plan.now_ms()
+        for items in (self._failures, self._delays):
+            for x in items:
+                if x.until_ms is not None and now >= x.until_ms and x.remaining > 0:
+                    x.remaining = 0
+                    self.plan.remove(x.fault.id)
+        self._failures = [f for f in self._failures if f.remaining > 0]
+        self._delays = [d for d in self._delays if d.remaining > 0]
 
     def _due(self, item) -> bool:
         """A fault set through the plan fires only inside its window, with its seeded
@@ -345,26 +411,125 @@ async def _call(fn):
 _PARTITION_APIS = (codec.ApiKey.Produce, codec.ApiKey.Fetch, codec.ApiKey.ListOffsets)
 
 
-def error_response(api_key: int, version: int, errno: int):
-    """A response carrying ``errno`` at the top level, or None if the API has no
-    top-level error code (then the handler runs and per-entity codes are set)."""
+def _connection_target(conn, services) -> dict:
+    """What a Kafka connection is, for a kafka-drop-connections scope."""
+    ns = conn.state.namespace if conn.state is not None else None
+    return {"namespace": ns.name if ns is not None else services.default_namespace,
+            "client": conn.last_client_id, "protocol": "kafka"}
+
+
+def _partition_targets(target: dict, ctx, request):
+    """``target`` with each (hub, partition) a Produce, Fetch or ListOffsets request
+    names; nothing for other requests (they know no hub)."""
+    if ctx is None or request is None:
+        return
+    api_key = ctx.header.api_key
+    if api_key == codec.ApiKey.Produce:
+        for t in request.topic_data:
+            name = t.name or ctx.topics.name_for_id(t.topic_id)
+            for p in t.partition_data:
+                yield {**target, "hub": name, "partition": p.index}
+    elif api_key == codec.ApiKey.Fetch:
+        for t in request.topics:
+            name = t.topic if ctx.version < 13 else ctx.topics.name_for_id(t.topic_id)
+            for p in t.partitions:
+                yield {**target, "hub": name, "partition": p.partition}
+    elif api_key == codec.ApiKey.ListOffsets:
+        for t in request.topics:
+            for p in t.partitions:
+                yield {**target, "hub": t.name, "partition": p.partition_index}
+
+
+# A response's list of results whose name differs from the request's list of entities
+# (Kafka's AbstractRequest.getErrorResponse pairs them by hand, per API).
+_ENTITIES = {"responses": ("topics", "topic_names", "resources"),
+             "results": ("topics", "resources", "groups_names", "creations", "partitions"),
+             "transaction_states": ("transactional_ids",),
+             "groups": ("group_ids",),
+             "filter_results": ("filters",),
+             "partitions": ("partition_indexes",),
+             "coordinators": ("coordinator_keys",),
+             "results_by_topic_v3_and_below": ("v3_and_below_topics",),
+             "results_by_partition": ("partitions",)}
+
+
+def error_response(api_key: int, version: int, request: Any, errno: int):
+    """The answer to ``request`` when it fails as a whole with ``errno``, built without
+    serving it, as Kafka's AbstractRequest.getErrorResponse: the top-level error code
+    where the API has one at this version; else each entity the request names (topic,
+    partition, group, resource, ...) answered with ``errno``."""
     cls = codec.response_class(api_key)
     field = cls.fields.get("error_code")
-    if field is None or not field.for_version_q(version):
-        return None
-    return cls(version=version, error_code=errno)
+    if field is not None and field.for_version_q(version):
+        return cls(version=version, error_code=errno)
+    return cls(version=version, **_echo(cls.fields, request, version, errno))
 
 
-def stamp_errors(response: Any, errno: int) -> None:
-    """Set every nested error_code of a response to ``errno``."""
-    stack = [response]
-    while stack:
-        node = stack.pop()
-        for name in node._struct.fields:
-            value = getattr(node, name, None)
-            if name == "error_code":
-                setattr(node, name, errno)
-            elif isinstance(value, list):
-                stack.extend(v for v in value if hasattr(v, "_struct"))
-            elif hasattr(value, "_struct"):
-                stack.append(value)
+def _echo(fields: dict, request: Any, version: int, errno: int) -> dict:
+    """Values of a response struct's ``fields`` for the request struct ``request``:
+    error codes ``errno``; lists of results, one per entity of the request's list
+    of the same name (or its _ENTITIES alias); keys (names, ids, indexes) copied."""
+    given = getattr(request, "_struct", None)
+    req_fields = given.fields if given is not None else {}
+    values = {}
+    for name, f in fields.items():
+        if not f.for_version_q(version) or f.tag is not None:
+            continue
+        if name.endswith("error_code"):
+            values[name] = errno
+        elif f.is_struct_array() and _has_error(f.fields, version):
+            source = next((n for n in (name, *_ENTITIES.get(name, ()))
+                           if n in req_fields and req_fields[n].for_version_q(version)
+                           and req_fields[n].is_array()), None)
+            items = getattr(request, source, None) if source is not None else None
+            if items and _answers(f.fields, items[0], version):
+                values[name] = [f.data_class(**_element(f.fields, item, version, errno))
+                                for item in items]
+        elif name in req_fields and req_fields[name].for_version_q(version) \
+                and req_fields[name].type_str == f.type_str and not f.is_array():
+            values[name] = getattr(request, name)
+    return values
+
+
+def _element(fields: dict, item: Any, version: int, errno: int) -> dict:
+    if hasattr(item, "_struct"):
+        return _echo(fields, item, version, errno)
+    # a bare name or index (DeleteTopics' topic_names, AddPartitionsToTxn's partitions):
+    # the result's first field of its type
+    kind = "string" if isinstance(item, str) else "int32"
+    values = {n: errno for n, f in fields.items()
+              if f.for_version_q(version) and f.tag is None and n.endswith("error_code")}
+    key = next((n for n, f in fields.items() if f.for_version_q(version) and f.tag is None
+                and f.type_str == kind and not n.startswith("error")), None)
+    if key is not None:
+        values[key] = item
+    return values
+
+
+def _answers(fields: dict, item: Any, version: int) -> bool:
+    """Is a result struct of ``fields`` the answer to one request entity like ``item``:
+    it repeats its key (a name, an id, an index), or it holds nothing but an error and
+    lists (CreateAcls' and DeleteAcls' results, one per creation or filter)? (Not
+    DescribeLogDirs' results before v3: one per log directory, not per topic asked.)"""
+    given = getattr(item, "_struct", None)
+    kind = None if given is not None else ("string" if isinstance(item, str) else "int32")
+    plain = True
+    for n, f in fields.items():
+        if not f.for_version_q(version) or f.tag is not None or n.startswith("error"):
+            continue
+        if f.is_array():  # (DeleteAcls' matching_acls: empty in an error's answer)
+            continue
+        plain = False
+        if kind is not None and f.type_str == kind:
+            return True
+        if given is not None and n in given.fields and given.fields[n].type_str == f.type_str \
+                and given.fields[n].for_version_q(version):
+            return True
+    return plain
+
+
+def _has_error(fields: dict, version: int) -> bool:
+    """Does a result struct carry an error code (itself or inside)?"""
+    return any(f.for_version_q(version) and f.tag is None
+               and (n.endswith("error_code") or (f.fields and _has_error(f.fields, version)))
+               for n, f in fields.items())

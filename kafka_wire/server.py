@@ -40,11 +40,10 @@ from kafka_wire import codec
 from kafka_wire.apis import registry
 from kafka_wire.apis.fetch_decoding import RepeatedFetch
 from kafka_wire.context import ClusterInfo, ConnectionState, RequestContext, Services
-from kafka_wire.faults import error_response, stamp_errors
+from kafka_wire.faults import error_response
 from kafka_wire.log_lines import RepeatedWarnings, client_address
 from kafka_wire.raw_response import Raw
 
-_PARTITION_APIS = (codec.ApiKey.Produce, codec.ApiKey.Fetch, codec.ApiKey.ListOffsets)
 _FETCH = int(codec.ApiKey.Fetch)
 
 log = logging.getLogger(__name__)
@@ -338,16 +337,25 @@ class KafkaConnection(asyncio.BufferedProtocol):
         observer = self.services.observer
         started = _clock() if observer is not None else 0.0
         faults = self.services.faults
-        stamp, delay = None, 0.0
+        delay = 0.0
         if faults is not None and faults.active:
-            if header.api_key not in _PARTITION_APIS:
-                stamp = faults.request_error(header.api_key, header.client_id)
-            delay = faults.response_delay(header.api_key, header.client_id)
-            if stamp is not None and delay == 0:
-                canned = error_response(header.api_key, header.api_version, stamp)
-                if canned is not None:
+            stamp, delay = faults.request_faults(ctx, request)
+            if stamp is not None:  # answered as failed, not served: nothing of it is done
+                try:
+                    canned = error_response(header.api_key, header.api_version, request, stamp)
+                except Exception:
+                    log.exception("injected error for api key %s v%s could not be built; closing %s",
+                                  header.api_key, header.api_version, self.state.peer)
+                    self._abort(None)
+                    return
+                if not delay:
                     self._respond(canned, header)
                     return
+                self._busy = True
+                self._task = asyncio.ensure_future(_late(canned, delay))
+                self._task.add_done_callback(
+                    lambda t, h=header, c=ctx, s=started: self._on_done(t, h, c, s))
+                return
         try:
             result = reg.handler(request, ctx)
         except Exception:
@@ -355,8 +363,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
                           header.api_key, header.api_version, self.state.peer)
             self._abort(None)
             return
-        if stamp is not None or delay:
-            result = _faulty(result, stamp, delay)
+        if delay:
+            result = _late(result, delay)
         if result.__class__ is Raw and not ctx.throttle_ms and not result.close_after:
             # (a fast path's answer, nothing to mute: _respond's first branch, inlined)
             self._write_many(result.chunks(header))
@@ -523,14 +531,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._abort(None)
 
 
-async def _faulty(result, stamp: int | None, delay: float):
-    """An injected fault around a handler: late and/or with error codes."""
+async def _late(result, delay: float):
+    """An injected delay: the answer (a handler's, or an injected error) ``delay`` s late."""
     if inspect.isawaitable(result):
         result = await result
-    if delay:
-        await asyncio.sleep(delay)
-    if stamp is not None and result is not None and not isinstance(result, Raw):
-        stamp_errors(result, stamp)
+    await asyncio.sleep(delay)
     return result
 
 

@@ -18,9 +18,10 @@ from __future__ import annotations
 import json
 import logging
 
-from kafka_wire.eventhubs.door import Refused
+from kafka_wire.eventhubs.door import AuthorizationHeader, Refused
 from kafka_wire.fault_plan import FaultError
 from kafka_wire.rest import arm
+from kafka_wire.rest.api import authenticate_request
 from kafka_wire.rest.http import Later, Request, Response, error
 from kafka_wire.whole_numbers import whole_number
 
@@ -88,22 +89,33 @@ def handle(services, request: Request) -> Response:
 
 def throttled(services, request: Request) -> Response | Later | None:
     """An injected 429/503 for a REST send or management request; for an injected slow
-    answer, ``Later(ms, None)`` (the listener answers ``ms`` late); else None."""
+    answer, ``Later(ms, None)`` (the listener answers ``ms`` late); else None. Only a
+    request the namespace's door (or the subscription) lets in is throttled: one without
+    a valid credential gets its 401 as without the fault, and a namespace is named in
+    the record only if it is served here (a URL may name any)."""
     segs = request.segments
     low = [s.lower() for s in segs]
-    hub = None
     management = bool(low) and low[0] == "subscriptions"
     if management:
-        namespace = segs[low.index("namespaces") + 1] if "namespaces" in low[:-1] else None
+        named = segs[low.index("namespaces") + 1] if "namespaces" in low[:-1] else None
+        runtime = next((rt for n, rt in services.namespaces.items()
+                        if named is not None and n.lower() == named.lower()), None)
         hub = segs[low.index("eventhubs") + 1] if "eventhubs" in low[:-1] else None
     else:
         host = request.host
         model = services.eventhubs
-        namespace = (model.namespace_for_host(host) if host else None) or services.default_namespace
+        name = model.namespace_for_host(host) if host else model.default_namespace
+        runtime = services.namespaces.get(name) if name else None
         hub = segs[0] if segs else None
-    fault = services.faults.plan.fire(("http-throttle", "http-slow"), {
-        "namespace": namespace, "hub": hub, "client": request.peer.rsplit(":", 1)[0] or None,
-        "protocol": "http-management" if management else "http-send"})
+    plan = services.faults.plan
+    kinds = ("http-throttle", "http-slow")
+    target = {"namespace": runtime.name if runtime is not None else None, "hub": hub,
+              "client": request.peer.rsplit(":", 1)[0] or None,
+              "protocol": "http-management" if management else "http-send"}
+    if not any(f.kind in kinds and f.matches(target) for f in plan.faults) \
+            or not _identified(services, request, runtime, management):
+        return None
+    fault = plan.fire(kinds, target)
     if fault is None:
         return None
     if fault.kind == "http-slow":
@@ -115,3 +127,30 @@ def throttled(services, request: Request) -> Response | Later | None:
     else:
         answer = error(status, why)
     return answer._replace(headers={**(answer.headers or {}), "Retry-After": str(wait)})
+
+
+def _identified(services, request: Request, runtime, management: bool) -> bool:
+    """Does the door let ``request`` in (its credential is valid, or none is needed)?
+    Its rights are the handler's to check; a refusal is the handler's to give."""
+    header = request.headers.get("authorization", "")
+    subscription = services.subscription
+    if management:  # as the management API lets a request in (rest.management._manager)
+        if subscription is None or not subscription.required or subscription.holds(header):
+            return True
+        if runtime is None:
+            return False
+        if not runtime.door.requires_auth:  # an open namespace takes any token
+            return True
+        try:
+            runtime.door.sign_in(AuthorizationHeader(header) if header.strip() else None,
+                                 request.peer, f"management {request.method} {request.path[:200]}",
+                                 data_plane=False)
+        except Refused:
+            return False
+        return True
+    if runtime is None:
+        return False
+    _principal, status, _why = authenticate_request(runtime, request.headers, request.peer,
+                                                    f"HTTP {request.method} {request.path}",
+                                                    request.signed_in)
+    return status == 200
