@@ -84,6 +84,11 @@ class _CountingTransport:
     close = abort
 
 
+def _profiling() -> bool:
+    """BENCH_PROFILE=1 (not 0, not empty) asks for the extra pass under cProfile."""
+    return os.environ.get("BENCH_PROFILE", "0").strip().lower() not in ("", "0", "false", "no")
+
+
 def fetch_child(calls: int) -> None:
     """Print the median µs per Fetch request (5 rounds of ``calls`` passes); with
     BENCH_PROFILE=1 in the environment, one more pass under cProfile, its top
@@ -161,7 +166,7 @@ def fetch_child(calls: int) -> None:
                     conn.buffer_updated(len(data))
             rounds.append((clock() - t0) / (calls * len(reads)) * 1e6)
         gc.enable()
-        if os.environ.get("BENCH_PROFILE"):
+        if _profiling():
             import cProfile
             import pstats
             prof = cProfile.Profile()
@@ -262,7 +267,7 @@ def child(mode: str, calls: int) -> None:
                     handler(request, ctx)
                 rounds.append((clock() - t0) / calls * 1e6)
         gc.enable()
-        if os.environ.get("BENCH_PROFILE"):  # as fetch_child: one more pass under cProfile
+        if _profiling():  # as fetch_child: one more pass under cProfile
             import cProfile
             import pstats
             prof = cProfile.Profile()
@@ -282,7 +287,7 @@ def measure(tree: Path, mode: str) -> tuple[float, int]:
                          capture_output=True, text=True, timeout=600)
     if out.returncode:
         raise RuntimeError(f"{tree}: {out.stderr[-2000:]}")
-    if os.environ.get("BENCH_PROFILE"):  # (the child's profile: captured with its output)
+    if _profiling():  # (the child's profile: captured with its output)
         sys.stderr.write(f"=== {mode} in {tree}\n{out.stderr}")
     us, parts = out.stdout.split()[-2:]
     return float(us), int(parts)
