@@ -51,6 +51,7 @@ from kafka_wire.eventhubs.groups_view import (
     DEFAULT_CONSUMER_GROUP, ConsumerGroupView, MemberView, PartitionView, consumer_groups,
 )
 from kafka_wire.log.reader import PartitionReader, is_namespace_dir, read_topic_partitions
+from kafka_wire.replication.store import serving_log_dir
 
 __all__ = ["HubGroups", "offline_report", "online_report", "add_parser", "run"]
 
@@ -112,17 +113,18 @@ def offline_report(data_dir: str | Path, namespace: str | None = None,
             coordinator = GroupCoordinator(SystemClock(), store=store, namespace=ns)
         finally:
             store.close()
-        hubs = read_topic_partitions(data_dir / ns)
+        logs = serving_log_dir(data_dir, ns)  # (after a geo promotion: the new primary's region)
+        hubs = read_topic_partitions(logs)
         configured = configured_groups(config, ns)
         if hub is not None:
             hubs = {hub: hubs[hub]} if hub in hubs else {}
         for name, partitions in hubs.items():
             ends: dict[tuple[str, int], int] = {}
 
-            def end_offset(topic: str, partition: int, _ns=ns) -> int:
+            def end_offset(topic: str, partition: int, _logs=logs) -> int:
                 key = (topic, partition)
                 if key not in ends:
-                    ends[key] = PartitionReader(data_dir / _ns / f"{topic}-{partition}").end_offset()
+                    ends[key] = PartitionReader(_logs / f"{topic}-{partition}").end_offset()
                 return ends[key]
 
             report.append(HubGroups(ns, name, partitions, consumer_groups(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from confluent_kafka import Producer
 
+from kafka_wire.groups_cli import offline_report
 from kafka_wire.spark.backend import LogBackend
 from tests.eventhubs.conftest import confluent_conf
 from tests.geo.conftest import NAMESPACE, geo, geo_broker, stored
@@ -44,3 +45,16 @@ def test_capture_reads_the_new_primary_after_a_promotion_from_where_it_was(tmp_p
     # every event once, in order, byte for byte what the new primary holds
     assert [x.base_offset for x in captured] == sorted({x.base_offset for x in captured})
     assert b"".join(x.data for x in captured) == eastus
+
+
+def test_offline_group_lag_reads_the_new_primary_after_a_promotion(tmp_path):
+    # `kafka-wire groups --data-dir` read DATA_DIR/<namespace>: the old primary's ends.
+    data_dir = tmp_path / "data"
+    with geo_broker(tmp_path, max_lag=300, partitions=1) as b:
+        send(b, [f"a-{i}" for i in range(10)])
+        assert b.call(lambda: geo(b).promote("eastus")).lost_events == 0
+        b.call(lambda: geo(b).pause("westus"))
+        send(b, [f"b-{i}" for i in range(5)])
+    [hub] = [h for h in offline_report(data_dir, NAMESPACE) if h.event_hub == "orders"]
+    assert [p.last_sequence_number for g in hub.consumer_groups if g.name == "$Default"
+            for p in g.partitions] == [14]
