@@ -44,6 +44,8 @@ def init_producer_id(request, ctx):
     ids = ctx.services.producer_ids
     pid = request.producer_id if ctx.version >= 3 else -1
     epoch = request.producer_epoch if ctx.version >= 3 else -1
-    if pid is not None and pid >= 0 and epoch is not None and 0 <= epoch < _MAX_EPOCH - 1:
+    # An id never issued gets a new one, not its epoch bumped: a client would otherwise own
+    # the id InitProducerId hands out next (Produce refuses its batches).
+    if pid is not None and 0 <= pid < ids.first_unissued and epoch is not None and 0 <= epoch < _MAX_EPOCH - 1:
         return _response(ctx, 0, pid, epoch + 1)
     return _response(ctx, 0, ids.next_id(), 0)

@@ -43,6 +43,7 @@ def produce(request, ctx):
     acks = request.acks
     faults = ctx.services.faults and ctx.services.faults.partition_hook()
     bad_acks = acks not in (0, 1, -1)
+    unissued = ctx.services.producer_ids.first_unissued  # idempotent batches need an id below it
     responses = []
     # What passes the checks that need no policy, in request order: (view, index, records,
     # headers, invalid, the topic's answers, this partition's place in them).
@@ -80,7 +81,7 @@ def produce(request, ctx):
                     # Kafka: zstd needs Produce v7+ (KIP-110), so older clients never read it either
                     raise log_errors.UnsupportedCompression(
                         f"Produce v{version} may not carry zstd batches: zstd needs Produce v7 or later")
-                _verify_transactional(ctx, headers, view.name, idx)
+                _verify_producer(ctx, headers, view.name, idx, unissued)
             except log_errors.LogError as exc:
                 headers, invalid = None, exc
             publications.append((view, idx, records, headers, invalid, parts, len(parts)))
@@ -92,14 +93,20 @@ def produce(request, ctx):
     return _held(response, held_ms, ctx.clock) if held_ms else response
 
 
-def _verify_transactional(ctx, headers, topic: str, partition: int) -> None:
-    """A transactional batch needs its producer's ongoing transaction to hold the
+def _verify_producer(ctx, headers, topic: str, partition: int, unissued: int) -> None:
+    """An idempotent batch's producer id must have been issued: one written as the id
+    InitProducerId hands out next made that producer's first batch (sequence 0) pass for a
+    retry of it, acknowledged and never stored. UNKNOWN_PRODUCER_ID: the clients ask for a
+    new id. A transactional batch needs its producer's ongoing transaction to hold the
     partition, at its epoch (Kafka 3.6+'s verification; the error it answers otherwise)."""
     txns = ctx.txns
-    if txns is None:
-        return
     for h in headers:
-        if not h.is_transactional:
+        if txns is None or not h.is_transactional:
+            # (a transactional one is checked below: an unissued id has no transaction)
+            if h.producer_id >= unissued:
+                raise log_errors.UnknownProducerId(
+                    f"producer id {h.producer_id} was never issued by this broker: "
+                    "ask InitProducerId for one")
             continue
         code = txns.verify(h.producer_id, h.producer_epoch, topic, partition)
         if code:
