@@ -17,7 +17,7 @@ A session belongs to the connection (and namespace) that opened it: the cache
 serves every namespace, so another connection naming its id gets
 FETCH_SESSION_ID_NOT_FOUND, and its epoch 0 or -1 (open anew, close) leaves
 the session alone. Ids are drawn at random, as Kafka does, so that they are not
-guessed either.
+guessed either. A connection's sessions go when it closes.
 """
 from __future__ import annotations
 
@@ -71,6 +71,9 @@ class FetchSessionCache:
         self.clock = clock  # seconds
         self._sessions: "OrderedDict[int, FetchSession]" = OrderedDict()  # least recently used first
         self._owned: dict[object, int] = {}  # sessions held, by owner
+        # Session ids by connection (owners are (connection id, namespace)), to drop them
+        # when it closes without a walk of the cache.
+        self._by_connection: dict[object, set[int]] = {}
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -159,6 +162,7 @@ class FetchSessionCache:
             self._remove(victim)
         self._sessions[session.session_id] = session
         self._owned[owner] = self._owned.get(owner, 0) + 1
+        self._by_connection.setdefault(_connection(owner), set()).add(session.session_id)
         return True
 
     def _remove(self, session_id: int) -> None:
@@ -168,8 +172,24 @@ class FetchSessionCache:
             self._owned[owner] = left
         else:
             del self._owned[owner]
+        held = self._by_connection.get(_connection(owner))
+        if held is not None:  # (None: drop_connection took the set)
+            held.discard(session_id)
+            if not held:
+                del self._by_connection[_connection(owner)]
+
+    def drop_connection(self, connection_id: int) -> None:
+        """The connection closed: its sessions go at once (no one else may use them; they
+        held a slot, and their partitions, until evicted)."""
+        for sid in self._by_connection.pop(connection_id, ()):
+            self._remove(sid)
 
     def drop_topic(self, topic: str) -> None:
         for session in self._sessions.values():
             for key in [k for k in session.partitions if k[0] == topic]:
                 del session.partitions[key]
+
+
+def _connection(owner: object) -> object:
+    """The connection of an owner: the fetch handler's owners are (connection id, namespace)."""
+    return owner[0] if isinstance(owner, tuple) else owner

@@ -124,6 +124,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
     def connection_lost(self, exc) -> None:
         self._closed = True
         self.server.connections.discard(self)
+        if self.state is not None:  # its fetch sessions are no one else's: they go now
+            self.services.fetch_sessions.drop_connection(self.state.connection_id)
         if self._task is not None and not self._task.done():
             self._task.cancel()
         self._pending.clear()
