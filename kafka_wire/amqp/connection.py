@@ -169,6 +169,15 @@ WRITE_PARTS = 1024  # pieces of the padder's output joined into one write (see _
 READ_BYTES = 256 * 1024
 _reads = threading.local()
 PEEK_KEPT = 1 << 20  # the most of proton's output a connection keeps a buffer for
+# The most receivers hand one connection to send in a turn (their events, encoded, and the
+# transfer frames around them), before its flush writes them out. Only the transport's
+# pause_writing stopped them, and nothing is written before the flush: a client that
+# granted credit and never read made the broker hold its whole credit window (123 MB).
+# Past it a turn ends (consume.ConsumeLink.on_flow); the next starts at once if the transport
+# took what was written, else when it drains (resume_writing). A connection's unsent bytes
+# stay under this, plus one event, plus the transport's high-water mark (64 KiB).
+SEND_BUDGET = 4 << 20
+TRANSFER_BYTES = 48  # a transfer frame's header and padded performative, what on_flow counts per event
 _NO_BUFFER = _ffi.new("char[]", 0)
 
 
@@ -197,6 +206,9 @@ class AmqpConnection(asyncio.BufferedProtocol):
         self._linger_timer = None
         self._write_paused = False
         self._in_pump = False
+        self.queued = 0  # bytes receivers handed over since the last flush (see SEND_BUDGET)
+        self._next_turn: asyncio.Handle | None = None  # a turn cut short by the budget goes on
+        self._turns = 0  # which handler goes first in a turn (see _give_turns)
         self.handlers: set[LinkHandler] = set()
         # Receivers holding deliveries to settle once proton has written them (consume.py)
         self.settling: set = set()
@@ -392,6 +404,9 @@ class AmqpConnection(asyncio.BufferedProtocol):
             self._idle_timer = None
         if self._tick is not None:
             self._tick.cancel()
+        if self._next_turn is not None:
+            self._next_turn.cancel()
+            self._next_turn = None
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None
@@ -425,13 +440,36 @@ class AmqpConnection(asyncio.BufferedProtocol):
 
     def resume_writing(self) -> None:
         self._write_paused = False
-        for handler in list(self.handlers):
-            handler.on_flow()
+        self._give_turns()
         self.pump()
 
     @property
     def writable(self) -> bool:
-        return not self._write_paused and not self._closed
+        """Whether receivers may hand over more to send: not while the transport's buffer
+        is past its high-water mark, nor past :data:`SEND_BUDGET` in this turn."""
+        return not self._write_paused and not self._closed and self.queued < SEND_BUDGET
+
+    def _give_turns(self) -> None:
+        """Let every link send what it may, the first in turn another each time: the budget
+        of a turn goes to the links in order, and the first one with credit to spare would
+        otherwise take it every time."""
+        handlers = list(self.handlers)
+        if len(handlers) > 1:
+            first = self._turns % len(handlers)
+            self._turns += 1
+            handlers = handlers[first:] + handlers[:first]
+        for handler in handlers:
+            if handler in self.handlers:  # (not ended by an earlier one's fault or detach)
+                handler.on_flow()
+
+    def _turn(self) -> None:
+        """The last turn ended at the budget and its flush is written: the links go on,
+        unless the transport is past its high-water mark (then resume_writing goes on)."""
+        self._next_turn = None
+        if self._write_paused or self._closed or self.engine is None:
+            return
+        self._give_turns()
+        self.pump()
 
     # -- the engine ---------------------------------------------------------------------
     def _start_engine(self) -> None:
@@ -535,6 +573,12 @@ class AmqpConnection(asyncio.BufferedProtocol):
             chunk = _ffi.unpack(out, pending)
             engine.pop(pending)
             self._write_parts(self.padder.feed_parts(chunk))
+        if self.queued:
+            # A turn that reached the budget cut its links short: the next one goes on after
+            # what waits on the loop (other connections), unless the transport paused us
+            if self.queued >= SEND_BUDGET and self._next_turn is None and not self._closed:
+                self._next_turn = asyncio.get_running_loop().call_soon(self._turn)
+            self.queued = 0
         if self._forgotten:
             # Proton writes no transfer of a link after the flush that held its detach
             forgotten, self._forgotten = self._forgotten, []

@@ -18,7 +18,7 @@ import re
 from array import array
 from bisect import bisect_right
 from collections import deque
-from itertools import chain, repeat
+from itertools import accumulate, chain, repeat
 from typing import TYPE_CHECKING
 
 from cproton import ffi as _ffi
@@ -26,7 +26,7 @@ from cproton import lib as _pn
 from proton import Delivery, Link, symbol
 
 from kafka_wire.amqp.connection import (DETACH_FORCED, ENTITY_DISABLED, INTERNAL, INVALID_FIELD, NOT_FOUND,
-                                       UNAUTHORIZED, LinkHandler, refuse)
+                                       SEND_BUDGET, TRANSFER_BYTES, UNAUTHORIZED, LinkHandler, refuse)
 from kafka_wire.amqp import georeplication
 from kafka_wire.amqp.management import last_event
 from kafka_wire.amqp.messages import runtime_metric_annotations
@@ -353,6 +353,17 @@ class ConsumeLink(LinkHandler):
             del backlog[cut:]
             events.reverse()
             n = len(events)
+            nbytes = sum(map(len, events))
+            # At most the connection's budget in a turn (SEND_BUDGET): the rest stays in the
+            # backlog for the next turn, which the connection starts once this one is written
+            size = nbytes + TRANSFER_BYTES * n
+            room = SEND_BUDGET - conn.queued
+            if size <= room:
+                conn.queued += size
+            else:
+                events, nbytes = self._cut(events, room)
+                n = len(events)
+                conn.queued = SEND_BUDGET  # (this turn is over)
             first = conn.tags
             conn.tags = first + n
             numbers = range(first + 1, first + n + 1)
@@ -392,12 +403,23 @@ class ConsumeLink(LinkHandler):
                 if carried:
                     sent += deliveries
                     sent_tags.extend(numbers)
-                self._sent_bytes += sum(map(len, events))
+                self._sent_bytes += nbytes
         if not settled:  # (a link sending settled holds nothing to settle)
             held = len(sent) + padder.unsettled_count(self)
             if held and (self._waiting is not None or held >= SETTLE_EVERY
                          or self._sent_bytes >= SETTLE_EVERY_BYTES):
                 conn.settling.add(self)  # settled in the connection's flush, once written
+
+    def _cut(self, events: list, room: int) -> tuple[list, int]:
+        """The first of ``events`` that fit in ``room`` bytes as on_flow counts them (at least
+        one), and their own bytes; the others go back to the backlog, to be sent first.
+        Once a turn at most: a Python loop over the events is no matter here."""
+        ends = list(accumulate(len(event) + TRANSFER_BYTES for event in events))
+        k = max(bisect_right(ends, room), 1)
+        rest = events[k:]
+        rest.reverse()
+        self._backlog += rest
+        return events[:k], ends[k - 1] - TRANSFER_BYTES * k
 
     def settle_sent(self) -> bool:
         """Settle, on our side, the deliveries whose transfer proton has written (the

@@ -78,6 +78,8 @@ class AmqpServer:
         conn = AmqpConnection(self)
         conn.connection_made(writer)
         conn.upgraded()
+        transport = writer.transport
+        transport.set_protocol(_WritingTold(transport.get_protocol(), conn))
         try:
             while not writer.is_closing():
                 data = await reader.read(65536)
@@ -111,3 +113,35 @@ class AmqpServer:
         for server in self._servers:
             await server.wait_closed()
         self._servers.clear()
+
+
+class _WritingTold(asyncio.Protocol):
+    """The protocol of a connection the HTTP listener upgraded: its stream's
+    (``asyncio.StreamReaderProtocol``), with the transport's pause and resume of writing
+    told to the AMQP connection as well, as its own transport tells it on the AMQP port.
+    The stream alone kept them (for ``drain``, awaited only after what the client sent):
+    the connection's receivers went on sending into the transport's buffer, a whole
+    credit window of a client that never read (123 MB)."""
+
+    def __init__(self, stream: asyncio.Protocol, conn: AmqpConnection) -> None:
+        self.stream, self.conn = stream, conn
+
+    def connection_made(self, transport) -> None:
+        self.stream.connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        self.stream.data_received(data)
+
+    def eof_received(self):
+        return self.stream.eof_received()
+
+    def connection_lost(self, exc) -> None:
+        self.stream.connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        self.stream.pause_writing()
+        self.conn.pause_writing()
+
+    def resume_writing(self) -> None:
+        self.stream.resume_writing()
+        self.conn.resume_writing()
