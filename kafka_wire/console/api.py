@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Coroutine
 
 from kafka_wire.console import explorer, geo
 from kafka_wire.eventhubs.rights import LISTEN, MANAGE, SEND
@@ -140,7 +140,9 @@ class ConsoleApi:
         return [e for e in entries if e.get("namespace") in visible or (everything and not e.get("namespace"))]
 
     # -- GET ---------------------------------------------------------------------------------
-    def get(self, segs: list[str], query: dict, headers: dict, peer: str) -> Response:
+    def get(self, segs: list[str], query: dict, headers: dict, peer: str) -> Response | Coroutine:
+        """The answer; a coroutine giving it for events, where the namespace's Schema
+        Registry is awaited first (:meth:`_when_read`)."""
         views = self.views
         if segs == ["overview"]:
             return answer(views.overview())
@@ -184,7 +186,7 @@ class ConsoleApi:
         }
 
     def _hub_get(self, ns: str, hub: str, rest: list[str], query: dict, headers: dict,
-                 peer: str) -> Response:
+                 peer: str) -> Response | Coroutine:
         reading = len(rest) >= 3 and rest[0] == "partitions" and rest[2] == "events"
         runtime, _principal, view, refused = self._hub(
             ns, hub, headers, peer, f"console /api/namespaces/{ns}/hubs/{hub}",
@@ -198,26 +200,46 @@ class ConsoleApi:
         if rest == ["checkpoint-blobs"]:
             return answer(self.views.checkpoint_blobs(ns, view.name))
         if reading and len(rest) <= 5:
-            partition = whole_number(rest[1])
-            if partition is None or partition >= view.partitions:
-                return refuse(404, f"event hub {hub!r} has no partition {rest[1][:40]!r} "
-                                   f"(it has 0..{view.partitions - 1})")
-            plog = runtime.topics.log(view.name, partition)
-            try:
-                if len(rest) == 3:
-                    return self._events(ns, view.name, partition, plog, query)
-                event = explorer.find(plog, _number(rest[3], "sequence number"))
-                if len(rest) == 4:
-                    return answer(explorer.as_json(event, self._schemas(ns), body_limit=None))
-                if rest[4] == "body":
-                    name = f"{view.name}-{rest[1]}-{event.sequence_number}.bin"
-                    return Response(200, event.value or b"", "application/octet-stream",
-                                    {"Content-Disposition": f'attachment; filename="{name}"'})
-            except explorer.ExplorerError as exc:
-                return refuse(exc.status, str(exc))
+            refused = _no_partition(view, rest[1])
+            if refused is not None:
+                return refused
+            if self.views.registry is None or len(rest) == 5:  # (a body is sent as it is stored)
+                return self._read_events(runtime, view, rest, query, None)
+            return self._when_read(runtime, view, rest, query)
         return refuse(404, f"no API at /api/namespaces/{ns}/hubs/{hub}/{'/'.join(rest)}")
 
-    def _events(self, ns: str, hub: str, partition: int, plog, query: dict) -> Response:
+    async def _when_read(self, runtime, view, rest: list[str], query: dict) -> Response:
+        """Events, once the namespace's Schema Registry is read (for Avro bodies): its first
+        read is in a thread, awaited, the broker's loop serving everyone else meanwhile. The
+        hub is looked up again: it may have gone, or changed, meanwhile."""
+        registry = await self.views.registry(runtime.name)
+        served = self.services.namespaces.get(runtime.name) is runtime
+        now = runtime.topics.get(view.name) if served else None
+        if now is None:
+            return refuse(404, f"event hub {view.name!r} does not exist in namespace {runtime.name!r}")
+        return _no_partition(now, rest[1]) or \
+            self._read_events(runtime, now, rest, query, None if registry is None else registry.schemas.get)
+
+    def _read_events(self, runtime, view, rest: list[str], query: dict, schemas) -> Response:
+        """``rest``: partitions/<p>/events[/<sequence number>[/body]], the partition checked;
+        ``schemas``: schema id -> its Schema (None: Avro bodies are not decoded)."""
+        partition = whole_number(rest[1])
+        plog = runtime.topics.log(view.name, partition)
+        try:
+            if len(rest) == 3:
+                return self._events(runtime.name, view.name, partition, plog, query, schemas)
+            event = explorer.find(plog, _number(rest[3], "sequence number"))
+            if len(rest) == 4:
+                return answer(explorer.as_json(event, schemas, body_limit=None))
+            if rest[4] == "body":
+                name = f"{view.name}-{rest[1]}-{event.sequence_number}.bin"
+                return Response(200, event.value or b"", "application/octet-stream",
+                                {"Content-Disposition": f'attachment; filename="{name}"'})
+        except explorer.ExplorerError as exc:
+            return refuse(exc.status, str(exc))
+        return refuse(404, f"no API at /api/namespaces/{runtime.name}/hubs/{view.name}/{'/'.join(rest)}")
+
+    def _events(self, ns: str, hub: str, partition: int, plog, query: dict, schemas) -> Response:
         count = _number(query.get("count", str(explorer.PAGE_DEFAULT)), "count")
         before = query.get("before")
         start = explorer.start_sequence(plog, query.get("from", "earliest"), query.get("value"))
@@ -226,7 +248,7 @@ class ConsoleApi:
         events, nxt, scanned = explorer.page(
             plog, start, count, before=None if before is None else _number(before, "before"),
             query=query.get("q") or None)
-        shown = explorer.page_json(events, self._schemas(ns), newest=before is not None)
+        shown = explorer.page_json(events, schemas, newest=before is not None)
         if before is None and len(shown) < len(events):  # the page's budget ended it early
             scanned -= nxt - events[len(shown)].sequence_number
             nxt = events[len(shown)].sequence_number
@@ -240,10 +262,6 @@ class ConsoleApi:
         # The events are JSON already (page_json measured them against the page's size).
         return head._replace(body=b"".join((head.body[:-1], b',"events":[',
                                             ",".join(shown).encode(), b"]}")))
-
-    def _schemas(self, ns: str):
-        registry = self.views.registry(ns) if self.views.registry is not None else None
-        return None if registry is None else registry.schemas.get
 
     # -- POST --------------------------------------------------------------------------------
     def post(self, segs: list[str], headers: dict, peer: str, body: bytes,
@@ -398,3 +416,12 @@ def _properties_section(content_type: str | None, creation_ms: int) -> bytes:
     if len(fields) + 1 < 256:
         return b"\x00\x53\x73\xc0" + bytes([len(fields) + 1, count]) + fields
     return b"\x00\x53\x73\xd0" + (len(fields) + 4).to_bytes(4, "big") + count.to_bytes(4, "big") + fields
+
+
+def _no_partition(view, text: str) -> Response | None:
+    """The 404 for a partition ``text`` that hub ``view`` does not have, else None."""
+    partition = whole_number(text)
+    if partition is None or partition >= view.partitions:
+        return refuse(404, f"event hub {view.name!r} has no partition {text[:40]!r} "
+                           f"(it has 0..{view.partitions - 1})")
+    return None

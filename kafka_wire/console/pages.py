@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from importlib import resources
+from typing import Coroutine
 
 from kafka_wire.console import prometheus
 from kafka_wire.console.api import ConsoleApi, refuse
@@ -48,7 +49,7 @@ class ConsolePages:
     def failed() -> Response:
         return refuse(500, "internal error: see the broker log")
 
-    def get(self, request: Request) -> Response:
+    def get(self, request: Request) -> Response | Coroutine:
         path = request.path.rstrip("/") or "/"
         if path == "/metrics":
             return Response(200, prometheus.render(self.views).encode(), prometheus.CONTENT_TYPE)

@@ -360,7 +360,6 @@ class _Read:
     def __init__(self, path: Path, bounds: Bounds | None, loop: asyncio.AbstractEventLoop) -> None:
         self.path, self.bounds, self.loop = path, bounds, loop
         self.done: asyncio.Future = loop.create_future()
-        self.finished = threading.Event()
         self.registry: SchemaRegistry | None = None
         self.error: BaseException | None = None
 
@@ -375,7 +374,6 @@ class _Read:
         except BaseException as exc:  # handed to the requests waiting for it
             self.error = exc
         finally:
-            self.finished.set()
             try:
                 self.loop.call_soon_threadsafe(then, self)
             except RuntimeError:  # the loop is closed: the broker stopped meanwhile
@@ -415,16 +413,20 @@ class Registries:
                              name=f"schema-registry-{namespace}").start()
         raise RegistryLoading(read.done)
 
-    def get_now(self, namespace: str) -> SchemaRegistry | None:
-        """The namespace's registry for a caller that cannot wait (the console): a read
-        under way is waited for, holding the loop; None where it failed."""
-        try:
-            return self.get(namespace)
-        except RegistryLoading:
-            read = self._reading[namespace]
-            read.finished.wait()
-            self._read(read)
-            return read.registry
+    async def read(self, namespace: str) -> SchemaRegistry | None:
+        """The namespace's registry for a caller that is not a REST route (the console):
+        a read under way (or started here) is awaited, the loop serving others meanwhile;
+        None where the read failed (the REST requests waiting for it get its error)."""
+        for _ in range(3):  # (read again only where the namespace was deleted meanwhile)
+            try:
+                return self.get(namespace)
+            except RegistryLoading as loading:
+                try:
+                    await loading.wait()
+                except Exception:  # an unreadable file: shown without its schemas
+                    log.warning("schema registry of %s not read: Avro bodies shown undecoded", namespace)
+                    return None
+        return None
 
     def forget(self, namespace: str) -> None:
         """Namespace ``namespace`` was deleted: a read under way is not kept."""
@@ -435,7 +437,7 @@ class Registries:
         return None if self.data_dir is None else self.data_dir / STATE_DIR / f"{namespace}.json"
 
     def _read(self, read: _Read) -> None:
-        """On the loop: a read ended (called again, harmlessly, after :meth:`get_now`)."""
+        """On the loop: a read ended."""
         for namespace, pending in list(self._reading.items()):
             if pending is read:
                 del self._reading[namespace]

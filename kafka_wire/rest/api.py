@@ -13,6 +13,7 @@ from kafka_wire.eventhubs.schema_registry import Registries, RegistryLoading, Sc
 from kafka_wire.rest import arm, management, schemas, send
 from kafka_wire.rest.http import Later, Request, Response, error
 from kafka_wire.rest.management.common import MAX_BODY as MANAGEMENT_MAX_BODY
+from kafka_wire.rest.schemas import NeedsRegistry
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -52,19 +53,17 @@ class RestApi:
         self.state = state
         self.data_dir = data_dir
         self.registries = Registries(data_dir, self._schema_bounds)
-        self._answering = False  # in handle(): a registry being read is waited for, off the loop
         self.add_namespace = None  # the broker's: serve a namespace made at runtime
         self.remove_namespace = None  # the broker's: stop serving one and delete its data
         self.hubs_changed = None  # the broker's: hubs changed (capture jobs follow them)
         self.enable_geo = None  # the broker's: geo-replicate a running namespace
 
-    def registry(self, namespace: str) -> SchemaRegistry | None:
-        """The namespace's Schema Registry (kept under the data directory). Its file is read
-        in a thread: a request asking meanwhile is answered once it is in (RegistryLoading,
-        caught in handle); another caller (the console) waits for it."""
-        if self._answering:
-            return self.registries.get(namespace)
-        return self.registries.get_now(namespace)
+    async def registry(self, namespace: str) -> SchemaRegistry | None:
+        """The namespace's Schema Registry (kept under the data directory) for a caller
+        outside the REST routes (the console, for Avro bodies); None where its file could
+        not be read. Its first read is in a thread: awaited, the loop serving everyone
+        else meanwhile. (A REST route gets it from :meth:`handle`: :class:`NeedsRegistry`.)"""
+        return await self.registries.read(namespace)
 
     def _schema_bounds(self, namespace: str):
         runtime = self.services.namespaces.get(namespace)
@@ -83,21 +82,35 @@ class RestApi:
         return method == "POST" and segs[-1].lower() == "messages"
 
     def handle(self, request: Request) -> Response | Later | Coroutine:
-        """The answer; a coroutine giving it where a namespace's Schema Registry is being
-        read (handlers ask for it before they change anything: the request is asked again)."""
-        self._answering = True
+        """The answer; a coroutine giving it where the route needs a namespace's Schema
+        Registry that is still being read (:class:`NeedsRegistry`: it is answered once,
+        after the read, the broker's loop serving everyone else meanwhile)."""
+        answer = self._route(request)
+        if not isinstance(answer, NeedsRegistry):
+            return answer
         try:
-            return self._route(request)
+            registry = self.registries.get(answer.runtime.name)
         except RegistryLoading as loading:
-            return self._when_read(loading, request)
-        finally:
-            self._answering = False
+            return self._when_read(answer, loading)
+        return answer.answer(registry)
 
-    async def _when_read(self, loading: RegistryLoading, request: Request) -> Response | Later:
-        await loading.wait()
-        return self.handle(request)
+    async def _when_read(self, needs: NeedsRegistry, loading: RegistryLoading) -> Response:
+        name = needs.runtime.name
+        for _ in range(3):  # (read again only where the namespace was deleted meanwhile)
+            await loading.wait()
+            if self.services.namespaces.get(name) is not needs.runtime:
+                return arm.fail(404, "NotFound", f"namespace {name!r} was deleted while its Schema "
+                                                 "Registry was read")
+            try:
+                registry = self.registries.get(name)
+            except RegistryLoading as again:
+                loading = again
+                continue
+            return needs.answer(registry)
+        return arm.fail(503, "ServiceUnavailable", f"the Schema Registry of namespace {name!r} is "
+                                                   "being read: try again")
 
-    def _route(self, request: Request) -> Response | Later:
+    def _route(self, request: Request) -> Response | Later | NeedsRegistry:
         segs = request.segments
         low = [s.lower() for s in segs]
         if low[0] == "subscriptions":

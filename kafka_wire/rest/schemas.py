@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, NamedTuple
 from urllib.parse import quote
 
 from kafka_wire.eventhubs.rights import LISTEN, SEND
-from kafka_wire.eventhubs.schema_registry import RegistryError, Schema
+from kafka_wire.eventhubs.schema_registry import RegistryError, Schema, SchemaRegistry
 from kafka_wire.rest import arm
 from kafka_wire.rest.http import Request, Response, nesting
 from kafka_wire.whole_numbers import whole_number
 
 if TYPE_CHECKING:
+    from kafka_wire.context import NamespaceRuntime
     from kafka_wire.rest.api import RestApi
 
 MAX_DEPTH = 128  # JSON levels: a record nesting 30 records deep uses about 120
@@ -37,19 +38,39 @@ _FORMAT_OF = {"application/json;serialization=avro": "Avro", "application/json;s
 _SCHEMA_NAME = re.compile(r"[A-Za-z0-9][\x20-\x23\x25-\x2e\x30-\x39\x3b-\x5b\x5d-\x7e]{0,49}")
 
 
-def handle(api: RestApi, request: Request) -> Response:
+class NeedsRegistry(NamedTuple):
+    """A route's answer that needs ``runtime``'s Schema Registry: ``answer(registry)``,
+    called once by the REST router (:meth:`RestApi.handle`), at once where the registry
+    is in, else when its read (off the loop) ends. A handler has no other way to the
+    registry, so what it does before returning this (authorization, checks) cannot use
+    or change it, and what changes it (a register, a group's put or delete) runs once,
+    after the read: a request is never answered twice over."""
+    runtime: NamespaceRuntime
+    answer: Callable[[SchemaRegistry], Response]
+
+    def around(self, wrap: Callable[[Callable[[], Response]], Response]) -> NeedsRegistry:
+        """The same, its answer made by ``wrap(answer)``: ``answer()`` gives the one it had
+        (a router maps its errors, or acts after a change, as for its other routes)."""
+        answer = self.answer
+        return self._replace(answer=lambda registry: wrap(lambda: answer(registry)))
+
+
+def handle(api: RestApi, request: Request) -> Response | NeedsRegistry:
     version = request.query.get("api-version")
     if version not in API_VERSIONS:
         return arm.fail(400, "InvalidApiVersion" if version else "MissingApiVersion",
                         f"api-version {version!r} is not served: use one of {', '.join(sorted(API_VERSIONS))}")
-    segs = request.segments[1:]
-    low = [s.lower() for s in segs]
     write = request.method in ("PUT", "POST")
     runtime, _principal, refused = api.authorize(request, None, SEND if write else LISTEN,
                                                  any_right=not write, namespace_wide=True)
     if refused is not None:
         return _json_error(refused)
-    registry = api.registry(runtime.name)
+    return NeedsRegistry(runtime, lambda registry: _answer(request, registry))
+
+
+def _answer(request: Request, registry: SchemaRegistry) -> Response:
+    segs = request.segments[1:]
+    low = [s.lower() for s in segs]
     try:
         if not segs:
             if request.method != "GET":

@@ -21,6 +21,7 @@ import requests
 from kafka_wire.eventhubs import sas, schema_registry
 from kafka_wire.testing import EmulatedBroker
 from tests.amqp.conftest import MULTI_TOML
+from tests.console.test_explorer_limits import send_avro
 from tests.rest.test_schema_registry_bounds import (AVRO, GROUPS, HOST, SENDER, call, make_group,
                                                     padded, register, versions)
 
@@ -247,7 +248,7 @@ def test_a_namespace_deleted_during_its_read_starts_afresh(tmp_path, monkeypatch
     assert asyncio.run(main()).groups == {}
 
 
-def test_a_caller_that_cannot_wait_gets_the_read_under_way(tmp_path, monkeypatch):
+def test_a_caller_outside_the_routes_awaits_the_read_under_way(tmp_path, monkeypatch):
     journal(tmp_path)
     gate = Gate(monkeypatch)
     registries = schema_registry.Registries(tmp_path, lambda ns: None)
@@ -255,11 +256,92 @@ def test_a_caller_that_cannot_wait_gets_the_read_under_way(tmp_path, monkeypatch
     async def main():
         with pytest.raises(schema_registry.RegistryLoading) as loading:
             registries.get("ns")
+        console = asyncio.ensure_future(registries.read("ns"))  # (the console's)
+        await asyncio.sleep(0)  # (one turn of the loop: it is waiting, the loop is not held)
+        assert not console.done()
         gate.release.set()
-        now = registries.get_now("ns")  # (the console's: it holds the loop until the read is in)
+        now = await asyncio.wait_for(console, WAIT_S)
         await asyncio.wait_for(loading.value.wait(), WAIT_S)
         assert registries.get("ns") is now
         return now
 
     assert asyncio.run(main()).versions("g", "s") == [1]
     assert gate.reads == 1
+
+
+def test_a_caller_outside_the_routes_gets_none_where_the_read_fails(tmp_path, monkeypatch):
+    journal(tmp_path)
+    registries = schema_registry.Registries(tmp_path, lambda ns: None)
+
+    def fails(registry, *args):
+        raise MemoryError("past what the process may hold")  # (a file kept aside starts empty)
+
+    monkeypatch.setattr(schema_registry.SchemaRegistry, "_load", fails)
+    assert asyncio.run(registries.read("ns")) is None
+
+
+# -- the console, first to use the registry --------------------------------------------------
+
+@pytest.fixture
+def avro_event(filled):
+    """``filled``, with one event in contoso/payments whose body is Avro of schema g/s v1."""
+    data_dir, _expected = filled
+    with EmulatedBroker(data_dir, config_file=MULTI_TOML, http=True) as broker:
+        schema_id = call(broker, "GET", f"/$schemaGroups/g/schemas/s/versions/1{API}").headers["Schema-Id"]
+        send_avro(broker, [(schema_id, b"\x2a")])  # {"a": 21}
+    return data_dir
+
+
+def console_events(broker) -> requests.Response:
+    token = sas.generate(sas.resource_uri(HOST), *LISTENER, int(time.time()) + 600)
+    return requests.get(f"{broker.http_url}/api/namespaces/contoso/hubs/payments/partitions/0/events",
+                        headers={"Authorization": token}, timeout=WAIT_S)
+
+
+def test_the_console_waits_for_the_read_without_holding_the_loop(avro_event, monkeypatch):
+    # Before, the console joined the read on the broker's loop (get_now): every HTTP and
+    # Kafka client waited for the whole read (here, for the gate: /health timed out).
+    gate = Gate(monkeypatch)
+    with EmulatedBroker(avro_event, config_file=MULTI_TOML, http=True) as broker, \
+            ThreadPoolExecutor(2) as pool:
+        try:
+            page = pool.submit(console_events, broker)  # the first to use the registry
+            assert gate.started.wait(WAIT_S)
+            assert requests.get(broker.http_url + "/health", timeout=WAIT_S).status_code == 200
+            assert api_versions(broker.port) == 0
+            assert not page.done()
+        finally:
+            gate.release.set()
+        answer = page.result(WAIT_S)
+        assert answer.status_code == 200, answer.text
+        [event] = answer.json()["events"]
+        assert event["body"]["avro"]["value"] == {"a": 21}, event["body"]  # (decoded: the read was in)
+        assert gate.reads == 1
+
+
+# -- what a route does with the registry, it does once, after the read -----------------------
+
+def test_schema_group_changes_during_the_read_are_made_once_after_it(filled, monkeypatch):
+    data_dir, _expected = filled
+    gate = Gate(monkeypatch)
+    with EmulatedBroker(data_dir, config_file=MULTI_TOML, http=True) as broker, \
+            ThreadPoolExecutor(4) as pool:
+        try:
+            made = pool.submit(call, broker, "PUT", f"{GROUPS}/h?api-version=2024-01-01", timeout=WAIT_S,
+                               json={"properties": {"schemaType": "Avro", "schemaCompatibility": "None"}})
+            assert gate.started.wait(WAIT_S)
+            malformed = pool.submit(call, broker, "PUT", f"{GROUPS}/i?api-version=2024-01-01",
+                                    timeout=WAIT_S, json={"properties": {"groupProperties": "x"}})
+            gone = pool.submit(call, broker, "DELETE", f"{GROUPS}/g?api-version=2024-01-01",
+                               timeout=WAIT_S)
+            assert not made.done() and not malformed.done() and not gone.done()
+        finally:
+            gate.release.set()
+        assert made.result(WAIT_S).status_code == 200, made.result().text
+        answer = malformed.result(WAIT_S)  # the management API's 400, as for any malformed body
+        assert answer.status_code == 400 and answer.json()["error"]["code"] == "BadRequest", answer.text
+        assert gone.result(WAIT_S).status_code == 200
+        listed = call(broker, "GET", f"{GROUPS}?api-version=2024-01-01").json()["value"]
+        assert sorted(g["name"] for g in listed) == ["h"]
+        assert gate.reads == 1
+

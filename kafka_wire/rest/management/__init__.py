@@ -20,7 +20,7 @@ input gets ARM's JSON 400, never a 500.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 from kafka_wire.eventhubs.door import AuthorizationHeader, Refused
 from kafka_wire.eventhubs.rights import MANAGE
@@ -31,6 +31,7 @@ from kafka_wire.rest.management import (application_groups, authorization_rules,
                                         network_rules, schema_groups)
 from kafka_wire.rest.management import common
 from kafka_wire.rest.management.common import BadRequest, Scope, TooLarge, no_route, not_allowed
+from kafka_wire.rest.schemas import NeedsRegistry
 
 if TYPE_CHECKING:
     from kafka_wire.rest.api import RestApi
@@ -38,7 +39,9 @@ if TYPE_CHECKING:
 __all__ = ["handle"]
 
 
-def handle(api: RestApi, request: Request) -> Response:
+def handle(api: RestApi, request: Request) -> Response | NeedsRegistry:
+    """The answer, or for a schema group what makes it once the namespace's Schema
+    Registry is read (:class:`NeedsRegistry`, which the REST router resolves)."""
     version = request.query.get("api-version")
     if version is None:
         return arm.fail(400, "MissingApiVersionParameter",
@@ -58,8 +61,16 @@ def handle(api: RestApi, request: Request) -> Response:
     if low[at:at + 3] != ["providers", "microsoft.eventhub", "namespaces"]:
         return no_route(request)
     tail = segs[at + 3:]
+    answer = _mapped(lambda: _route(api, request, sub, group, tail))
+    if isinstance(answer, NeedsRegistry):  # its errors are mapped when it is answered
+        return answer.around(_mapped)
+    return answer
+
+
+def _mapped(answer: Callable[[], Response | NeedsRegistry]) -> Response | NeedsRegistry:
+    """``answer()``, its malformed input or refusal as ARM answers it."""
     try:
-        return _route(api, request, sub, group, tail)
+        return answer()
     except TooLarge as exc:
         return arm.fail(413, "RequestTooLarge", str(exc))
     except BadRequest as exc:
@@ -78,7 +89,8 @@ def _subscription(api: RestApi, request: Request, what: str) -> None:
         subscription.sign_in(request.headers.get("authorization", ""), request.peer, what)
 
 
-def _route(api: RestApi, request: Request, sub: str, group: str, tail: list[str]) -> Response:
+def _route(api: RestApi, request: Request, sub: str, group: str,
+           tail: list[str]) -> Response | NeedsRegistry:
     method = request.method
     if not tail:
         if method != "GET":
@@ -111,12 +123,19 @@ def _route(api: RestApi, request: Request, sub: str, group: str, tail: list[str]
         if refused is not None:
             return refused
     answer = _inside(api, request, scope, tail, low)
+    if isinstance(answer, NeedsRegistry):  # (a schema group's change: once it is made)
+        return answer.around(lambda made: _changed(scope, low, made()))
+    return _changed(scope, low, answer)
+
+
+def _changed(scope: Scope, low: list[str], answer: Response) -> Response:
     if answer.status < 300 and (not low or low[0] != "disasterrecoveryconfigs"):
         disaster_recovery.after_change(scope)  # a Geo-DR primary's change reaches its secondary
     return answer
 
 
-def _inside(api: RestApi, request: Request, scope: Scope, tail: list[str], low: list[str]) -> Response:
+def _inside(api: RestApi, request: Request, scope: Scope, tail: list[str],
+            low: list[str]) -> Response | NeedsRegistry:
     """A request inside an existing namespace, by the resource it names."""
     if not tail:
         return _namespace(scope)

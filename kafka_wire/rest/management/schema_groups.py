@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 from kafka_wire.eventhubs.names import schema_group_name_error
-from kafka_wire.eventhubs.schema_registry import RegistryError
+from kafka_wire.eventhubs.schema_registry import RegistryError, SchemaRegistry
 from kafka_wire.rest import arm
 from kafka_wire.rest.http import Response
 from kafka_wire.rest.management import common
 from kafka_wire.rest.management.common import Scope, no_route, not_allowed, obj, props, text
+from kafka_wire.rest.schemas import NeedsRegistry
 
 
-def schema_groups(scope: Scope, tail: list[str]) -> Response:
-    registry = scope.api.registry(scope.runtime.name)
+def schema_groups(scope: Scope, tail: list[str]) -> NeedsRegistry:
+    """Answered once the namespace's registry is read (the management router's checks
+    come first)."""
+    return NeedsRegistry(scope.runtime, lambda registry: _schema_groups(scope, tail, registry))
+
+
+def _schema_groups(scope: Scope, tail: list[str], registry: SchemaRegistry) -> Response:
     method = scope.method
     if not tail:
         if method != "GET":
