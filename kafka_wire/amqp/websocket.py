@@ -108,6 +108,17 @@ def _refusal(status: int, text: str) -> bytes:
             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n").encode() + body
 
 
+def payload_length(buf) -> tuple[int, int] | None:
+    """(payload length, where the rest of the head starts: a client's mask, else the
+    payload) of the frame at the front of ``buf``; None until its length has all come."""
+    n = buf[1] & 0x7F
+    if n == 126:
+        return (struct.unpack_from(">H", buf, 2)[0], 4) if len(buf) >= 4 else None
+    if n == 127:
+        return (struct.unpack_from(">Q", buf, 2)[0], 10) if len(buf) >= 10 else None
+    return n, 2
+
+
 class FrameReader:
     """Client frames in, their payloads out: ``feed`` returns [(opcode, payload)].
     A binary message's payload comes out in pieces as its bytes arrive (AMQP is a
@@ -137,17 +148,12 @@ class FrameReader:
                 continue
             if len(buf) < 2:
                 break
-            b0, b1 = buf[0], buf[1]
-            fin, opcode, masked, n = b0 & 0x80, b0 & 0x0F, b1 & 0x80, b1 & 0x7F
-            pos = 2
-            if n == 126:
-                if len(buf) < 4:
-                    break
-                n, pos = struct.unpack_from(">H", buf, 2)[0], 4
-            elif n == 127:
-                if len(buf) < 10:
-                    break
-                n, pos = struct.unpack_from(">Q", buf, 2)[0], 10
+            head = payload_length(buf)
+            if head is None:
+                break
+            n, pos = head
+            b0 = buf[0]
+            fin, opcode, masked = b0 & 0x80, b0 & 0x0F, buf[1] & 0x80
             if not masked:
                 raise WebSocketError("a client frame without a mask", 1002)
             if b0 & 0x70:

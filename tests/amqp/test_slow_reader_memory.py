@@ -6,17 +6,13 @@ partition). Once the client reads it gets every event, in order, and other conne
 served all the while."""
 from __future__ import annotations
 
-import base64
-import select
-import struct
-
 import pytest
 from proton import Described, Message, symbol
 
 from kafka_wire.amqp import connection
 from kafka_wire.amqp.websocket import FramedTransport
 from kafka_wire.testing import EmulatedBroker
-from kafka_wire.testing.raw_amqp import RawAmqp
+from kafka_wire.testing.raw_amqp import RawAmqp, WsRawAmqp
 
 from .conftest import produce, wait_for
 from .test_hostile_amqp import on_loop, server_side
@@ -24,7 +20,6 @@ from .test_hostile_amqp import on_loop, server_side
 HUB = "slow"
 EVENTS, SIZE = 3000, 8000  # 24 MB: far past the bound and what the kernel's socket buffers take
 SELECTOR = symbol("apache.org:selector-filter:string")
-MASK = b"\x11\x22\x33\x44"  # (fixed: a masking key is for proxies, not secrecy)
 
 
 def body(i: int) -> bytes:
@@ -37,75 +32,6 @@ def broker(tmp_path_factory):
         b.create_hub(HUB, 1)
         produce(b, HUB, {0: [body(i) for i in range(EVENTS)]})
         yield b
-
-
-class WsRawAmqp(RawAmqp):
-    """RawAmqp over a WebSocket: the upgrade, then its frames in masked binary messages."""
-
-    def __init__(self, port: int) -> None:
-        super().__init__(port)
-        key = base64.b64encode(bytes(range(16))).decode()
-        self.sock.sendall((f"GET /$servicebus/websocket HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
-                           f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
-                           f"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: AMQPWSB10\r\n\r\n").encode())
-        head = b""
-        while b"\r\n\r\n" not in head:
-            byte = self.sock.recv(1)
-            assert byte, "closed during the upgrade"
-            head += byte
-        assert head.startswith(b"HTTP/1.1 101"), head
-        self._frames = bytearray()
-
-    def send_some(self) -> int:
-        pending = self.transport.pending()
-        if pending <= 0 or self.paused:
-            return 0
-        data = self.transport.peek(min(pending, self.chunk))
-        n = len(data)
-        head = struct.pack(">BB", 0x82, 0x80 | n) if n < 126 else struct.pack(">BBH", 0x82, 0xFE, n)
-        key = (MASK * (n // 4 + 1))[:n]
-        masked = (int.from_bytes(data, "big") ^ int.from_bytes(key, "big")).to_bytes(n, "big")
-        self.sock.sendall(head + MASK + masked)
-        self.transport.pop(n)
-        self.sent += n
-        return n
-
-    def receive(self, wait_s: float) -> None:
-        if self.eof:
-            return
-        ready, _, _ = select.select([self.sock], [], [], wait_s)
-        if not ready:
-            return
-        data = self.sock.recv(1 << 20)
-        if not data:
-            self.eof = True
-            self.transport.close_tail()
-            return
-        buf = self._frames
-        buf += data
-        amqp = bytearray()
-        while len(buf) >= 2:
-            n, pos = buf[1] & 0x7F, 2
-            if n == 126:
-                if len(buf) < 4:
-                    break
-                n, pos = struct.unpack_from(">H", buf, 2)[0], 4
-            elif n == 127:
-                if len(buf) < 10:
-                    break
-                n, pos = struct.unpack_from(">Q", buf, 2)[0], 10
-            if len(buf) < pos + n:
-                break
-            if buf[0] & 0x0F in (0x0, 0x2):  # (server frames are not masked)
-                amqp += buf[pos:pos + n]
-            del buf[:pos + n]
-        view = memoryview(bytes(amqp))
-        while len(view) and self.transport.capacity() > 0:
-            room = self.transport.capacity()
-            self.transport.push(bytes(view[:room]))
-            view = view[room:]
-        while self.collector.peek() is not None:
-            self.collector.pop()
 
 
 TRANSPORTS = {

@@ -3,17 +3,15 @@ listener, on the AMQP port (ws://) and on AMQPS (wss://, which the JavaScript SD
 always uses); the same endpoint behind it, and bad upgrades refused."""
 from __future__ import annotations
 
-import base64
-import os
 import socket
 import struct
 
 import pytest
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient, TransportType
 
-from kafka_wire.amqp.websocket import accept_key
 from kafka_wire.eventhubs import connection_string
 from kafka_wire.testing import EmulatedBroker
+from kafka_wire.testing.raw_amqp import client_frame, server_frames, upgrade
 
 from .conftest import receive
 from .test_sdk_js import run_js
@@ -70,23 +68,6 @@ def test_js_sdk_over_secure_websockets(ws_broker, node):  # noqa: F811
     assert [e["body"] for e in events] == ["js-ws-0", "js-ws-1"]
 
 
-def _upgrade(port: int, path: str = "/$servicebus/websocket", protocol: str = "AMQPWSB10") -> tuple[socket.socket, bytes]:
-    s = socket.create_connection(("127.0.0.1", port), timeout=10)
-    key = base64.b64encode(os.urandom(16)).decode()
-    s.sendall((f"GET {path} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-               f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n"
-               f"Sec-WebSocket-Protocol: {protocol}\r\n\r\n").encode())
-    head = b""
-    while b"\r\n\r\n" not in head:
-        chunk = s.recv(4096)
-        if not chunk:
-            break
-        head += chunk
-    if head.startswith(b"HTTP/1.1 101"):
-        assert f"Sec-WebSocket-Accept: {accept_key(key)}".encode() in head
-    return s, head
-
-
 def _until_closed(s: socket.socket) -> bytes:
     out = b""
     while True:
@@ -99,26 +80,23 @@ def _until_closed(s: socket.socket) -> bytes:
 @pytest.mark.parametrize("where", ["amqp", "http"])
 def test_bad_upgrades_and_frames_close_cleanly(ws_broker, where):
     port = ws_broker.amqp_port if where == "amqp" else ws_broker.http_port
-    s, head = _upgrade(port, protocol="chat")
+    s, head = upgrade(port, protocol="chat")
     assert head.startswith(b"HTTP/1.1 400"), head
     s.close()
     if where == "amqp":
-        s, head = _upgrade(port, path="/other")
+        s, head = upgrade(port, path="/other")
         assert head.startswith(b"HTTP/1.1 404"), head
         s.close()
     # An unmasked client frame: a close frame with status 1002, then the end.
-    s, head = _upgrade(port)
+    s, head = upgrade(port)
     assert head.startswith(b"HTTP/1.1 101"), head
     s.sendall(struct.pack(">BB", 0x82, 8) + b"AMQP\x00\x01\x00\x00")
     rest = _until_closed(s)
     assert rest[:1] == b"\x88" and struct.unpack(">H", rest[2:4])[0] == 1002, rest
     s.close()
     # Garbage inside a proper frame: AMQP's answer (its header), then the close.
-    s, head = _upgrade(port)
-    mask = b"\x01\x02\x03\x04"
-    payload = b"GARBAGE!"
-    masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-    s.sendall(struct.pack(">BB", 0x82, 0x80 | len(payload)) + mask + masked)
+    s, head = upgrade(port)
+    s.sendall(client_frame(0x2, b"GARBAGE!"))
     rest = _until_closed(s)
     assert b"AMQP" in rest and b"\x88" in rest, rest
     s.close()
@@ -133,30 +111,6 @@ def test_bad_upgrades_and_frames_close_cleanly(ws_broker, where):
         assert p.get_partition_ids() == ["0"]
 
 
-def _masked(opcode: int, payload: bytes) -> bytes:
-    """A client's frame (masked, as RFC 6455 requires of clients)."""
-    mask = b"\x0f\x1e\x2d\x3c"
-    n = len(payload)
-    head = struct.pack(">BB", 0x80 | opcode, 0x80 | n) if n < 126 else struct.pack(">BBH", 0x80 | opcode, 0xFE, n)
-    return head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
-
-
-def _server_frames(buf: bytearray) -> list[tuple[int, bytes]]:
-    """Whole (unmasked) server frames taken off the front of ``buf``."""
-    out = []
-    while len(buf) >= 2:
-        n, at = buf[1] & 0x7F, 2
-        if n == 126:
-            n, at = struct.unpack_from(">H", buf, 2)[0], 4
-        elif n == 127:
-            n, at = struct.unpack_from(">Q", buf, 2)[0], 10
-        if len(buf) < at + n:
-            break
-        out.append((buf[0] & 0x0F, bytes(buf[at:at + n])))
-        del buf[:at + n]
-    return out
-
-
 @pytest.mark.parametrize("together", [False, True], ids=["after-the-answer", "in-one-write"])
 def test_a_websocket_close_after_the_amqp_close_is_answered_at_once(ws_broker, monkeypatch, together):
     # After the AMQP close the broker lingers (dropping what the client still sends); a
@@ -167,7 +121,7 @@ def test_a_websocket_close_after_the_amqp_close_is_answered_at_once(ws_broker, m
 
     from kafka_wire.amqp import connection as amqp_connection
     monkeypatch.setattr(amqp_connection, "LINGER_S", 60.0)
-    s, head = _upgrade(ws_broker.amqp_port)
+    s, head = upgrade(ws_broker.amqp_port)
     assert head.startswith(b"HTTP/1.1 101"), head
     transport, conn = Transport(Transport.CLIENT), Connection()
     transport.bind(conn)
@@ -177,28 +131,28 @@ def test_a_websocket_close_after_the_amqp_close_is_answered_at_once(ws_broker, m
         while not until():
             pending = transport.pending()
             if pending > 0:
-                s.sendall(_masked(0x2, transport.peek(pending)))
+                s.sendall(client_frame(0x2, transport.peek(pending)))
                 transport.pop(pending)
             chunk = s.recv(65536)  # (a hang fails with socket.timeout: 10 s)
             assert chunk, "the broker closed before answering"
             buf.extend(chunk)
-            for opcode, payload in _server_frames(buf):
+            for opcode, payload in server_frames(buf):
                 assert opcode == 0x2, (opcode, payload)
                 transport.push(payload)
 
     conn.open()
     exchange(lambda: conn.state & Endpoint.REMOTE_ACTIVE)
     conn.close()
-    close = _masked(0x8, struct.pack(">H", 1000))
+    close = client_frame(0x8, struct.pack(">H", 1000))
     if together:
         pending = transport.pending()
-        s.sendall(_masked(0x2, transport.peek(pending)) + close)
+        s.sendall(client_frame(0x2, transport.peek(pending)) + close)
         transport.pop(pending)
     else:
         exchange(lambda: conn.state & Endpoint.REMOTE_CLOSED)
         s.sendall(close)
     rest = buf + _until_closed(s)  # before the fix: socket.timeout, the linger being 60 s
-    frames = _server_frames(rest)
+    frames = server_frames(rest)
     assert frames and frames[-1][0] == 0x8, frames
     assert struct.unpack(">H", frames[-1][1][:2])[0] == 1000
     if together:  # the AMQP close was answered before it
