@@ -20,7 +20,7 @@ Read with AMQP, a record becomes the message as it was sent, with the
 annotations Event Hubs adds (``x-opt-sequence-number`` = the Kafka offset,
 ``x-opt-offset``, ``x-opt-enqueued-time``, ``x-opt-partition-key``, and
 ``x-opt-publisher`` for an event sent through a publisher, which the reserved
-header keeps: :func:`with_publisher`); a record a
+header keeps: :func:`kafka_wire.eventhubs.events.with_publisher`); a record a
 Kafka client wrote has its headers as binary application properties and its
 value as one data section.
 
@@ -42,7 +42,7 @@ from kafka_wire.log import batch as rb
 
 __all__ = ["MessageError", "decode_message", "is_batch", "split_batch", "batch_messages", "plain_batch",
            "encode_event",
-           "with_publisher", "BATCH_FORMAT", "PARTITION_KEY", "SEQUENCE_NUMBER", "OFFSET",
+           "BATCH_FORMAT", "PARTITION_KEY", "SEQUENCE_NUMBER", "OFFSET",
            "ENQUEUED_TIME", "PUBLISHER"]
 
 BATCH_FORMAT = 0x80013700  # Microsoft's batched message format: each data section one message
@@ -220,7 +220,7 @@ def _decode(buf, strict: bool = False) -> Incoming:
 
 
 # Message annotations the service sets: a sender's own are not kept (x-opt-publisher is
-# stamped on events sent through a publisher, :func:`with_publisher`, and no others).
+# stamped on events sent through a publisher, eventhubs.events.with_publisher, and no others).
 _SERVICE_ANNOTATIONS = {b"x-opt-sequence-number", b"x-opt-offset", b"x-opt-enqueued-time",
                         b"x-opt-publisher"}
 # ... and dropped whatever the name's encoding (a string, or a 32-bit length), with a
@@ -244,6 +244,7 @@ def _annotation_name(buf, k: int, v: int) -> bytes | None:
 _BODY_MARK = b"\x00\xa3\x0fkafka-wire:body"
 _SYM_VALUE, _SYM_SEQUENCE = b"\xa3\x05value", b"\xa3\x08sequence"
 _NO_PROPERTIES = b"\x00\x53\x73\x45"  # an empty properties section (list0)
+# (eventhubs.events.with_publisher walks what amqp_only writes: keep the two in step)
 
 
 def amqp_only(kept: dict[int, bytes], annotations: list[bytes], shape: bytes | None) -> bytes | None:
@@ -262,33 +263,6 @@ def amqp_only(kept: dict[int, bytes], annotations: list[bytes], shape: bytes | N
     if shape is not None:
         parts.append(_BODY_MARK + shape)
     return b"".join(parts)
-
-
-def with_publisher(message: Incoming, publisher: str) -> Incoming:
-    """``message`` as sent through ``publisher``: its reserved header (:func:`amqp_only`)
-    holds the ``x-opt-publisher`` annotation the service stamps, beside the sender's own
-    annotations, so receivers get it. The stored format is the reserved header's as it
-    is: readers already deliver the annotations it keeps."""
-    entry = _SYM_PUBLISHER + _str(publisher.encode("utf-8"))
-    kept = message.amqp_only
-    if kept is None:
-        return message._replace(amqp_only=_NO_PROPERTIES + _map(_MESSAGE_ANN, [entry], 1))
-    parts, pos, merged = [], 0, False
-    while pos < len(kept):
-        if kept.startswith(_BODY_MARK, pos):
-            after = _skip(kept, pos + len(_BODY_MARK))
-        else:
-            after = _skip(kept, pos + 3)
-            if kept[pos + 2] == _MESSAGE_ANN:  # (the sender's: x-opt-publisher is never among them)
-                entries = [kept[k:e] for k, _v, e in _entries(kept, pos + 3)] + [entry]
-                parts.append(_map(_MESSAGE_ANN, entries, len(entries)))
-                merged, pos = True, after
-                continue
-        parts.append(kept[pos:after])
-        pos = after
-    if not merged:
-        parts.append(_map(_MESSAGE_ANN, [entry], 1))  # (read back in any order: _restored)
-    return message._replace(amqp_only=b"".join(parts))
 
 
 def _has_values(buf, value: int, after: int) -> bool:
@@ -640,7 +614,6 @@ _SYM_SEQ = b"\xa3\x15" + SEQUENCE_NUMBER.encode()
 _SYM_OFFSET = b"\xa3\x0c" + OFFSET.encode()
 _SYM_TIME = b"\xa3\x13" + ENQUEUED_TIME.encode()
 _SYM_KEY = b"\xa3\x13" + PARTITION_KEY.encode()
-_SYM_PUBLISHER = b"\xa3\x0f" + PUBLISHER.encode()
 _NULL = b"\x40"
 
 

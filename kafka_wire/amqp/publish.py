@@ -19,8 +19,7 @@ from proton import Condition, Delivery
 
 from kafka_wire.amqp.connection import (DECODE_ERROR, NOT_ALLOWED, NOT_FOUND, RESOURCE_LIMIT,
                                         SERVER_BUSY, UNAUTHORIZED, LinkHandler, condition_for, refuse)
-from kafka_wire.amqp.messages import (MessageError, batch_messages, decode_message, plain_batch,
-                                      with_publisher)
+from kafka_wire.amqp.messages import MessageError, batch_messages, decode_message, plain_batch
 from kafka_wire.amqp.nodes import hub_for, open_link, received_view
 from kafka_wire.eventhubs.refusals import Denial
 from kafka_wire.eventhubs.rights import SEND
@@ -111,7 +110,7 @@ class PublishLink(LinkHandler):
             if not messages:
                 return Condition(NOT_ALLOWED, "an empty batch")
             if self.publisher is not None:
-                messages = runtime.policy.publisher_events(self.publisher, messages, with_publisher)
+                messages = runtime.policy.publisher_events(self.publisher, messages)
                 if isinstance(messages, Denial):
                     return condition_for(messages)
             key = messages[0].partition_key

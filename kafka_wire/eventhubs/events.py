@@ -19,7 +19,7 @@ from proton import Data
 from kafka_wire.log import batch as rb
 from kafka_wire.log.records import SMALL_VARINTS, SMALL_VARINTS_END, compress, encode_record, encode_varint
 
-__all__ = ["Incoming", "PlainEvents", "encode_value", "publisher_only", "records_batch",
+__all__ = ["Incoming", "PlainEvents", "encode_value", "with_publisher", "records_batch",
            "PROPERTIES_HEADER"]
 
 # What a record has no place for (an AMQP message's header, annotations, properties
@@ -67,18 +67,46 @@ def encode_value(obj) -> bytes:
     return bytes(data.encode())
 
 
-def publisher_only(publisher: str) -> bytes:
-    """The reserved header of an event sent through ``publisher`` that has nothing
-    else a record has no place for: an empty properties section (readers of older
-    records take the first section for it), then the ``x-opt-publisher`` message
-    annotation the service stamps."""
+def with_publisher(kept: bytes | None, publisher: str) -> bytes:
+    """The reserved header of an event sent through ``publisher``: the event's own
+    (``kept``, as :func:`kafka_wire.amqp.messages.amqp_only` writes it; None: it has
+    none) with the ``x-opt-publisher`` message annotation the service stamps, beside
+    the sender's own annotations (in their section, else in one of its own after the
+    others), so receivers get it. Without ``kept``: an empty properties section
+    (readers of older records take the first section for it), then the annotation."""
     name = publisher.encode("utf-8")
-    value = (b"\xa1" + bytes((len(name),)) if len(name) < 256 else b"\xb1" + _UINT32.pack(len(name))) + name
-    entry = _SYM_PUBLISHER + value
-    return b"\x00\x53\x73\x45\x00\x53\x72\xd1" + _UINT32.pack(len(entry) + 4) + _UINT32.pack(2) + entry
+    entry = _SYM_PUBLISHER + ((b"\xa1" + bytes((len(name),)) if len(name) < 256
+                               else b"\xb1" + _UINT32.pack(len(name))) + name)
+    if kept is None:
+        return _NO_PROPERTIES + _ANNOTATIONS + _UINT32.pack(len(entry) + 4) + _UINT32.pack(2) + entry
+    pos, end = 0, len(kept)
+    while pos < end:  # each section: a described value (a section code, or the body's mark)
+        value = pos + 3 if kept[pos + 1] == 0x53 else pos + 3 + kept[pos + 2]
+        after = _after(kept, value)
+        if kept.startswith(_ANNOTATIONS, pos):  # (the sender's: x-opt-publisher is never among them)
+            size, count = _UINT32.unpack_from(kept, value + 1)[0], _UINT32.unpack_from(kept, value + 5)[0]
+            return b"".join((kept[:value + 1], _UINT32.pack(size + len(entry)), _UINT32.pack(count + 2),
+                             kept[value + 9:after], entry, kept[after:]))
+        pos = after
+    return kept + _ANNOTATIONS + _UINT32.pack(len(entry) + 4) + _UINT32.pack(2) + entry  # (any order)
+
+
+def _after(kept: bytes, value: int) -> int:
+    """The end of the value at ``value`` in a reserved header: each is a list, map,
+    symbol or binary (or an empty list or null), sized by its constructor."""
+    code = kept[value]
+    if code in (0x40, 0x45):
+        return value + 1
+    if code & 0xF0 in (0xA0, 0xC0, 0xE0):
+        return value + 2 + kept[value + 1]
+    if code & 0xF0 in (0xB0, 0xD0, 0xF0):
+        return value + 5 + _UINT32.unpack_from(kept, value + 1)[0]
+    raise ValueError(f"constructor 0x{code:02x} in the reserved header at {value}")
 
 
 _SYM_PUBLISHER = b"\xa3\x0fx-opt-publisher"
+_NO_PROPERTIES = b"\x00\x53\x73\x45"  # an empty properties section (list0)
+_ANNOTATIONS = b"\x00\x53\x72\xd1"  # message annotations as amqp_only writes them: a map32
 
 
 def records_batch(messages: Iterable[Incoming] | PlainEvents, now_ms: int, codec: int = 0,

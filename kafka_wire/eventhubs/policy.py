@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
 from kafka_wire.eventhubs import tier_rules
 from kafka_wire.eventhubs.app_groups import GroupLimiter, group_for
 from kafka_wire.eventhubs.bounds import Bounds
-from kafka_wire.eventhubs.events import Incoming, publisher_only
+from kafka_wire.eventhubs.events import Incoming, with_publisher
 from kafka_wire.eventhubs.model import HOUR_MS, MANAGE, SEND, TIER_LIMITS, Tier
 from kafka_wire.eventhubs.refusals import Denial, Refusal
 
@@ -295,22 +295,17 @@ class NamespacePolicy:
             return Admission(Denial(Refusal.BUSY, message, THROUGHPUT_UNITS), throttle)
         return Admission(None, max(group_wait, quota.ingress(summary.size, summary.events, now_ms)))
 
-    def publisher_events(self, publisher: str, events: list[Incoming],
-                         stamp: Callable[[Incoming, str], Incoming] | None = None) -> list[Incoming] | Denial:
+    def publisher_events(self, publisher: str, events: list[Incoming]) -> list[Incoming] | Denial:
         """``events`` sent through ``publisher`` (the name the token was issued for),
         as the service takes them: an event keyed other than the publisher fails the
         whole send (not re-keyed); the others are keyed with its name and stamped
-        ``x-opt-publisher``. ``stamp``: how the front end merges that annotation into
-        what else an event of its protocol keeps (AMQP's own annotations); without it
-        the events have nothing else kept (REST)."""
+        ``x-opt-publisher`` beside what else they keep (:func:`with_publisher`)."""
         problem = _publisher_key_error(
             (e.partition_key.encode("utf-8") for e in events if e.partition_key is not None), publisher)
         if problem is not None:
             return Denial(Refusal.DENIED, problem)
-        if stamp is not None:
-            return [stamp(e._replace(partition_key=publisher), publisher) for e in events]
-        kept = publisher_only(publisher)
-        return [e._replace(partition_key=publisher, amqp_only=kept) for e in events]
+        return [e._replace(partition_key=publisher, amqp_only=with_publisher(e.amqp_only, publisher))
+                for e in events]
 
     def produce_quietly(self, principal, hubs, largest: BatchSummary | None, total: BatchSummary | None,
                         timeout_ms: int, kafka: bool = True) -> Admission | None:

@@ -11,7 +11,7 @@ from proton import Data, Message, symbol
 
 from kafka_wire.amqp.messages import (batch_messages, decode_message, encode_event, is_batch,
                                       runtime_metric_annotations, split_batch)
-from kafka_wire.eventhubs.events import records_batch
+from kafka_wire.eventhubs.events import records_batch, with_publisher
 from kafka_wire.log import batch as rb
 
 names = st.text(string.ascii_letters + string.digits + "-_.", min_size=1, max_size=300)
@@ -204,3 +204,40 @@ def test_service_annotations_in_any_name_encoding_are_dropped(name_code):
     for forged in (b"x-opt-publisher", b"x-opt-sequence-number", b"x-opt-partition-key", b"victim"):
         assert forged not in kept, kept
     assert b"x-opt-custom" in kept
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(annotations=st.dictionaries(names.filter(lambda n: not n.startswith("x-opt-")), amqp_values,
+                                   max_size=4),
+       instructions=st.dictionaries(names, amqp_values, max_size=3),
+       priority=st.one_of(st.none(), st.integers(0, 9)),
+       message_id=st.one_of(st.none(), st.text("abcxyz0123", min_size=1, max_size=20)),
+       body=st.one_of(st.binary(max_size=200), st.text(max_size=200)),
+       publisher=st.text(st.characters(min_codepoint=1, blacklist_categories=("Cs",)), min_size=1,
+                         max_size=300))
+def test_an_event_sent_through_a_publisher_keeps_what_it_had_beside_x_opt_publisher(
+        annotations, instructions, priority, message_id, body, publisher):
+    """SDK message → the door's stamp (eventhubs.events.with_publisher, on the reserved header
+    amqp_only wrote) → record → the message a receiver gets: x-opt-publisher, and the sender's
+    own annotations, delivery annotations, header, properties and body as sent."""
+    m = Message(body=body, inferred=isinstance(body, bytes))
+    if annotations:
+        m.annotations = {symbol(k): v for k, v in annotations.items()}
+    if instructions:
+        m.instructions = {symbol(k): v for k, v in instructions.items()}
+    if priority is not None:
+        m.priority = priority
+    if message_id is not None:
+        m.id = message_id
+    incoming = decode_message(bytes(m.encode()))
+    stamped = incoming._replace(amqp_only=with_publisher(incoming.amqp_only, publisher))
+    (record,) = list(DefaultRecordBatch(bytes(records_batch([stamped], now_ms=1_700_000_000_000))))
+    back = decoded(encode_event(0, 0, 0, record.key, record.value, record.headers, True))
+    assert back.annotations[symbol("x-opt-publisher")] == publisher
+    for k, v in annotations.items():
+        got = back.annotations[symbol(k)]
+        assert (bytes(got) if isinstance(v, bytes) else got) == v
+    assert {str(k): v for k, v in (back.instructions or {}).items()}.keys() == instructions.keys()
+    assert back.priority == (4 if priority is None else priority)  # (AMQP's default)
+    assert back.id == message_id
+    assert (bytes(back.body) if isinstance(body, bytes) else back.body) == body
