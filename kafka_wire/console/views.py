@@ -39,7 +39,8 @@ class ConsoleViews:
         # (namespace, hub, partition) -> [in_ev/s, in_B/s, out_ev/s, out_B/s]
         self.rates: dict[tuple[str, str, int], list[float]] = {}
         self.lag = LagHistory()
-        self.registry = None  # namespace -> its SchemaRegistry (the REST API's), for Avro bodies
+        # async namespace -> its SchemaRegistry or None (the REST API's), for Avro bodies
+        self.registry = None
         self._prev: tuple[int, dict] | None = None
         self._timer: asyncio.TimerHandle | None = None
 

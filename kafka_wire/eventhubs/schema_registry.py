@@ -343,7 +343,8 @@ class SchemaRegistry:
 
 class RegistryLoading(Exception):
     """The namespace's registry is being read from its file, off the loop: what needs it
-    waits for :meth:`wait` and asks again (nothing was done before it asked)."""
+    waits for :meth:`wait`, then takes it (the REST router, which then answers the route
+    once: :class:`kafka_wire.rest.schemas.NeedsRegistry`; :meth:`Registries.read`)."""
 
     def __init__(self, done: asyncio.Future) -> None:
         super().__init__("the Schema Registry is being read")
