@@ -8,12 +8,58 @@ caps hold in every mode and are checked at the namespace's door before
 anything is made. The defaults are the largest Event Hubs tier's figures
 (Dedicated) where one exists; each is a key of the config file's ``[limits]``
 table (docs/eventhubs.md).
+
+Beside them, the rules of every mode that more than one front end applies to
+what it is given (the management API to a request's body, the config loader to
+a file): each front end asks here and words the answer in its own terms (ARM's
+JSON 400, one start-up line naming the file and the entry).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-__all__ = ["Bounds"]
+__all__ = ["Bounds", "MAX_RETENTION_HOURS", "NAME_FORMAT_TOKENS", "retention_hours_error",
+           "name_format_error", "NAME_FORMAT_MAX"]
+
+# The longest retention a hub may be given, in any mode (a tier's own limit, lower, is a tier
+# rule in strict mode: tier_rules.topic_config); -1 is unlimited (compacted hubs).
+MAX_RETENTION_HOURS = 1_000_000
+# Every placeholder a custom Capture name format must hold, as on Azure.
+NAME_FORMAT_TOKENS = ("{Namespace}", "{EventHub}", "{PartitionId}", "{Year}", "{Month}", "{Day}",
+                      "{Hour}", "{Minute}", "{Second}")
+
+
+def retention_hours_error(hours: object) -> str | None:
+    """Why a hub may not keep its events ``hours`` hours, in any mode, else None."""
+    if isinstance(hours, int) and not isinstance(hours, bool) and (
+            hours == -1 or 1 <= hours <= MAX_RETENTION_HOURS):
+        return None
+    return f"use a whole number of hours from 1 to {MAX_RETENTION_HOURS:,}, or -1 for unlimited"
+
+
+NAME_FORMAT_MAX = 1024  # characters; blob names are at most 1,024
+
+
+def name_format_error(name_format: object) -> str | None:
+    """Why Capture may not name its files by ``name_format``, else None: the files must stay
+    under their destination (a relative path without empty, '.' or '..' parts or
+    backslashes), be names a blob or a file may have (printable UTF-8, 1,024 characters at
+    most) and be told apart (every placeholder)."""
+    if not isinstance(name_format, str):
+        return "the name format must be text"
+    if len(name_format) > NAME_FORMAT_MAX or any(ord(c) < 32 or ord(c) == 127 for c in name_format):
+        return f"it must be at most {NAME_FORMAT_MAX:,} printable characters"
+    try:
+        name_format.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (JSON's "\udcff"): no file or blob has that name
+        return "it must be UTF-8 text"
+    parts = name_format.split("/")
+    if name_format.startswith("/") or "\\" in name_format or any(p in ("", ".", "..") for p in parts):
+        return "it must be a relative path without empty, '.' or '..' parts or backslashes"
+    missing = [t for t in NAME_FORMAT_TOKENS if t not in name_format]
+    if missing:
+        return f"it lacks {', '.join(missing)}: a custom format must contain all nine placeholders"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +88,13 @@ class Bounds:
     amqp_sessions_per_connection: int = 2048
     amqp_links_per_connection: int = 2048    # a processor owning every partition of a Dedicated hub
     amqp_unauthenticated_s: int = 60         # until a connection must have put a token on $cbs
+
+    def namespaces_error(self, count: int) -> str | None:
+        """Why this broker may not serve ``count`` namespaces, else None."""
+        if count <= self.namespaces:
+            return None
+        return (f"{count} namespaces are more than this broker serves ({self.namespaces}; "
+                "[limits] namespaces)")
 
     @classmethod
     def from_table(cls, table: dict, where: str = "[limits]") -> "Bounds":

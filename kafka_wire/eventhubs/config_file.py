@@ -21,9 +21,8 @@ from __future__ import annotations
 import json
 import logging
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from kafka_wire.config import parse_durability, parse_host_port
 from kafka_wire.eventhubs import geo
@@ -433,90 +432,47 @@ def _parse(path: Path, text: str) -> tuple[EventHubsModel, _Settings]:
     return load_toml(data, path.resolve().parent)
 
 
-class _PlannedHub(NamedTuple):
-    """A configured hub, as the door sees a topic (a TopicView's name, partitions, internal)."""
-    name: str
-    partitions: int
-    internal: bool = False
-
-
-class _PlannedTopics:
-    """The hubs a namespace will have, for the door to read as it reads a runtime's
-    TopicManager: those checked so far, in the file's order."""
-
-    def __init__(self) -> None:
-        self.hubs: list[_PlannedHub] = []
-        self.num_partitions = 1
-
-    def names(self) -> list[str]:
-        return [h.name for h in self.hubs]
-
-    def all(self) -> list[_PlannedHub]:
-        return list(self.hubs)
-
-    def validate_configs(self, overrides: dict[str, str]):
-        return LogConfig.from_kafka(dict(overrides))
-
-
-@dataclass
-class _PlannedNamespace:
-    """What the door reads of a NamespaceRuntime, for a namespace not made yet."""
-    name: str
-    model: Namespace
-    topics: _PlannedTopics = field(default_factory=_PlannedTopics)
-
-
-class _Unreported:
-    """The door records what a relaxed namespace lets pass; at load there is no report
-    yet, so it is a warning, the first of each rule."""
-
-    def __init__(self) -> None:
-        self.said: set[tuple[str, str]] = set()
-
-    def record(self, namespace: str, rule: str, hub: str | None, message: str, *, enforced: bool,
-               **_) -> None:
-        if not enforced and (namespace, rule) not in self.said:
-            self.said.add((namespace, rule))
-            log.warning("config: namespace %s: %s (rule %s; allowed in relaxed mode, as the "
-                        "management API allows it)", namespace, message, rule)
-
-
 def _check_at_the_door(model: EventHubsModel, bounds: Bounds) -> None:
-    """Every configured hub and consumer group through the checks the management API's
-    door applies when it makes one (NamespacePolicy.create_topic: case twins, the
-    broker's [limits], the tier's rules in strict mode; consumer_group_limit), in the
-    file's order, so that a config makes nothing the management API would refuse."""
-    from kafka_wire.eventhubs.policy import NamespacePolicy  # policy imports this package's model
+    """Every configured hub and consumer group through the check the door applies when
+    the management API makes one (policy.new_hub: case twins, the broker's [limits], the
+    tier's rules, refused in strict mode; consumer_group_refusal), in the file's order,
+    each hub against those before it, so that a config makes nothing the management API
+    would refuse; what a relaxed namespace lets pass is a warning, once a rule."""
+    from kafka_wire.eventhubs.policy import consumer_group_refusal, new_hub  # policy imports the model
 
-    if len(model.namespaces) > bounds.namespaces:
-        raise ValueError(f"{len(model.namespaces)} namespaces: this broker serves at most "
-                         f"{bounds.namespaces} ([limits] namespaces)")
-    report = _Unreported()
+    beyond = bounds.namespaces_error(len(model.namespaces))
+    if beyond:
+        raise ValueError(beyond)
+    warned: set[tuple[str, str]] = set()
     for ns in model.namespaces.values():
         if ns.default_partitions is not None and ns.default_partitions > bounds.partitions_per_hub:
             raise ValueError(f"namespace {ns.name!r}: default_partitions = {_shown(ns.default_partitions)} "
                              f"is more than this broker allows per event hub ({bounds.partitions_per_hub}; "
                              "[limits] partitions_per_hub)")
-        planned = _PlannedNamespace(ns.name, ns)
-        door = NamespacePolicy()
-        door.runtime, door.report, door.bounds = planned, report, bounds
+        defaults = ns.topic_defaults()  # what the broker gives every hub of the namespace
+        made: list[EventHub] = []
         for hub in ns.hubs.values():
             where = f"namespace {ns.name!r}, event hub {hub.name!r}"
-            try:
-                configs = hub.topic_configs()
-                LogConfig.from_kafka(configs)  # the log's own check of what the hub's settings mean
+            try:  # the log's own check of what the hub's settings mean
+                config = LogConfig.from_kafka({**defaults, **hub.topic_configs()})
             except ValueError as exc:
                 raise ValueError(f"{where}: {exc}") from None
-            denial = door.create_topic(None, hub.name, hub.partitions, configs, "config file")
+            verdict = new_hub(ns.name, ns, made, hub.name, hub.partitions, config, bounds)
+            denial = verdict.refusal or (verdict.violation if ns.strict else None)
             if denial is not None:
                 rule = f" (rule {denial.rule})" if denial.rule else ""
                 named = f"event hub {hub.name!r}" in denial.message  # the door's words name it
                 raise ValueError(f"{f'namespace {ns.name!r}' if named else where}: {denial.message}{rule}")
+            if verdict.violation is not None and (ns.name, verdict.violation.rule) not in warned:
+                warned.add((ns.name, verdict.violation.rule))
+                log.warning("config: namespace %s: %s (rule %s; allowed in relaxed mode, as the "
+                            "management API allows it)", ns.name, verdict.violation.message,
+                            verdict.violation.rule)
             groups = hub.all_consumer_groups()
-            refused = door.consumer_group_limit(hub.name, len(groups) - 1)
+            refused = consumer_group_refusal(ns, bounds, hub.name, len(groups) - 1)
             if refused is not None:
                 raise ValueError(f"{where}: {len(groups)} consumer groups (with $Default): {refused}")
-            planned.topics.hubs.append(_PlannedHub(hub.name, hub.partitions))
+            made.append(hub)
 
 
 def apply_config_file(config, path: Path) -> None:

@@ -16,7 +16,7 @@ import ipaddress
 import re
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, ClassVar
 
 __all__ = [
     "Tier", "TierLimits", "TIER_LIMITS", "SEND", "LISTEN", "MANAGE", "RIGHTS", "SasPolicy",
@@ -36,6 +36,8 @@ from kafka_wire.eventhubs.names import (DEFAULT_CONSUMER_GROUP, RESERVED_NAMESPA
                                         consumer_group_name_error, hub_name_error,
                                         namespace_name_error, policy_name_error)
 from kafka_wire.eventhubs.rights import LISTEN, MANAGE, RIGHTS, SEND  # noqa: E402
+from kafka_wire.eventhubs.bounds import (NAME_FORMAT_TOKENS, name_format_error,  # noqa: E402
+                                         retention_hours_error)
 
 # Endpoint hosts that mean "the default namespace" (the official emulator's
 # connection string says sb://localhost; Docker setups use these too).
@@ -120,8 +122,6 @@ TIER_LIMITS: dict[Tier, TierLimits] = {
 DEDICATED_MAX_MESSAGE_BYTES = (1 * MB, 20 * MB)  # eventhubmaxmessagesizeinbytes range
 KAFKA_FRAME_LIMIT = 1_046_528  # the Kafka endpoint closes connections on frames this large
 MIN_RETENTION_HOURS = 1
-# The longest retention a hub may be given, in any mode (the management API's bound too).
-MAX_RETENTION_HOURS = 1_000_000
 
 def normalize_rights(rights) -> frozenset[str]:
     """Rights as a set of Send/Listen/Manage (case-insensitive); Manage includes both others."""
@@ -189,8 +189,7 @@ class CaptureSettings:
     blob_container: str | None = None
     storage_connection_string: str | None = None  # set: files are uploaded to blob_container there
 
-    TOKENS = ("{Namespace}", "{EventHub}", "{PartitionId}", "{Year}", "{Month}", "{Day}",
-              "{Hour}", "{Minute}", "{Second}")
+    TOKENS = NAME_FORMAT_TOKENS
 
     def validate(self, where: str) -> None:
         if not 60 <= self.interval_seconds <= 900:
@@ -199,15 +198,9 @@ class CaptureSettings:
         if not 10 * MB <= self.size_limit_bytes <= 500 * MB:
             raise ValueError(f"{where}: capture size_limit_bytes={self.size_limit_bytes} is out "
                              "of range: use 10485760-524288000 (10-500 MB)")
-        parts = self.name_format.split("/")
-        if self.name_format.startswith("/") or "\\" in self.name_format or any(
-                p in ("", ".", "..") for p in parts):  # the files must stay under the destination
-            raise ValueError(f"{where}: capture name_format must be a relative path without empty, "
-                             "'.' or '..' parts or backslashes")
-        missing = [t for t in self.TOKENS if t not in self.name_format]
-        if missing:
-            raise ValueError(f"{where}: capture name_format lacks {', '.join(missing)}: a custom "
-                             "format must contain all nine tokens")
+        problem = name_format_error(self.name_format)
+        if problem:
+            raise ValueError(f"{where}: capture name_format is invalid: {problem}")
         if self.encoding not in ("Avro", "Parquet"):
             raise ValueError(f"{where}: capture encoding {self.encoding!r} is unknown: use Avro "
                              "or Parquet")
@@ -237,6 +230,7 @@ class EventHub:
     durability: str | None = None             # crash | power-loss; None: the namespace's
 
     CLEANUP = {"delete": "delete", "compact": "compact", "deleteorcompact": "compact,delete"}
+    internal: ClassVar[bool] = False  # never one of Kafka's own topics (policy.SizedHub)
 
     def all_consumer_groups(self) -> list[str]:
         return [DEFAULT_CONSUMER_GROUP, *self.consumer_groups]
@@ -269,10 +263,9 @@ class EventHub:
         if self.timestamp_type.lower() not in ("logappend", "create"):
             raise ValueError(f"{where}: timestamp_type {self.timestamp_type!r} is unknown: use "
                              "LogAppend or Create")
-        if self.retention_hours is not None and (self.retention_hours == 0 or self.retention_hours < -1
-                                                 or self.retention_hours > MAX_RETENTION_HOURS):
-            raise ValueError(f"{where}: retention_hours={self.retention_hours} is invalid: use 1 "
-                             f"to {MAX_RETENTION_HOURS:,}, or -1 for unlimited")
+        problem = None if self.retention_hours is None else retention_hours_error(self.retention_hours)
+        if problem:
+            raise ValueError(f"{where}: retention_hours={self.retention_hours} is invalid: {problem}")
         seen = set()
         for g in self.consumer_groups:
             problem = consumer_group_name_error(g)
@@ -363,6 +356,17 @@ class Namespace:
             return min(7 * 24, self.limits.max_retention_hours)
         return None
 
+    def topic_defaults(self) -> dict[str, str]:
+        """The topic configs a hub of this namespace has where its own settings say nothing:
+        the default retention, a Dedicated cluster's message size."""
+        defaults = {}
+        retention = self.default_retention()
+        if retention is not None:
+            defaults["retention.ms"] = str(-1 if retention < 0 else retention * HOUR_MS)
+        if self.max_message_bytes:
+            defaults["max.message.bytes"] = str(self.max_message_bytes)
+        return defaults
+
     def hub(self, name: str) -> EventHub | None:
         hub = self.hubs.get(name)
         if hub is None:
@@ -415,9 +419,9 @@ class Namespace:
         if self.default_partitions is not None and self.default_partitions < 1:
             raise ValueError(f"{where}: default_partitions must be 1 or more")
         hours = self.default_retention_hours
-        if hours is not None and (hours == 0 or hours < -1 or hours > MAX_RETENTION_HOURS):
-            raise ValueError(f"{where}: default_retention_hours={hours} is invalid: use 1 to "
-                             f"{MAX_RETENTION_HOURS:,}, or -1 for unlimited")
+        problem = None if hours is None else retention_hours_error(hours)
+        if problem:
+            raise ValueError(f"{where}: default_retention_hours={hours} is invalid: {problem}")
         if len(self.policies) > 12:
             raise ValueError(f"{where}: {len(self.policies)} SAS policies: Event Hubs allows 12 "
                              "per namespace")

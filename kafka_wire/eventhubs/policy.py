@@ -9,17 +9,22 @@ namespaces) and the throughput-unit quota (:mod:`quotas`). A refusal is a
 protocol-neutral :class:`~kafka_wire.eventhubs.refusals.Denial` (a reason, a
 message, the rule where one decided), which each front end maps to its own
 errors in one place (:mod:`kafka_wire.apis.refusals` for Kafka).
+
+Whether a hub may be made (:func:`new_hub`) and take another consumer group
+(:func:`consumer_group_refusal`) are pure functions of the namespace's model and
+the hubs it holds: the live door asks them with its topics, the config loader
+with the hubs a file configures, so that both answer alike.
 """
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple, Protocol, Sequence
 
 from kafka_wire.eventhubs import tier_rules
 from kafka_wire.eventhubs.app_groups import GroupLimiter, group_for
 from kafka_wire.eventhubs.bounds import Bounds
 from kafka_wire.eventhubs.events import Incoming, with_publisher
-from kafka_wire.eventhubs.model import HOUR_MS, MANAGE, SEND, TIER_LIMITS, Tier
+from kafka_wire.eventhubs.model import HOUR_MS, MANAGE, SEND, TIER_LIMITS, Namespace, Tier
 from kafka_wire.eventhubs.refusals import Denial, Refusal
 
 if TYPE_CHECKING:
@@ -27,6 +32,7 @@ if TYPE_CHECKING:
     from kafka_wire.coordinator.clock import Clock
     from kafka_wire.eventhubs.report import CompatibilityReport
     from kafka_wire.log.batch import BatchSummary
+    from kafka_wire.log.config import LogConfig
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +53,94 @@ _ADMITTED = Admission(None)
 
 def _same(a: str, b: str) -> bool:
     return a == b or a.lower() == b.lower()
+
+
+# -- making hubs: one check for a live namespace and a config file ------------------------
+class SizedHub(Protocol):
+    """A hub that exists, as the door counts it when another is made or grown: a live
+    topic (:class:`kafka_wire.topics.TopicView`) or a configured hub (:class:`EventHub`)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def partitions(self) -> int: ...
+
+    @property
+    def internal(self) -> bool: ...  # Kafka's own ``__`` topics: named, but counted in no quota
+
+
+class HubVerdict(NamedTuple):
+    """The door's answer to a new hub: ``refusal`` whatever the mode (a case twin, the
+    broker's [limits]); else ``violation``, a tier rule's, refused in strict namespaces and
+    only recorded in relaxed ones."""
+    refusal: Denial | None = None
+    violation: Denial | None = None
+
+
+def new_hub(namespace: str, ns: Namespace | None, existing: Sequence[SizedHub], name: str,
+            partitions: int, config: LogConfig, bounds: Bounds) -> HubVerdict:
+    """What the door answers to hub ``name`` of ``partitions`` partitions and effective log
+    ``config`` made in namespace ``namespace`` (its model ``ns``; None: no Event Hubs model)
+    that holds the hubs ``existing``. A pure function of the model: the live door asks it
+    with the namespace's topics (:meth:`NamespacePolicy.create_topic`), the config loader
+    with the hubs its file configured before this one, so a file makes nothing the
+    management API would refuse."""
+    refusal = hub_twin(existing, name) or beyond_bounds(bounds, namespace, existing, name, partitions,
+                                                        new_hub=True)
+    if refusal is not None or ns is None:
+        return HubVerdict(refusal)
+    hubs = [h for h in existing if not h.internal]
+    return HubVerdict(None, tier_rules.hub_creation(ns, hubs, name, partitions)
+                      or tier_rules.topic_config(ns, name, config))
+
+
+def hub_twin(existing: Iterable[SizedHub], name: str) -> Denial | None:
+    """A new hub ``name`` whose name an existing hub has in another case: Event Hubs'
+    names are case-insensitive, so it would be that hub's twin (and a token scoped
+    to the one would reach the other). Whatever the mode: it is not a tier rule."""
+    low = name.lower()
+    twin = next((h.name for h in existing if h.name != name and h.name.lower() == low), None)
+    if twin is None:
+        return None
+    return Denial(Refusal.INVALID, f"event hub {twin!r} exists: event hub names are "
+                                   f"case-insensitive, so {name!r} is its name too; use {twin!r}",
+                  "hub-name")
+
+
+def beyond_bounds(bounds: Bounds, namespace: str, existing: Iterable[SizedHub], name: str,
+                  partitions: int, new_hub: bool) -> Denial | None:
+    """Why hub ``name`` may not have ``partitions`` partitions (or, ``new_hub``, exist at
+    all) in namespace ``namespace`` holding ``existing``, whatever the mode: the broker's
+    [limits]."""
+    b = bounds
+    if partitions > b.partitions_per_hub:
+        return Denial(Refusal.LIMIT, f"event hub {name!r}: {partitions} partitions are more than "
+                                     f"this broker allows per event hub ({b.partitions_per_hub}; "
+                                     "[limits] partitions_per_hub)", "partitions-per-hub")
+    hubs = [h for h in existing if not h.internal]
+    if new_hub and len(hubs) >= b.hubs_per_namespace:
+        return Denial(Refusal.LIMIT, f"namespace {namespace!r} already has {len(hubs)} event "
+                                     f"hubs, as many as this broker allows ([limits] hubs_per_namespace)",
+                      "hubs-per-namespace")
+    total = sum(h.partitions for h in hubs if h.name != name) + partitions
+    if total > b.partitions_per_namespace:
+        return Denial(Refusal.LIMIT, f"namespace {namespace!r} would have {total} partitions, "
+                                     f"more than this broker allows ({b.partitions_per_namespace}; "
+                                     "[limits] partitions_per_namespace)", "namespace-partitions")
+    return None
+
+
+def consumer_group_refusal(ns: Namespace | None, bounds: Bounds, hub: str, existing: int) -> str | None:
+    """Why ``hub``, holding ``existing`` consumer groups, may take no other: the broker's
+    [limits], and the tier's limit in a strict namespace (model ``ns``). Pure, like
+    :func:`new_hub`, for the live door and the config loader alike."""
+    if existing >= bounds.consumer_groups_per_hub:
+        return (f"event hub {hub!r} has {existing} consumer groups, as many as this broker allows "
+                "([limits] consumer_groups_per_hub)")
+    if ns is None or not ns.strict or existing < ns.limits.consumer_groups_per_hub:
+        return None
+    return f"event hub {hub!r} has {existing} consumer groups, the {ns.tier.value} tier's limit"
 
 
 class NamespacePolicy:
@@ -160,69 +254,36 @@ class NamespacePolicy:
             return Denial(Refusal.NOT_FOUND, f"event hub {name!r} does not exist and {principal} "
                           "may not create it (Manage right needed)")
         topics = self.runtime.topics
-        beyond = self.hub_name_taken(name) or self.beyond_bounds(name, topics.num_partitions, new_hub=True)
-        if beyond:
-            return beyond
-        ns = self.runtime.model
-        if ns is None:
-            return None
-        return self._enforce(tier_rules.hub_creation(ns, topics, name, topics.num_partitions)
-                             or tier_rules.topic_config(ns, name, topics.validate_configs({})),
-                             name, client_id)
+        return self._new_hub(name, topics.num_partitions, topics.validate_configs({}), client_id)
 
     def create_topic(self, principal, name: str, partitions: int, configs: dict,
                      client_id: str | None) -> Denial | None:
-        topics = self.runtime.topics
-        beyond = self._need(principal, MANAGE, None, "creating event hubs") or \
-            self.hub_name_taken(name) or self.beyond_bounds(name, partitions, new_hub=True)
-        if beyond:
-            return beyond
-        return self._managed(principal, None, name, "creating event hubs",
-                             lambda ns: tier_rules.hub_creation(ns, topics, name, partitions)
-                             or tier_rules.topic_config(ns, name, topics.validate_configs(configs)),
-                             client_id)
+        denied = self._need(principal, MANAGE, None, "creating event hubs")
+        if denied:
+            return denied
+        return self._new_hub(name, partitions, self.runtime.topics.validate_configs(configs), client_id)
+
+    def _new_hub(self, name: str, partitions: int, config: LogConfig, client_id: str | None) -> Denial | None:
+        """:func:`new_hub` over the namespace's topics: its refusal, or its tier rule's
+        violation recorded (and refused in strict mode)."""
+        verdict = new_hub(self.runtime.name, self.runtime.model, list(self.runtime.topics.all()),
+                          name, partitions, config, self.bounds)
+        return verdict.refusal or self._enforce(verdict.violation, name, client_id)
 
     def create_partitions(self, principal, name: str, count: int,
                           client_id: str | None) -> Denial | None:
+        existing = list(self.runtime.topics.all())
         beyond = self._need(principal, MANAGE, name, "adding partitions") or \
-            self.beyond_bounds(name, count, new_hub=False)
+            beyond_bounds(self.bounds, self.runtime.name, existing, name, count, new_hub=False)
         if beyond:
             return beyond
+        hubs = [h for h in existing if not h.internal]
         return self._managed(principal, name, name, "adding partitions",
-                             lambda ns: tier_rules.partition_growth(ns, self.runtime.topics, name, count),
-                             client_id)
+                             lambda ns: tier_rules.partition_growth(ns, hubs, name, count), client_id)
 
     def hub_name_taken(self, name: str) -> Denial | None:
-        """A new hub ``name`` whose name an existing hub has in another case: Event Hubs'
-        names are case-insensitive, so it would be that hub's twin (and a token scoped
-        to the one would reach the other). Whatever the mode: it is not a tier rule."""
-        low = name.lower()
-        twin = next((hub for hub in self.runtime.topics.names() if hub != name and hub.lower() == low), None)
-        if twin is None:
-            return None
-        return Denial(Refusal.INVALID, f"event hub {twin!r} exists: event hub names are "
-                                       f"case-insensitive, so {name!r} is its name too; use {twin!r}",
-                      "hub-name")
-
-    def beyond_bounds(self, name: str, partitions: int, new_hub: bool) -> Denial | None:
-        """Why hub ``name`` may not have ``partitions`` partitions (or, ``new_hub``,
-        exist at all) on this broker, whatever the mode: its [limits]."""
-        b = self.bounds
-        if partitions > b.partitions_per_hub:
-            return Denial(Refusal.LIMIT, f"event hub {name!r}: {partitions} partitions are more than "
-                                         f"this broker allows per event hub ({b.partitions_per_hub}; "
-                                         "[limits] partitions_per_hub)", "partitions-per-hub")
-        hubs = [v for v in self.runtime.topics.all() if not v.internal]
-        if new_hub and len(hubs) >= b.hubs_per_namespace:
-            return Denial(Refusal.LIMIT, f"namespace {self.runtime.name!r} already has {len(hubs)} event "
-                                         f"hubs, as many as this broker allows ([limits] hubs_per_namespace)",
-                          "hubs-per-namespace")
-        total = sum(v.partitions for v in hubs if v.name != name) + partitions
-        if total > b.partitions_per_namespace:
-            return Denial(Refusal.LIMIT, f"namespace {self.runtime.name!r} would have {total} partitions, "
-                                         f"more than this broker allows ({b.partitions_per_namespace}; "
-                                         "[limits] partitions_per_namespace)", "namespace-partitions")
-        return None
+        """:func:`hub_twin` over the namespace's topics."""
+        return hub_twin(self.runtime.topics.all(), name)
 
     def delete_topic(self, principal, name: str) -> Denial | None:
         return self._need(principal, MANAGE, None, "deleting event hubs")
@@ -364,15 +425,8 @@ class NamespacePolicy:
         return None
 
     def consumer_group_limit(self, hub: str, existing: int) -> str | None:
-        """Why ``hub``, holding ``existing`` consumer groups, may take no other (the
-        tier's limit, in strict mode), else None."""
-        if existing >= self.bounds.consumer_groups_per_hub:
-            return (f"event hub {hub!r} has {existing} consumer groups, as many as this broker allows "
-                    "([limits] consumer_groups_per_hub)")
-        ns = self.runtime.model
-        if ns is None or not ns.strict or existing < ns.limits.consumer_groups_per_hub:
-            return None
-        return f"event hub {hub!r} has {existing} consumer groups, the {ns.tier.value} tier's limit"
+        """:func:`consumer_group_refusal` in this namespace."""
+        return consumer_group_refusal(self.runtime.model, self.bounds, hub, existing)
 
     def tier_change_refusal(self, tier: Tier) -> str | None:
         """Why the namespace may not move to ``tier`` in place: only Basic and

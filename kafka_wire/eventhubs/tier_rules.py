@@ -15,6 +15,7 @@ and our choice where Microsoft documents none) is the Kafka front end's table,
 from __future__ import annotations
 
 import logging
+from typing import Sequence
 
 from kafka_wire.eventhubs.refusals import Denial, Refusal
 from kafka_wire.eventhubs.model import HOUR_MS, MIN_RETENTION_HOURS, Namespace, hub_name_error
@@ -101,24 +102,26 @@ def transactions(ns: Namespace) -> Denial | None:
 
 
 # -- management ------------------------------------------------------------------
-def _partition_total(topics, skip: str | None = None) -> int:
-    return sum(v.partitions for v in topics.all() if not v.internal and v.name != skip)
+# ``hubs``: the namespace's hubs (Kafka's internal topics left out), each with a name and
+# a partition count: live topics, or the hubs a config file configured before (policy.new_hub).
+def _partition_total(hubs: Sequence, skip: str | None = None) -> int:
+    return sum(v.partitions for v in hubs if v.name != skip)
 
 
-def hub_creation(ns: Namespace, topics, name: str, partitions: int) -> Denial | None:
+def hub_creation(ns: Namespace, hubs: Sequence, name: str, partitions: int) -> Denial | None:
     tier = ns.tier.value
     problem = hub_name_error(name)
     if problem:
         return _violation("hub-name", Refusal.INVALID, problem)
-    hubs = sum(1 for v in topics.all() if not v.internal)
-    if hubs >= ns.hub_limit():
+    count = len(hubs)
+    if count >= ns.hub_limit():
         return _violation("hubs-per-namespace", Refusal.LIMIT,
-                          f"namespace {ns.name!r} already has {hubs} event hubs, the {tier} limit "
+                          f"namespace {ns.name!r} already has {count} event hubs, the {tier} limit "
                           f"is {ns.hub_limit()}: delete one or use another namespace")
-    return _partitions_quota(ns, topics, name, partitions)
+    return _partitions_quota(ns, hubs, name, partitions)
 
 
-def _partitions_quota(ns: Namespace, topics, name: str, partitions: int) -> Denial | None:
+def _partitions_quota(ns: Namespace, hubs: Sequence, name: str, partitions: int) -> Denial | None:
     lim = ns.limits
     tier = ns.tier.value
     if partitions > lim.partitions_per_hub:
@@ -127,7 +130,7 @@ def _partitions_quota(ns: Namespace, topics, name: str, partitions: int) -> Deni
                           f"of {lim.partitions_per_hub} per event hub")
     total_limit = ns.namespace_partition_limit()
     if total_limit is not None:
-        total = _partition_total(topics, skip=name) + partitions
+        total = _partition_total(hubs, skip=name) + partitions
         if total > total_limit:
             return _violation("namespace-partitions", Refusal.LIMIT,
                               f"namespace {ns.name!r} would have {total} partitions, the {tier} "
@@ -135,13 +138,13 @@ def _partitions_quota(ns: Namespace, topics, name: str, partitions: int) -> Deni
     return None
 
 
-def partition_growth(ns: Namespace, topics, name: str, count: int) -> Denial | None:
+def partition_growth(ns: Namespace, hubs: Sequence, name: str, count: int) -> Denial | None:
     if not ns.limits.partitions_can_grow:
         return _violation("partition-growth", Refusal.UNSUPPORTED,
                           f"event hub {name!r}: the partition count is fixed at creation on the "
                           f"{ns.tier.value} tier (Premium and Dedicated may add partitions): "
                           "create a new event hub instead")
-    return _partitions_quota(ns, topics, name, count)
+    return _partitions_quota(ns, hubs, name, count)
 
 
 def topic_config(ns: Namespace, name: str, config) -> Denial | None:

@@ -16,6 +16,7 @@ import dataclasses
 import re
 from pathlib import Path
 
+from kafka_wire.eventhubs.bounds import name_format_error
 from kafka_wire.eventhubs.model import CaptureSettings
 from kafka_wire.rest.management.common import BadRequest, flag, obj, text, whole
 
@@ -52,15 +53,10 @@ def _folder(path: str) -> str:
     return "/".join(parts)
 
 
-def _name_format(fmt: str) -> str:
-    missing = [t for t in CaptureSettings.TOKENS if t not in fmt]
-    if missing:
-        raise BadRequest(f"archiveNameFormat lacks {', '.join(missing)}: a custom format must "
-                         "contain all nine placeholders")
-    parts = fmt.split("/")
-    if fmt.startswith("/") or "\\" in fmt or any(p in ("", ".", "..") for p in parts):
-        raise BadRequest("archiveNameFormat must be a relative path without empty, '.' or '..' parts "
-                         "or backslashes")
+def _name_format(fmt: str, where: str) -> str:
+    problem = name_format_error(fmt)
+    if problem:
+        raise BadRequest(f"{where} is invalid: {problem}")
     return fmt
 
 
@@ -104,7 +100,7 @@ def settings(desc, current: CaptureSettings, root: Path, now_ms: int, where: str
         c.destination_type = text(dest, "name", "captureDescription.destination.name", 64) \
             or defaults.destination_type
         c.name_format = _name_format(text(p, "archiveNameFormat", f"{where_props}.archiveNameFormat")
-                                     or defaults.name_format)
+                                     or defaults.name_format, f"{where_props}.archiveNameFormat")
         if c.destination_type.endswith("AzureDataLake"):
             account = text(p, "dataLakeAccountName", f"{where_props}.dataLakeAccountName", 64)
             container = text(p, "dataLakeFolderPath", f"{where_props}.dataLakeFolderPath", 1024)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from kafka_wire.eventhubs.bounds import retention_hours_error
 from kafka_wire.eventhubs.model import HOUR_MS, CaptureSettings, EventHub
 from kafka_wire.eventhubs.names import hub_name_error
 from kafka_wire.rest import arm
@@ -139,6 +140,9 @@ def _retention_hours(p: dict) -> int | None:
     days = whole(p, "messageRetentionInDays", "properties.messageRetentionInDays")
     if hours is None and days is not None:
         hours = days * 24
-    if hours is not None and (hours == 0 or hours < -1 or hours > 1_000_000):
-        raise BadRequest(f"the retention must be a whole number of hours (or -1), not {hours!r}")
+    problem = None if hours is None else retention_hours_error(hours)
+    if problem:
+        field = "retentionDescription.retentionTimeInHours" if desc.get("retentionTimeInHours") \
+            is not None else "messageRetentionInDays"
+        raise BadRequest(f"properties.{field}: a retention of {hours} hours is invalid: {problem}")
     return hours

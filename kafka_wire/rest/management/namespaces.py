@@ -52,10 +52,9 @@ def create(api: RestApi, request: Request, base: str, name: str) -> Response:
     if api.add_namespace is None:
         return arm.fail(400, "NotSupported", "this server cannot add namespaces at runtime")
     services = api.services
-    most = services.config.bounds.namespaces
-    if len(services.namespaces) >= most:
-        return arm.fail(400, "QuotaExceeded", f"this broker serves {len(services.namespaces)} "
-                                              f"namespaces, as many as it allows ([limits] namespaces)")
+    beyond = services.config.bounds.namespaces_error(len(services.namespaces) + 1)
+    if beyond:
+        return arm.fail(400, "QuotaExceeded", f"namespace {name!r} cannot be made: {beyond}")
     if any(n.lower() == name.lower() for n in services.eventhubs.namespaces):
         return arm.fail(409, "Conflict", f"namespace {name!r} exists in another case")
     doc = common.body(request)
