@@ -11,9 +11,14 @@ debt gets no records, only the throttle time. A publication whose wait would
 outlast the producer's request timeout is refused instead (Event Hubs answers
 POLICY_VIOLATION) and not counted against the bucket.
 
-Auto-inflate (Standard) adds one unit, up to the configured maximum, whenever
-a request is throttled and the last increase is at least
-``inflate_cooldown_ms`` old; units never go down.
+Auto-inflate (Standard) adds one unit, up to the configured maximum, when
+the namespace is over its units: traffic it took has driven a bucket into debt
+(a request throttled, or a publication refused while ingress is in debt), and
+the last increase is at least ``inflate_cooldown_ms`` old; units never go down.
+A refusal on a namespace that is not in debt inflates nothing: the wait was too
+long only for the caller's own timeout (zero, negative, or shorter than its
+publication needs), which is no load at all. Otherwise any Send right could
+raise a namespace to its maximum units one refused request at a time.
 """
 from __future__ import annotations
 
@@ -111,16 +116,20 @@ class ThroughputQuota:
         self.throttled_ms += delay
         return delay
 
-    def _maybe_inflate(self, now_ms: int) -> None:
-        if (self.auto_inflate_max is not None and self.units < self.auto_inflate_max
-                and now_ms - self._last_inflate >= self.inflate_cooldown_ms):
-            self.units += 1
-            self._last_inflate = now_ms
-            self._rates(now_ms)
-            if self.on_inflate is not None:  # it logs the change (the compatibility report's note)
-                self.on_inflate(self.units)
-            else:
-                log.info("namespace %s auto-inflated to %d throughput units", self.namespace, self.units)
+    def _maybe_inflate(self, now_ms: int) -> bool:
+        """One more unit, if auto-inflate allows it now; whether it did. Callers ask only
+        when traffic the namespace took put it in debt."""
+        if (self.auto_inflate_max is None or self.units >= self.auto_inflate_max
+                or now_ms - self._last_inflate < self.inflate_cooldown_ms):
+            return False
+        self.units += 1
+        self._last_inflate = now_ms
+        self._rates(now_ms)
+        if self.on_inflate is not None:  # it logs the change (the compatibility report's note)
+            self.on_inflate(self.units)
+        else:
+            log.info("namespace %s auto-inflated to %d throughput units", self.namespace, self.units)
+        return True
 
     def ingress_wait(self, nbytes: int, events: int, now_ms: int) -> int:
         """ms a publication arriving now would have to wait, without accounting it."""
@@ -128,10 +137,13 @@ class ThroughputQuota:
                    self.ingress_events.delay_after(events, now_ms))
 
     def refuse_ingress(self, now_ms: int) -> int:
-        """Count a publication refused for waiting too long; the throttle time to send back."""
+        """Count a publication refused for waiting too long; the throttle time to send back.
+        Inflates only when ingress is in debt now (the namespace is over its units): a
+        refusal with no debt was the caller's short timeout, not load."""
         self.refused_requests += 1
-        self._maybe_inflate(now_ms)
         wait = max(self.ingress_bytes.delay_ms(now_ms), self.ingress_events.delay_ms(now_ms))
+        if wait > 0 and self._maybe_inflate(now_ms):
+            wait = max(self.ingress_bytes.delay_ms(now_ms), self.ingress_events.delay_ms(now_ms))
         return min(wait, self.max_throttle_ms)
 
     def ingress(self, nbytes: int, events: int, now_ms: int) -> int:
