@@ -11,8 +11,9 @@ of a batch go to their partitions' logs, one RecordBatch per partition.
 Answers: 201 sent; 400 malformed; 401 no valid token, or one without the Send
 right; 403 a publisher's token for another publisher, or the tier refuses; 404
 no such hub or partition; 413 over the namespace's largest publication; 503 over
-the throughput units for longer than ``?timeout=`` (seconds, default 60). A
-throttled send is answered after its throttle time, as the service holds it.
+the throughput units for longer than ``?timeout=`` (whole seconds, 0 to 3,600,
+default 60; anything else is a 400). A throttled send is answered after its
+throttle time, as the service holds it.
 """
 from __future__ import annotations
 
@@ -31,7 +32,12 @@ if TYPE_CHECKING:
     from kafka_wire.rest.api import RestApi
 
 BATCH_TYPE = "application/vnd.microsoft.servicebus.json"
-DEFAULT_TIMEOUT_S = 60
+DEFAULT_TIMEOUT_S = 60  # the service's documented examples send ?timeout=60
+# The service documents no range. A negative timeout refused every send as if the
+# namespace were over its units; a huge one has a sender's publications accepted
+# however deep in debt the namespace already is, a debt every other sender then waits
+# out. An hour is far past any client's own timeout (the SDKs default to 60 s).
+MAX_TIMEOUT_S = 3600
 
 
 class BadBody(ValueError):
@@ -57,6 +63,10 @@ def send(api: RestApi, request: Request, hub: str, partition: str | None,
         if explicit is None or explicit >= view.partitions:
             return error(404, f"event hub {hub!r} has no partition {partition[:40]!r} "
                               f"(it has 0..{view.partitions - 1})")
+    timeout_ms = request_timeout_ms(request.query.get("timeout"))
+    if timeout_ms is None:
+        return error(400, f"timeout={request.query['timeout'][:40]!r} is not a whole number of "
+                          f"seconds from 0 to {MAX_TIMEOUT_S}: leave it out for {DEFAULT_TIMEOUT_S}")
     limit = runtime.policy.max_publication_bytes()
     if len(request.body) > limit:
         return error(413, f"the request body is {len(request.body)} bytes; event hub {hub!r} "
@@ -65,10 +75,6 @@ def send(api: RestApi, request: Request, hub: str, partition: str | None,
         events = _events(request)
     except BadBody as exc:
         return error(400, str(exc))
-    try:
-        timeout_s = int(request.query.get("timeout", DEFAULT_TIMEOUT_S))
-    except ValueError:
-        return error(400, f"timeout={request.query.get('timeout', '')[:40]!r} is not a number of seconds")
     if not events:
         return error(400, "the batch holds no events")
     if publisher is not None:
@@ -85,12 +91,23 @@ def send(api: RestApi, request: Request, hub: str, partition: str | None,
                              lambda: runtime.next_partition(hub, view.partitions))
         groups.setdefault(p, []).append(event)
     size = sum(len(e.body or b"") for e in events)
-    done = publish_batch(api.services, runtime, principal, hub, groups, size, timeout_s * 1000,
+    done = publish_batch(api.services, runtime, principal, hub, groups, size, timeout_ms,
                          request.headers.get("user-agent"), "https")
     if done.denial is not None:
         return error(refusals.status(done.denial.reason), done.denial.message)
     answer = Response(201, b"", "text/plain")
     return Later(done.throttle_ms, answer) if done.throttle_ms > 0 else answer
+
+
+def request_timeout_ms(text: str | None) -> int | None:
+    """``?timeout=`` (``text``; None when absent) in ms: the default when absent, None
+    (a 400) for anything but ASCII digits naming 0 to ``MAX_TIMEOUT_S`` seconds."""
+    if text is None:
+        return DEFAULT_TIMEOUT_S * 1000
+    seconds = whole_number(text, most=len(str(MAX_TIMEOUT_S)) + 2)  # (leading zeros allowed)
+    if seconds is None or seconds > MAX_TIMEOUT_S:
+        return None
+    return seconds * 1000
 
 
 def _events(request: Request) -> list[Incoming]:
