@@ -10,14 +10,21 @@ source options.
 from __future__ import annotations
 
 import logging
+import os
+import time
 from pathlib import Path
 from typing import Iterator, Protocol
 
 from kafka_wire.capture.windows import BatchRef
-from kafka_wire.log.reader import LogChanged, PartitionReader, StoredBatch, read_topic_partitions
+from kafka_wire.log.reader import LogChanged, PartitionReader, StoredBatch, _check_batch, read_topic_partitions
 
 logger = logging.getLogger(__name__)
 
+# How long end_offsets waits for the broker to write the .batches entries it holds in memory
+# (its log flusher writes them about once a second); past it, a broker that died with entries
+# unwritten (its recovery rebuilds them) gives what its index shows.
+INDEX_WAIT_SECONDS = 5.0
+INDEX_POLL_SECONDS = 0.05
 
 
 class Backend(Protocol):
@@ -26,7 +33,12 @@ class Backend(Protocol):
     def log_start(self, hub: str, partition: int) -> int: ...
 
     def end_offset(self, hub: str, partition: int) -> int:
-        """The stable end: what may be read now (read_committed)."""
+        """The stable end: what may be read now (read_committed), every
+        event the broker had acknowledged when asked included."""
+        ...
+
+    def end_offsets(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """``end_offset`` of several (hub, partition) at once."""
         ...
 
     def refs(self, hub: str, partition: int, start: int, end: int | None = None,
@@ -100,8 +112,31 @@ class LogBackend:
         return self._reader(hub, partition).log_start_offset()
 
     def end_offset(self, hub: str, partition: int) -> int:
-        reader = self._reader(hub, partition)
-        return reader.stable_end(reader.log_start_offset())
+        return self.end_offsets([(hub, partition)])[(hub, partition)]
+
+    def end_offsets(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """The stable ends once the ``.batches`` index covers every batch the
+        broker had appended when asked. It writes most entries of the active
+        segment about once a second (log.index.BatchIndex), so the index alone
+        trails the acknowledged log by up to that much, and ``--once`` started
+        right after an acknowledgement would miss the event. One wait for all
+        partitions: a single flusher pass writes them all."""
+        appended = {key: _appended_end(self._reader(*key)) for key in partitions}
+        deadline = time.monotonic() + INDEX_WAIT_SECONDS
+        while True:
+            behind = {key: end for key, end in appended.items() if self._reader(*key).end_offset() < end}
+            if not behind or time.monotonic() >= deadline:
+                break
+            time.sleep(INDEX_POLL_SECONDS)
+        for (hub, p), end in behind.items():
+            logger.warning("%s/%d: the log holds batches up to offset %d that its index does not list after "
+                           "%.0f s (a broker stopped before writing them? its next start does): capturing "
+                           "up to %d", hub, p, end, INDEX_WAIT_SECONDS, self._reader(hub, p).end_offset())
+        out = {}
+        for key in partitions:
+            reader = self._reader(*key)
+            out[key] = reader.stable_end(reader.log_start_offset())
+        return out
 
     def refs(self, hub: str, partition: int, start: int, end: int | None = None,
              start_pos: int | None = None) -> tuple[list[BatchRef], int]:
@@ -129,6 +164,35 @@ class LogBackend:
 
     def close(self) -> None:
         self._readers.clear()
+
+
+def _appended_end(reader: PartitionReader) -> int:
+    """Just past the last batch appended to the partition's last segment, listed in
+    its ``.batches`` yet or not: the batches after the last listed one are checked as
+    the reader checks listed ones (header, offsets, CRC). Only the last segment can
+    have unlisted batches: a roll writes the sealed segment's entries first."""
+    bases = reader.segment_bases()
+    if not bases:
+        return 0
+    base = bases[-1]
+    last = None
+    for last in reader.scan(base):
+        pass
+    if last is not None and last.segment == base:
+        position, expected = last.file_position + last.size, last.next_offset
+    else:
+        position, expected = 0, base
+    try:
+        fd = os.open(reader.directory / f"{base:020d}.log", os.O_RDONLY)
+    except FileNotFoundError:
+        return expected  # rolled away or deleted meanwhile: its entries were written first
+    try:
+        size = os.fstat(fd).st_size
+        while (header := _check_batch(fd, position, size, expected)) is not None:
+            position, expected = position + header.size, header.next_offset
+    finally:
+        os.close(fd)
+    return expected
 
 
 def open_backend(options: dict) -> Backend:

@@ -146,6 +146,9 @@ class KafkaBackend:
     def end_offset(self, hub: str, partition: int) -> int:
         return self._list_offset(hub, partition, LATEST)  # read_committed: the last stable offset
 
+    def end_offsets(self, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        return {key: self.end_offset(*key) for key in partitions}
+
     def position_of(self, hub: str, partition: int, offset: int) -> int:
         return self._positions.get((hub, partition, offset), 0)
 

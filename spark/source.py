@@ -177,7 +177,8 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
     def prepareForTriggerAvailableNow(self) -> None:
         """``--once``: capture up to the end of each partition as it is now,
         closing windows by the clock as it is now, so the query converges."""
-        self._target = {f"{hub}/{p}": self.backend.end_offset(hub, p) for hub, p in self._keys()}
+        ends = self.backend.end_offsets(self._keys())
+        self._target = {f"{hub}/{p}": end for (hub, p), end in ends.items()}
         self._target_now = int(time.time() * 1000)
 
     def latestOffset(self, start: dict | None = None, limit=None) -> dict:
