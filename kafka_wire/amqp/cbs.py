@@ -6,6 +6,11 @@ the audience it is for) before attaching links; the connection keeps the
 principal each token authenticates, by audience, until it expires or a newer
 token for that audience replaces it. The same SAS policies, rights, hub scope,
 publisher policies and expiry apply as on the Kafka endpoint.
+
+A ``jwt`` is for the namespace the connection opened (its hostname), so the
+global audience ``https://eventhubs.azure.net`` the SDKs ask Entra for is good
+for any namespace. An open namespace (no SAS rules, no OAuth) takes anyone: a
+TokenCredential's token is accepted and held as no credential, as over HTTP.
 """
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from proton import Message
 
-from kafka_wire.eventhubs.door import Jwt, Refused, SasToken
+from kafka_wire.eventhubs.door import AuthorizationHeader, Refused, SasToken
 
 if TYPE_CHECKING:
     from kafka_wire.amqp.connection import AmqpConnection
@@ -73,11 +78,14 @@ def answer(conn: AmqpConnection, request: Message) -> Message:
         return reply(400, f"the audience (name) is over {MAX_AUDIENCE} characters: name the "
                           "namespace, event hub or link entity the token is for")
     door = conn.namespace.door
-    oauth = conn.namespace.model is not None and conn.namespace.model.oauth
+    model = conn.namespace.model
+    oauth = model is not None and model.oauth
     if kind == SAS_TOKEN:
         credential = SasToken(token)
-    elif kind == JWT and oauth:
-        credential = Jwt(token)
+    elif kind == JWT and (oauth or model is None or model.open):
+        # As HTTP's bearer token, checked for this connection's namespace: a Jwt
+        # credential (Kafka's, which names no host) would pick one by audience alone.
+        credential = AuthorizationHeader(f"Bearer {token}")
     else:
         return reply(400, f"token type {kind!r} is not accepted here: use {SAS_TOKEN}"
                           + (" or jwt" if oauth else ""))
@@ -85,6 +93,10 @@ def answer(conn: AmqpConnection, request: Message) -> Message:
         principal = door.sign_in(credential, conn.peer, f"AMQP put-token for {audience}")
     except Refused as exc:
         return reply(401, exc.message)
+    if principal is None:  # the door lets this client in without one: nothing to hold
+        log.info("AMQP connection from %s: token for %s accepted; namespace %s takes clients "
+                 "without one", conn.peer, audience, door.name)
+        return reply(202, "Accepted")
     refused = conn.put_token(str(audience), principal)
     if refused is not None:
         return reply(403, refused)

@@ -3,12 +3,17 @@ application id), with throttling policies on what they send and read, and a
 switch that refuses them all.
 
 A group's identifier is ``SASKeyName=<policy>`` or ``AADAppID=<id>``, matched
-against the principal a connection authenticated as. Each throttling policy is
-a rate per second of ``IncomingBytes``, ``IncomingMessages``, ``OutgoingBytes``
-or ``OutgoingMessages``, enforced the way throughput units are: a token bucket
-of one second's worth, and a request past it is answered after the throttle
-time (Kafka's ``throttle_time_ms``, an AMQP settlement or an HTTPS answer
-later).
+against the principal a connection authenticated as, by kind: ``SASKeyName``
+the policy of a SAS key or token (or a connection string's key name on an open
+namespace), ``AADAppID`` the application id of a bearer JWT (its ``appid``,
+else ``azp`` claim). A SAS policy named like an application id is not that
+application, nor is a token whose subject is named like a policy.
+
+Each throttling policy is a rate per second of ``IncomingBytes``,
+``IncomingMessages``, ``OutgoingBytes`` or ``OutgoingMessages``, enforced the
+way throughput units are: a token bucket of one second's worth, and a request
+past it is answered after the throttle time (Kafka's ``throttle_time_ms``, an
+AMQP settlement or an HTTPS answer later).
 """
 from __future__ import annotations
 
@@ -59,8 +64,15 @@ class ApplicationGroup:
                              "or AADAppID=<application id>")
 
     def matches(self, principal) -> bool:
-        return principal is not None and principal.policy is not None and \
-            principal.policy.lower() == self.identifier.partition("=")[2].lower()
+        if principal is None:
+            return False
+        kind, _, value = self.identifier.partition("=")
+        # (without case: application ids are GUIDs, and policy names are matched so here)
+        if kind.lower() == "aadappid":
+            name = principal.app_id if principal.bearer else None
+        else:
+            name = None if principal.bearer else principal.policy
+        return name is not None and name.lower() == value.lower()
 
     def to_json(self) -> dict:
         return {"identifier": self.identifier, "enabled": self.enabled,

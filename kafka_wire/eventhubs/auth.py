@@ -50,6 +50,11 @@ class Principal:
     # ours) stays good to the skew's end; one taken before its expiry ends at it, as
     # the service ends the links it authorized then.
     skew_s: int = 0
+    # Authenticated by a bearer JWT (Entra ID's stand-in), not a SAS key or token: an
+    # application group's SASKeyName= matches SAS principals only, its AADAppID= the
+    # token's application id (appid, else azp), never a SAS policy of that name.
+    bearer: bool = False
+    app_id: str | None = None
 
     def valid_at(self, now_s: float) -> bool:
         """Is this principal's token good at ``now_s``, for the links it authorized?"""
@@ -120,10 +125,14 @@ def authenticate_sas_token(model: EventHubsModel, namespace: str, token: str,
     return _with_token(model, model.namespaces[namespace], cs, now_s)
 
 
-def verify_jwt(model: EventHubsModel, token: str, now_s: float) -> Principal:
-    """A JWT (AMQP's put-token on ``$cbs``, an HTTP bearer token) in a namespace with OAuth."""
+def verify_jwt(model: EventHubsModel, token: str, now_s: float,
+               namespace: str | None = None) -> Principal:
+    """A JWT (Kafka's OAUTHBEARER; AMQP's put-token on ``$cbs`` and an HTTP bearer
+    token, through :func:`authenticate_header`) in a namespace with OAuth.
+    ``namespace``: the one the client named by host, for which the global audience
+    ``https://eventhubs.azure.net`` is good (:func:`oauth.authenticate_token`)."""
     try:
-        return oauth.authenticate_token(model, token, now_s)
+        return oauth.authenticate_token(model, token, now_s, namespace)
     except oauth.TokenError as exc:
         raise AuthError(str(exc)) from None
 
@@ -134,7 +143,10 @@ def authenticate_header(model: EventHubsModel | None, namespace: str, header: st
     token, bare or as a bearer token (the Azure SDKs' token credentials send it
     so), or a bearer JWT where the namespace has OAuth. None without a header,
     and for any other bearer token on an open namespace (one without SAS rules,
-    OAuth or required auth), which takes a TokenCredential's token as none."""
+    OAuth or required auth), which takes a TokenCredential's token as none.
+    AMQP's ``$cbs`` hands its ``jwt`` tokens here as bearer tokens too: like HTTP's,
+    they are for the namespace the client named by host, which the global
+    audience does not name."""
     header = header.strip()
     ns = model.namespaces.get(namespace) if model is not None else None
     if (ns is None or (ns.open and not ns.oauth and not ns.requires_auth)) and \
@@ -148,7 +160,7 @@ def authenticate_header(model: EventHubsModel | None, namespace: str, header: st
         return authenticate_sas_token(model, namespace, header, now_s)
     if not model.namespaces[namespace].oauth:
         raise AuthError(f"namespace {namespace!r} takes SAS tokens, not bearer tokens")
-    principal = verify_jwt(model, header[7:].strip(), now_s)
+    principal = verify_jwt(model, header[7:].strip(), now_s, namespace)
     if principal.namespace != namespace:
         raise AuthError(f"the token is for namespace {principal.namespace!r}, not {namespace!r}")
     return principal
@@ -269,6 +281,11 @@ class Authenticator:
             else:
                 credential = ConnectionString(plain_password(auth_bytes), kafka=True)
             door = door_for_credential(services, credential)
+            ns = door.runtime.model
+            if mechanism == "OAUTHBEARER" and ns is not None and ns.strict and not ns.limits.kafka:
+                # (here, not in oauth: Basic takes Entra tokens over AMQP and HTTPS)
+                raise AuthError(f"namespace {ns.name!r} is on the Basic tier, which has no "
+                                "Kafka endpoint: use Standard or above")
             principal = door.sign_in(credential, state.peer, f"Kafka {mechanism} login")
         except (AuthError, oauth.TokenError) as exc:
             self._failures.warn("auth-failed", client_address(state.peer),

@@ -12,14 +12,19 @@ token is.
 The token is a JWT whose claims are read the way Entra's are:
 
 - ``aud``: ``https://<ns>.servicebus.windows.net`` selects the namespace, as a
-  connection string's Endpoint does (``https://eventhubs.azure.net`` and a
-  missing ``aud`` select the default one);
+  connection string's Endpoint does. ``https://eventhubs.azure.net`` (the one
+  resource the Azure SDKs ask Entra for, whatever the namespace) and a missing
+  ``aud`` are good for the namespace the client names by host (AMQP's open
+  hostname, HTTP's Host); Kafka names none, so there they select the default
+  namespace;
 - ``exp`` (required) and ``nbf``, with five minutes of clock skew; ``iss``
   must equal the configured issuer, when there is one;
 - ``roles``: ``Azure Event Hubs Data Owner`` (Manage, Send, Listen),
   ``… Data Sender`` (Send), ``… Data Receiver`` (Listen). A ``scope``/``scp``
   claim naming ``Send``, ``Listen`` or ``Manage`` (or those roles) works too,
   for clients that can only set a scope. No role: authenticated, no rights.
+- ``appid`` (Entra's v1 tokens), else ``azp`` (v2): the client application's id,
+  which an application group ``AADAppID=<id>`` matches.
 
 The SASL message is RFC 7628's client-first message,
 ``n,[a=authzid],\\x01auth=Bearer <token>\\x01[key=value\\x01]\\x01``.
@@ -53,6 +58,9 @@ _AUD = re.compile(r"^(?:https|sb|amqps)://([^/:]+)(?::\d+)?/?$", re.IGNORECASE)
 # Times are seconds since 1970 up to the end of year 9999, what datetime (and the log
 # lines' iso_utc) can show; NaN, infinities and 400-digit integers are refused here.
 _LAST_SECOND = 253402300799
+# Entra's application ids are GUIDs (36 characters); other issuers' client ids are
+# longer, but none is a page of text to compare and log.
+MAX_APP_ID = 256
 _JSON_KINDS = {dict: "a JSON object", list: "a JSON array", bool: "a boolean", int: "a number",
                float: "a number", type(None): "null"}
 
@@ -196,20 +204,30 @@ def _audiences(claims: dict) -> list[str]:
     return _strings(claims, "aud")
 
 
-def _namespace(model: EventHubsModel, claims: dict) -> Namespace:
+def _namespace(model: EventHubsModel, claims: dict, host_namespace: str | None) -> Namespace:
+    """The namespace the token is for: the one its audience names; for the global
+    audience (or none) the namespace the client named by host, else the default one.
+    With a host, any of several audiences naming it will do."""
     auds = _audiences(claims)
+    fallback = host_namespace or model.default_namespace
     if not auds:
-        return model.namespaces[model.default_namespace]
+        return model.namespaces[fallback]
+    named: list[str] = []
     for aud in auds:
         if aud.rstrip("/").lower() in _GLOBAL_AUDIENCES:
-            return model.namespaces[model.default_namespace]
-        for ns in model.namespaces.values():
-            if ns.oauth is not None and aud in ns.oauth.audiences:
-                return ns
-        m = _AUD.match(aud)
-        name = model.namespace_for_host(m.group(1)) if m else None
-        if name is not None:
+            name = fallback
+        else:
+            name = next((ns.name for ns in model.namespaces.values()
+                         if ns.oauth is not None and aud in ns.oauth.audiences), None)
+            if name is None:
+                m = _AUD.match(aud)
+                name = model.namespace_for_host(m.group(1)) if m else None
+        if name is not None and (host_namespace is None or name == host_namespace):
             return model.namespaces[name]
+        if name is not None:
+            named.append(name)
+    if named:  # another namespace's token: the caller says it is not for this one
+        return model.namespaces[named[0]]
     shown = [a[:200] for a in auds[:5]]
     raise TokenError(f"the token's audience {shown!r} names no namespace this server serves "
                      "(expected https://<namespace>.servicebus.windows.net)")
@@ -242,15 +260,36 @@ def rights_of(claims: dict) -> frozenset[str]:
     return frozenset(rights)
 
 
-def authenticate_token(model: EventHubsModel, token: str, now_s: float):
-    """The principal a bearer token authenticates, or TokenError saying why not."""
+def _app_id(claims: dict) -> str | None:
+    """The client application's id, which ``AADAppID=<id>`` application groups match:
+    ``appid`` (Entra's v1 tokens), else ``azp`` (v2). A claim that is no string, or
+    is longer than any application id, refuses the token: read as absent, it would
+    let a client out of its application group."""
+    for name in ("appid", "azp"):
+        value = claims.get(name)
+        if value is None or value == "":
+            continue
+        if not isinstance(value, str):
+            raise TokenError(f"the token's {name!r} claim must be a string (the client "
+                             f"application's id), not {_shown(value)}")
+        if len(value) > MAX_APP_ID:
+            raise TokenError(f"the token's {name!r} claim is {len(value)} characters long: an "
+                             f"application id is at most {MAX_APP_ID} (Entra's are GUIDs)")
+        return value
+    return None
+
+
+def authenticate_token(model: EventHubsModel, token: str, now_s: float,
+                       namespace: str | None = None):
+    """The principal a bearer token authenticates, or TokenError saying why not.
+    ``namespace``: the one the client named by host (AMQP, HTTP), for which the
+    global audience is good; None on Kafka, which names none (see :func:`_namespace`).
+    The tier's endpoints are the caller's to check: Basic has no Kafka endpoint, yet
+    takes Entra tokens over AMQP and HTTPS."""
     from kafka_wire.eventhubs.auth import Principal
 
     header, claims, signature, signed = _decode(token)
-    ns = _namespace(model, claims)
-    if ns.strict and not ns.limits.kafka:
-        raise TokenError(f"namespace {ns.name!r} is on the Basic tier, which has no Kafka "
-                         "endpoint: use Standard or above")
+    ns = _namespace(model, claims, namespace)
     _verify(ns, header, signature, signed)
     exp = _number(claims, "exp")
     if exp is None:
@@ -263,7 +302,9 @@ def authenticate_token(model: EventHubsModel, token: str, now_s: float):
     issuer = ns.oauth.issuer if ns.oauth is not None else None
     if issuer is not None and claims.get("iss") != issuer:
         raise TokenError(f"the token's issuer {_shown(claims.get('iss'))} is not {issuer!r}")
+    app_id = _app_id(claims)
     subject = next((v for v in (claims.get(k) for k in ("sub", "oid", "appid"))
                     if v and isinstance(v, str)), "?")
     return Principal(ns.name, f"oauth:{subject}", rights_of(claims), expires_s=int(exp),
-                     skew_s=SKEW_S if now_s > exp else 0)  # (see Principal.skew_s)
+                     skew_s=SKEW_S if now_s > exp else 0,  # (see Principal.skew_s)
+                     bearer=True, app_id=app_id)
