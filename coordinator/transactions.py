@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Set
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -265,6 +266,12 @@ class TransactionCoordinator:
         self.expiration_ms = expiration_ms
         self.txns = store.load()
         self._by_pid: dict[int, TxnState] | None = None  # producer id -> its state, made on use
+        # group -> {(topic, partition): how many open transactions hold an offset for it}, and
+        # what each transactional id counts there: OffsetFetch's require_stable asks it per request.
+        self._pending: dict[str, dict[tuple[str, int], int]] = {}
+        self._pending_of: dict[str, frozenset[tuple[str, str, int]]] = {}
+        for st in self.txns.values():
+            self._index_pending(st)
         self._timers: dict[str, Any] = {}
         self._closed = False
 
@@ -306,9 +313,15 @@ class TransactionCoordinator:
         if st.state in (PREPARE_COMMIT, PREPARE_ABORT):
             return Errors.ConcurrentTransactionsError.errno, -1, -1
         if st.state == ONGOING:
-            # A new incarnation aborts whatever the old one left open.
-            self._bump_epoch(st)
+            # A new incarnation aborts whatever the old one left open, fencing the old one
+            # (Kafka's prepareFenceProducerEpoch): the markers must carry the producer id the
+            # partitions hold the transaction under. Only then may the epoch be exhausted.
+            fenced = st.producer_id, st.producer_epoch
+            self._fence_epoch(st)
             self._end(st, commit=False)
+            if st.producer_epoch >= MAX_EPOCH:  # never handed out: a new id, as Kafka's retry gets
+                st.producer_id, st.producer_epoch = self.allocate(), 0
+                st.last_producer_id, st.last_producer_epoch = fenced  # its retry is not fenced
         else:
             self._bump_epoch(st)
         if st.stale:
@@ -323,11 +336,23 @@ class TransactionCoordinator:
         return NONE, st.producer_id, st.producer_epoch
 
     def _bump_epoch(self, st: TxnState) -> None:
+        """The next producer's id and epoch, with no transaction open: a new producer id
+        once the epochs are exhausted (no producer is given MAX_EPOCH; Kafka's
+        prepareIncrementProducerEpoch / prepareProducerIdRotation)."""
         st.last_producer_id, st.last_producer_epoch = st.producer_id, st.producer_epoch
         if st.producer_epoch + 1 >= MAX_EPOCH:
             st.producer_id, st.producer_epoch = self.allocate(), 0
         else:
             st.producer_epoch += 1
+
+    @staticmethod
+    def _fence_epoch(st: TxnState) -> None:
+        """Fence the producer of an open transaction before aborting it: the same producer
+        id at the next epoch, at most MAX_EPOCH (no producer holds that one), so the ABORT
+        markers end the transaction the partitions hold under that id; a new id would leave
+        it open, holding the last stable offset until the hanging-transaction check."""
+        st.last_producer_id, st.last_producer_epoch = st.producer_id, st.producer_epoch
+        st.producer_epoch = min(st.producer_epoch + 1, MAX_EPOCH)
 
     # -- validation -----------------------------------------------------------------
     def _current(self, transactional_id: str, producer_id: int, producer_epoch: int) -> TxnState:
@@ -501,7 +526,7 @@ class TransactionCoordinator:
             return
         log.info("transaction %s timed out after %d ms: aborting and fencing its producer",
                  transactional_id, st.timeout_ms)
-        self._bump_epoch(st)
+        self._fence_epoch(st)  # the next InitProducerId moves to a new id if this exhausted it
         self._end(st, commit=False)
 
     # -- inspection -----------------------------------------------------------------
@@ -526,6 +551,35 @@ class TransactionCoordinator:
         the group cleanup keeps these, as Kafka's keeps groups with open transactions."""
         return {g for st in self.txns.values() if st.state in (ONGOING, PREPARE_COMMIT, PREPARE_ABORT)
                 for g in (*st.groups, *st.pending_offsets)}
+
+    def pending_offsets(self, group_id: str) -> Set[tuple[str, int]]:
+        """The (topic, partition)s of ``group_id`` an open transaction (Ongoing, or being
+        ended) holds an offset commit for, not yet the group's: an OffsetFetch with
+        require_stable answers them UNSTABLE_OFFSET_COMMIT (KIP-447). A live view, kept up
+        to date at each save: read it at once."""
+        return self._pending.get(group_id, {}).keys()
+
+    def _index_pending(self, st: TxnState) -> None:
+        """Count ``st``'s pending offsets in ``_pending`` in place of what it counted before."""
+        now = frozenset((g, t, p) for g, offsets in st.pending_offsets.items() for t, p in offsets) \
+            if st.state in (ONGOING, PREPARE_COMMIT, PREPARE_ABORT) else frozenset()
+        before = self._pending_of.get(st.transactional_id, frozenset())
+        if now == before:
+            return
+        for g, t, p in before - now:
+            counts = self._pending[g]
+            counts[(t, p)] -= 1
+            if not counts[(t, p)]:
+                del counts[(t, p)]
+                if not counts:
+                    del self._pending[g]
+        for g, t, p in now - before:
+            counts = self._pending.setdefault(g, {})
+            counts[(t, p)] = counts.get((t, p), 0) + 1
+        if now:
+            self._pending_of[st.transactional_id] = now
+        else:
+            self._pending_of.pop(st.transactional_id, None)
 
     def describe(self, transactional_id: str) -> TxnState | None:
         return self.txns.get(transactional_id)
@@ -599,6 +653,7 @@ class TransactionCoordinator:
 
     def _save(self, st: TxnState) -> None:
         self._index(st)
+        self._index_pending(st)
         self.txns[st.transactional_id] = st
         self.store.put(st)
 

@@ -3,9 +3,12 @@
 Reads committed offsets (Event Hubs checkpoints) for one group (v1–v7) or
 several (v8+); null topics (v2+) mean every committed partition. KIP-848
 members may name themselves (v9 member id and epoch): a stale epoch gets
-STALE_MEMBER_EPOCH. ``require_stable`` (v7) has nothing to wait for: no
-transactional offset commits are held pending. Not emulated: v0
-(ZooKeeper storage) and v10 (topic ids).
+STALE_MEMBER_EPOCH. ``require_stable`` (v7+, KIP-447; librdkafka and Java set
+it for read_committed consumers): a partition an open transaction holds an
+offset commit for (TxnOffsetCommit, not yet ended) is answered
+UNSTABLE_OFFSET_COMMIT with no offset, as Kafka does, and the client asks
+again until the transaction ends, so it starts where the transaction's
+commit puts it. Not emulated: v0 (ZooKeeper storage) and v10 (topic ids).
 """
 from __future__ import annotations
 
@@ -25,6 +28,7 @@ _GroupTopic = _Group.OffsetFetchResponseTopics
 _GroupPartition = _GroupTopic.OffsetFetchResponsePartitions
 
 NONE = Errors.NoError.errno
+UNSTABLE = Errors.UnstableOffsetCommitError.errno
 
 
 def _fetch(ctx, group_id, topics, require_stable, member_id=None, member_epoch=None):
@@ -45,11 +49,25 @@ def _fetch(ctx, group_id, topics, require_stable, member_id=None, member_epoch=N
                                               member_id=member_id, member_epoch=member_epoch)
     if error != NONE:
         return error, fetched
+    if require_stable:
+        pending = _pending_offsets(ctx, group_id)
+        if pending:
+            fetched = [p._replace(offset=-1, leader_epoch=-1, metadata="", error_code=UNSTABLE)
+                       if p.error_code == NONE and (p.topic, p.partition) in pending else p
+                       for p in fetched]
     if topics is None:  # every committed partition: only hubs this connection may Listen on
         allowed: dict[str, bool] = {}
         fetched = [p for p in fetched if allowed.setdefault(
             p.topic, not topic_error(ctx, LISTEN, p.topic))]
     return error, refused + fetched
+
+
+def _pending_offsets(ctx, group_id):
+    """The group's partitions an open transaction holds an offset commit for. A namespace
+    serving groups without a transaction coordinator (the group handlers' unit tests
+    run one so) has none."""
+    txns = getattr(ctx.namespace, "txns", None)
+    return txns.pending_offsets(group_id) if txns is not None else ()
 
 
 def _grouped(partitions, topic_cls, partition_cls):
