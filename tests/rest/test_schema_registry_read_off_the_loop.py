@@ -8,6 +8,7 @@ runs): the test waits on conditions, never on time."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import struct
@@ -46,6 +47,41 @@ class Gate:
             return load(registry, *args)
 
         monkeypatch.setattr(schema_registry.SchemaRegistry, "_load", gated)
+
+
+class Waiters:
+    """Counts the requests seen waiting for a registry's read."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.seen = 0
+        self.changed = threading.Condition()
+        wait = schema_registry.RegistryLoading.wait
+
+        async def counted(loading):
+            with self.changed:
+                self.seen += 1
+                self.changed.notify_all()
+            await wait(loading)
+
+        monkeypatch.setattr(schema_registry.RegistryLoading, "wait", counted)
+
+    def wait_for(self, count: int) -> None:
+        with self.changed:
+            assert self.changed.wait_for(lambda: self.seen == count, WAIT_S), self.seen
+
+
+@contextlib.contextmanager
+def read_held(data_dir, monkeypatch, workers: int = 4):
+    """(broker, pool, gate): a broker on ``data_dir`` whose Schema Registry read, once asked
+    for, is held at its start until ``gate.release`` is set, or the block ends (a failed
+    assertion leaves no read held: the broker stops); ``workers`` threads for clients."""
+    gate = Gate(monkeypatch)
+    with EmulatedBroker(data_dir, config_file=MULTI_TOML, http=True) as broker, \
+            ThreadPoolExecutor(workers) as pool:
+        try:
+            yield broker, pool, gate
+        finally:
+            gate.release.set()
 
 
 def api_versions(port: int) -> int:
@@ -107,25 +143,21 @@ def filled(tmp_path):
 
 def test_other_clients_are_answered_while_the_registry_is_read(filled, monkeypatch):
     data_dir, expected = filled
-    gate = Gate(monkeypatch)
-    with EmulatedBroker(data_dir, config_file=MULTI_TOML, http=True) as broker, \
-            ThreadPoolExecutor(4) as pool:
-        try:
-            first = pool.submit(versions, broker, "g", "s")  # starts the read
-            assert gate.started.wait(WAIT_S)
-            # The read is under way: the broker's loop answers everyone else.
-            assert requests.get(broker.http_url + "/health", timeout=WAIT_S).status_code == 200
-            assert api_versions(broker.port) == 0
-            # Without a credential, or with a wrong one: refused at once, as before.
-            anonymous = raw_get(broker, f"/$schemaGroups/g/schemas/s/versions{API}", None)
-            assert anonymous.status_code == 401, anonymous.text
-            wrong = raw_get(broker, f"/$schemaGroups/g/schemas/s/versions{API}", wrong_token())
-            assert wrong.status_code == 401, wrong.text
-            arm = raw_get(broker, f"{GROUPS}?api-version=2024-01-01", None)  # the management API's
-            assert arm.status_code == 401, arm.text
-            assert not first.done()
-        finally:
-            gate.release.set()
+    with read_held(data_dir, monkeypatch) as (broker, pool, gate):
+        first = pool.submit(versions, broker, "g", "s")  # starts the read
+        assert gate.started.wait(WAIT_S)
+        # The read is under way: the broker's loop answers everyone else.
+        assert requests.get(broker.http_url + "/health", timeout=WAIT_S).status_code == 200
+        assert api_versions(broker.port) == 0
+        # Without a credential, or with a wrong one: refused at once, as before.
+        anonymous = raw_get(broker, f"/$schemaGroups/g/schemas/s/versions{API}", None)
+        assert anonymous.status_code == 401, anonymous.text
+        wrong = raw_get(broker, f"/$schemaGroups/g/schemas/s/versions{API}", wrong_token())
+        assert wrong.status_code == 401, wrong.text
+        arm = raw_get(broker, f"{GROUPS}?api-version=2024-01-01", None)  # the management API's
+        assert arm.status_code == 401, arm.text
+        assert not first.done()
+        gate.release.set()
         assert first.result(WAIT_S) == [1, 2, 3]
         assert gate.reads == 1
         assert raw_get(broker, f"/$schemaGroups/g/schemas/s/versions{API}", None).content == anonymous.content
@@ -136,34 +168,19 @@ def test_other_clients_are_answered_while_the_registry_is_read(filled, monkeypat
 
 def test_requests_during_the_read_wait_for_it_once_and_answer_as_before(filled, monkeypatch):
     data_dir, expected = filled
-    gate = Gate(monkeypatch)
-    waiting = threading.Condition()
-    waiters = []
-    wait = schema_registry.RegistryLoading.wait
-
-    async def counted(self):  # each request seen waiting for the read
-        with waiting:
-            waiters.append(self)
-            waiting.notify_all()
-        await wait(self)
-
-    monkeypatch.setattr(schema_registry.RegistryLoading, "wait", counted)
+    waiters = Waiters(monkeypatch)
     new = json.dumps(padded("new"))
-    with EmulatedBroker(data_dir, config_file=MULTI_TOML, http=True) as broker, \
-            ThreadPoolExecutor(len(ODD_PATHS) + 4) as pool:
-        try:
-            first = pool.submit(versions, broker, "g", "s")
-            assert gate.started.wait(WAIT_S)
-            odd = [pool.submit(answers, broker, [path]) for path in ODD_PATHS]
-            bad = pool.submit(register, broker, "g", BAD_NAME, padded("bad"))
-            registered = pool.submit(register, broker, "g", "s", json.loads(new))
-            found = pool.submit(call, broker, "POST", f"/$schemaGroups/g/schemas/s:get-id{API}",
-                                policy=SENDER, headers=AVRO, data=json.dumps(padded("1", 20_000)))
-            with waiting:  # every one of them is waiting for the one read
-                assert waiting.wait_for(lambda: len(waiters) == len(ODD_PATHS) + 4, WAIT_S), len(waiters)
-            assert not registered.done()
-        finally:
-            gate.release.set()
+    with read_held(data_dir, monkeypatch, len(ODD_PATHS) + 4) as (broker, pool, gate):
+        first = pool.submit(versions, broker, "g", "s")
+        assert gate.started.wait(WAIT_S)
+        odd = [pool.submit(answers, broker, [path]) for path in ODD_PATHS]
+        bad = pool.submit(register, broker, "g", BAD_NAME, padded("bad"))
+        registered = pool.submit(register, broker, "g", "s", json.loads(new))
+        found = pool.submit(call, broker, "POST", f"/$schemaGroups/g/schemas/s:get-id{API}",
+                            policy=SENDER, headers=AVRO, data=json.dumps(padded("1", 20_000)))
+        waiters.wait_for(len(ODD_PATHS) + 4)  # every one of them is waiting for the one read
+        assert not registered.done()
+        gate.release.set()
         assert first.result(WAIT_S) == [1, 2, 3]
         bad = bad.result(WAIT_S)
         assert [f.result(WAIT_S)[0] for f in odd] + [(bad.status_code, bad.content)] == expected
@@ -301,17 +318,13 @@ def console_events(broker) -> requests.Response:
 def test_the_console_waits_for_the_read_without_holding_the_loop(avro_event, monkeypatch):
     # Before, the console joined the read on the broker's loop (get_now): every HTTP and
     # Kafka client waited for the whole read (here, for the gate: /health timed out).
-    gate = Gate(monkeypatch)
-    with EmulatedBroker(avro_event, config_file=MULTI_TOML, http=True) as broker, \
-            ThreadPoolExecutor(2) as pool:
-        try:
-            page = pool.submit(console_events, broker)  # the first to use the registry
-            assert gate.started.wait(WAIT_S)
-            assert requests.get(broker.http_url + "/health", timeout=WAIT_S).status_code == 200
-            assert api_versions(broker.port) == 0
-            assert not page.done()
-        finally:
-            gate.release.set()
+    with read_held(avro_event, monkeypatch, 2) as (broker, pool, gate):
+        page = pool.submit(console_events, broker)  # the first to use the registry
+        assert gate.started.wait(WAIT_S)
+        assert requests.get(broker.http_url + "/health", timeout=WAIT_S).status_code == 200
+        assert api_versions(broker.port) == 0
+        assert not page.done()
+        gate.release.set()
         answer = page.result(WAIT_S)
         assert answer.status_code == 200, answer.text
         [event] = answer.json()["events"]
@@ -323,20 +336,18 @@ def test_the_console_waits_for_the_read_without_holding_the_loop(avro_event, mon
 
 def test_schema_group_changes_during_the_read_are_made_once_after_it(filled, monkeypatch):
     data_dir, _expected = filled
-    gate = Gate(monkeypatch)
-    with EmulatedBroker(data_dir, config_file=MULTI_TOML, http=True) as broker, \
-            ThreadPoolExecutor(4) as pool:
-        try:
-            made = pool.submit(call, broker, "PUT", f"{GROUPS}/h?api-version=2024-01-01", timeout=WAIT_S,
-                               json={"properties": {"schemaType": "Avro", "schemaCompatibility": "None"}})
-            assert gate.started.wait(WAIT_S)
-            malformed = pool.submit(call, broker, "PUT", f"{GROUPS}/i?api-version=2024-01-01",
-                                    timeout=WAIT_S, json={"properties": {"groupProperties": "x"}})
-            gone = pool.submit(call, broker, "DELETE", f"{GROUPS}/g?api-version=2024-01-01",
-                               timeout=WAIT_S)
-            assert not made.done() and not malformed.done() and not gone.done()
-        finally:
-            gate.release.set()
+    waiters = Waiters(monkeypatch)
+    with read_held(data_dir, monkeypatch) as (broker, pool, gate):
+        made = pool.submit(call, broker, "PUT", f"{GROUPS}/h?api-version=2024-01-01", timeout=WAIT_S,
+                           json={"properties": {"schemaType": "Avro", "schemaCompatibility": "None"}})
+        assert gate.started.wait(WAIT_S)
+        malformed = pool.submit(call, broker, "PUT", f"{GROUPS}/i?api-version=2024-01-01",
+                                timeout=WAIT_S, json={"properties": {"groupProperties": "x"}})
+        gone = pool.submit(call, broker, "DELETE", f"{GROUPS}/g?api-version=2024-01-01",
+                           timeout=WAIT_S)
+        waiters.wait_for(3)  # all three wait for the read: nothing is made yet
+        assert not made.done()
+        gate.release.set()
         assert made.result(WAIT_S).status_code == 200, made.result().text
         answer = malformed.result(WAIT_S)  # the management API's 400, as for any malformed body
         assert answer.status_code == 400 and answer.json()["error"]["code"] == "BadRequest", answer.text
