@@ -71,7 +71,8 @@ class ConsumerGroupMember:
                  "rebalance_timeout_ms", "subscribed", "subscribed_names", "subscribed_regex",
                  "server_assignor", "member_epoch",
                  "previous_member_epoch", "state", "assigned", "revoking", "session_timer",
-                 "session_token", "rebalance_timer", "rebalance_token")
+                 "session_token", "rebalance_timer", "rebalance_token", "saved_meta",
+                 "saved_current")
 
     def __init__(self, member_id: str, instance_id: str | None) -> None:
         self.member_id = member_id
@@ -95,6 +96,15 @@ class ConsumerGroupMember:
         self.session_token: object | None = None
         self.rebalance_timer: Any = None
         self.rebalance_token: object | None = None
+        # What the record log holds of this member (None: nothing yet), to write only changes.
+        self.saved_meta: tuple | None = None
+        self.saved_current: tuple | None = None
+
+    def meta(self) -> tuple:
+        """The member's metadata as its MEMBER record keeps it."""
+        return (self.member_id, self.instance_id, self.rack_id, self.client_id, self.client_host,
+                self.rebalance_timeout_ms, self.subscribed_names, self.subscribed_regex,
+                self.server_assignor, self.subscribed if self.subscribed_regex else None)
 
     def owned(self) -> set[tuple[str, int]]:
         return ({(t, p) for t, ps in self.assigned.items() for p in ps}
@@ -118,6 +128,13 @@ class ConsumerGroup:
         self.target: dict[str, Partitions] = {}
         self.owner: dict[tuple[str, int], str] = {}  # partition -> member holding it
         self.topics: dict[str, tuple[uuid.UUID, int]] = {}  # subscribed topic metadata
+        # What the record log holds (see ConsumerGroupManager._save): the epochs written,
+        # the target dict last compared and each member's target written, and members
+        # removed since (their tombstones are due).
+        self.saved_head: tuple[int, int] | None = None
+        self.saved_target_of: dict | None = None
+        self.saved_target: dict[str, Partitions] = {}
+        self.gone: set[str] = set()
 
     @property
     def state(self) -> str:

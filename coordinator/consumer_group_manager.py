@@ -14,6 +14,13 @@ created later join the subscription. Kafka compiles it with RE2J; here it is
 RE2 (google-re2): the same syntax, and linear time, so no client regex can
 stall the event loop with backtracking.
 
+Groups survive a restart as in Kafka: each change of a group's epochs, of a
+member's metadata, epoch or assignment, or of a target assignment is written to
+the coordinator's record log (``persist``; :mod:`coordinator.consumer_group_records`)
+before the heartbeat is answered, and :meth:`ConsumerGroupManager.load` rebuilds
+the groups at start, each member's session starting again then. A heartbeat that
+changes nothing writes nothing.
+
 Not emulated: client-side assignors, rack-aware assignment, online migration
 of a live classic group.
 """
@@ -27,6 +34,7 @@ import kafka.errors as Errors
 
 import re2
 
+from kafka_wire.coordinator import consumer_group_records as records
 from kafka_wire.coordinator.assignors import ASSIGNORS
 from kafka_wire.coordinator.clock import Clock
 from kafka_wire.coordinator.config import GroupCoordinatorConfig
@@ -46,14 +54,23 @@ INVALID_REGULAR_EXPRESSION = 128  # not in kafka-python's error table
 _RE2_OPTIONS = re2.Options()
 _RE2_OPTIONS.log_errors = False  # a client's bad regex is answered, not logged to stderr by RE2
 TopicMetadata = Callable[[str], "tuple[uuid.UUID, int] | None"]
+_DROPPED_MAX = 10_000  # Bounds.kafka_groups_per_namespace's default
+# persist(group_id, [[kind, *body], ...]) writes a group's records at once or raises.
+Persist = Callable[[str, list], None]
 
 
 class ConsumerGroupManager:
     def __init__(self, config: GroupCoordinatorConfig, clock: Clock,
                  topic_metadata: TopicMetadata, *,
                  has_offsets: Callable[[str], bool] = lambda group_id: False,
-                 list_topics: Callable[[], Iterable[str]] = lambda: ()) -> None:
+                 list_topics: Callable[[], Iterable[str]] = lambda: (),
+                 persist: Persist | None = None) -> None:
         self.config = config
+        self.persist = persist
+        self._unarmed: list[str] = []  # loaded groups whose members' timers wait for arm()
+        # Groups dropped as they emptied since the last offset cleanup: Kafka keeps an empty
+        # group until that cleanup, so until then its old members are unknown members.
+        self._dropped: dict[str, None] = {}
         self.clock = clock
         self.topic_metadata = topic_metadata
         self.has_offsets = has_offsets
@@ -83,6 +100,65 @@ class ConsumerGroupManager:
         group = self.groups.pop(group_id)
         for member in group.members.values():
             self._cancel_timers(member)
+        if self.persist is not None and (group.saved_head is not None or group.gone
+                                         or any(m.saved_meta for m in group.members.values())):
+            try:
+                self.persist(group_id, [[records.GROUP_GONE]])
+            except Exception:
+                log.exception("consumer group %s: cannot write its removal", group_id)
+
+    # -- the record log ------------------------------------------------------------------
+
+    def load(self, groups: dict[str, dict]) -> list[str]:
+        """Rebuild groups from their records (``persist``'s); their members' sessions
+        start at :meth:`arm`. Returns the ids of those left out: empty, without offsets
+        (their removal was not written: the caller may write it now)."""
+        stale = []
+        for group_id, group_records in groups.items():
+            group = records.restore(group_id, group_records)
+            if not group.members and not self.has_offsets(group_id):
+                stale.append(group_id)
+                continue
+            self.groups[group_id] = group
+            self._unarmed.append(group_id)
+            log.info("consumer group %s loaded: epoch %d, %d members", group_id,
+                     group.group_epoch, len(group.members))
+        return stale
+
+    def arm(self) -> None:
+        """Start the session (and pending rebalance) timers of loaded members: they must
+        heartbeat within a session of the restart, or are fenced as usual."""
+        while self._unarmed:
+            group = self.groups.get(self._unarmed[-1])
+            if group is not None:
+                for member in group.members.values():
+                    if member.session_timer is None:
+                        self._schedule_session(group, member)  # RuntimeError: no loop yet
+                    if member.state == UNREVOKED:
+                        self._schedule_rebalance_timeout(group, member)
+            self._unarmed.pop()
+
+    def _save(self, group: ConsumerGroup, *members: ConsumerGroupMember,
+              described: bool = True) -> None:
+        """Write what changed of ``group`` and ``members`` (nothing if nothing did;
+        ``described=False``: their metadata did not). A failed write is logged and
+        retried at the next change or heartbeat."""
+        if self.persist is None:
+            return
+        if not described and len(members) == 1 and records.unchanged(group, members[0]):
+            return  # the heartbeat of a member that is where it was (most of them)
+        bodies, saved = records.changes(group, members, described)
+        if not bodies:
+            if saved is not None:
+                saved()  # an equal target computed again: nothing to write
+            return
+        try:
+            self.persist(group.group_id, bodies)
+        except Exception as exc:
+            log.warning("consumer group %s: state not written (kept in memory, retried at the "
+                        "next heartbeat): %r", group.group_id, exc)
+            return
+        saved()
 
     def delete_group(self, group_id: str) -> int:
         group = self.groups.get(group_id)
@@ -98,19 +174,38 @@ class ConsumerGroupManager:
         if group is not None and not group.members and not self.has_offsets(group_id):
             log.info("consumer group %s is empty and has no offsets: removed", group_id)
             self.remove_group(group_id)
+            if group.group_epoch > 0:
+                self._dropped[group_id] = None
+                if len(self._dropped) > _DROPPED_MAX:
+                    del self._dropped[next(iter(self._dropped))]
+
+    def was_dropped(self, group_id: str) -> bool:
+        """Whether ``group_id`` emptied and went since the last offset cleanup (Kafka would
+        still have it, Empty)."""
+        return group_id in self._dropped
+
+    def forget_dropped(self) -> None:
+        """An offset cleanup ran: Kafka would have deleted those empty groups now."""
+        self._dropped.clear()
 
     def shutdown(self) -> None:
         for group in self.groups.values():
             for member in group.members.values():
                 self._cancel_timers(member)
 
-    def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int) -> int | None:
+    def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int,
+                               api_version: int | None = None) -> int | None:
+        """Kafka's ConsumerGroup.validateOffsetCommit; None = accept."""
         group = self.groups[group_id]
         if member_epoch < 0 and not group.members:
             return None  # admin commit to an empty group
         member = group.members.get(member_id)
         if member is None:
             return Errors.UnknownMemberIdError.errno
+        if api_version is not None and api_version < 9:
+            # "OffsetCommit version 9 or above must be used by members using the modern
+            # group protocol" (the epoch of a KIP-848 member means nothing to older ones).
+            return Errors.UnsupportedVersionError.errno
         if member_epoch != member.member_epoch:
             return Errors.StaleMemberEpochError.errno
         return None
@@ -168,11 +263,21 @@ class ConsumerGroupManager:
                                              f"SubscribedTopicRegex {subscribed_topic_regex!r} "
                                              f"is not a valid regular expression: {why}.")
 
+        if (self.persist is not None and (member_epoch == 0 or subscribed_topic_names is not None
+                                          or subscribed_topic_regex or rack_id)
+                and not records.member_record_size_ok(
+                    (member_id, instance_id, rack_id, client_id, client_host,
+                     subscribed_topic_regex, server_assignor), subscribed_topic_names)):
+            return HeartbeatResult.error(invalid, (
+                f"The member's ids and subscription are over the "
+                f"{records.MEMBER_RECORD_MAX} bytes the coordinator keeps for a member: "
+                f"subscribe to fewer topics (or use SubscribedTopicRegex) or shorten the ids."))
         group = self.groups.get(group_id)
         if group is None:
             if member_epoch != 0:
                 return self._unknown_member(group_id, member_id)
             group = self.groups[group_id] = ConsumerGroup(group_id)
+            self._dropped.pop(group_id, None)
         owned = None if topic_partitions_owned is None else self._names(group, topic_partitions_owned)
         member, created, error = self._member_for(group, member_id, member_epoch, instance_id,
                                                   owned)
@@ -182,6 +287,12 @@ class ConsumerGroupManager:
         assert member is not None
         joining = member_epoch == 0
         bump = created
+        # Whether the member's metadata may have changed (else its record is not looked at).
+        described = (created or rebalance_timeout_ms != -1 or rack_id is not None
+                     or subscribed_topic_names is not None or subscribed_topic_regex is not None
+                     or server_assignor is not None
+                     or (client_id and (client_id != member.client_id
+                                        or client_host != member.client_host)))
         if rebalance_timeout_ms != -1:
             member.rebalance_timeout_ms = rebalance_timeout_ms
         if rack_id is not None:
@@ -208,6 +319,7 @@ class ConsumerGroupManager:
         before = {t: set(ps) for t, ps in member.assigned.items()}
         self._reconcile(group, member, owned)
         self._schedule_session(group, member)
+        self._save(group, member, described=described)
         full = rebalance_timeout_ms != -1 and subscribed_topic_names is not None and owned is not None
         send = joining or full or before != member.assigned
         return HeartbeatResult(NONE, None, member.member_id, member.member_epoch,
@@ -218,12 +330,11 @@ class ConsumerGroupManager:
     def _unknown_member(group_id: str, member_id: str) -> HeartbeatResult:
         """The answer to a member (epoch > 0, or leaving) of a group that is not here.
 
-        Kafka persists members and keeps an empty group until its periodic cleanup, so
-        there a member forgotten after a restart or a lapsed session finds its group and
-        gets UNKNOWN_MEMBER_ID: it drops its partitions and rejoins with epoch 0. Here
-        members are not persisted and an empty group without offsets goes with its last
-        member, so the group is missing in exactly those cases; GROUP_ID_NOT_FOUND would
-        be fatal to the Java client and librdkafka (they stop consuming for good).
+        Kafka keeps an empty group until its periodic cleanup, so there a member fenced
+        after a lapsed session finds its group and gets UNKNOWN_MEMBER_ID: it drops its
+        partitions and rejoins with epoch 0. Here an empty group without offsets goes with
+        its last member, so the group is missing in that case; GROUP_ID_NOT_FOUND would be
+        fatal to the Java client and librdkafka (they stop consuming for good).
         """
         return HeartbeatResult.error(Errors.UnknownMemberIdError.errno,
                                      f"Member {member_id} is not a member of group {group_id}.")
@@ -320,6 +431,8 @@ class ConsumerGroupManager:
         """The new incarnation of a static member takes over its partitions and target."""
         self._cancel_timers(old)
         del group.members[old.member_id]
+        if old.saved_meta is not None or old.member_id in group.saved_target:
+            group.gone.add(old.member_id)
         member = ConsumerGroupMember(new_id, old.instance_id)
         for slot in ("rack_id", "rebalance_timeout_ms", "subscribed", "subscribed_names",
                      "subscribed_regex", "server_assignor"):
@@ -364,9 +477,12 @@ class ConsumerGroupManager:
             self._set_epoch(member, STATIC_LEAVE_EPOCH)
             log.info("consumer group %s: static member %s left temporarily", group_id,
                      member.instance_id)
+            self._save(group, member)
         else:
             self._remove_member(group, member, "left the group")
             self.maybe_remove_group(group_id)
+            if self.groups.get(group_id) is group:
+                self._save(group)
         return HeartbeatResult(NONE, None, member.member_id, member_epoch, 0, None)
 
     # -- assignment ----------------------------------------------------------------------
@@ -448,6 +564,8 @@ class ConsumerGroupManager:
         group.set_ownership(member, {}, {})
         del group.members[member.member_id]
         group.target.pop(member.member_id, None)
+        if member.saved_meta is not None or member.member_id in group.saved_target:
+            group.gone.add(member.member_id)  # its records are in the log: tombstone them
         if member.instance_id is not None and group.static_members.get(member.instance_id) == \
                 member.member_id:
             del group.static_members[member.instance_id]
@@ -494,6 +612,8 @@ class ConsumerGroupManager:
             return
         self._remove_member(group, member, f"fenced: {why}")
         self.maybe_remove_group(group.group_id)
+        if self.groups.get(group.group_id) is group:
+            self._save(group)
 
     # -- describe ------------------------------------------------------------------------
 

@@ -35,7 +35,7 @@ from typing import Any, Callable, Collection, Iterable
 
 import kafka.errors as Errors
 
-from kafka_wire.coordinator import consumer_protocol
+from kafka_wire.coordinator import consumer_group_records, consumer_protocol
 from kafka_wire.coordinator.checkpoints import CheckpointStore
 from kafka_wire.coordinator.classic_group import ClassicGroupState as S
 from kafka_wire.coordinator.clock import Clock, SystemClock
@@ -80,18 +80,35 @@ class GroupCoordinator:
                                              position_resolver, partition_exists)
         self.classic = GroupMetadataManager(self.config, self.clock,
                                             has_offsets=self.offsets.has_offsets)
+        def persist(group_id: str, bodies: list) -> None:
+            store.write_group_records(namespace_of(group_id), group_id, bodies)
         self.consumer = ConsumerGroupManager(self.config, self.clock,
                                              topic_metadata or (lambda _topic: None),
                                              has_offsets=self.offsets.has_offsets,
-                                             list_topics=list_topics or (lambda: ()))
+                                             list_topics=list_topics or (lambda: ()),
+                                             persist=persist if store is not None else None)
         self._cleanup_timer: Any = None
         # Groups open transactions may commit offsets to (the transaction coordinator's
         # groups_in_transactions): the cleanup keeps them. Set by TxnOffsetCommit.
         self.groups_in_transactions: Callable[[], Collection[str]] = frozenset
         self._active = True
         now = self.clock.now_ms()
-        for group_id in self.offsets.load():
-            # Members are not persisted: a loaded group is Empty until they rejoin.
+        # KIP-848 groups come back with their members, epochs and assignments (Kafka's
+        # group records in __consumer_offsets); classic members are not kept.
+        with_offsets = self.offsets.load()
+        consumer_groups = {} if store is None else {
+            group_id: recs for (ns, group_id), recs in store.group_records().items()
+            if namespace_of(group_id) == ns}
+        for group_id in self.consumer.load(consumer_groups):
+            if not getattr(store, "read_only", False):  # (kafka-wire groups reads offline)
+                try:  # empty, without offsets: its removal was not written (a full disk)
+                    persist(group_id, [[consumer_group_records.GROUP_GONE]])
+                except Exception as exc:
+                    log.warning("consumer group %s: cannot write its removal: %r", group_id, exc)
+        for group_id in with_offsets:
+            if group_id in consumer_groups:
+                continue
+            # Classic members are not persisted: a loaded group is Empty until they rejoin.
             self.classic.get_or_create_group(group_id).loaded_at_ms = now
 
     # -- life cycle ----------------------------------------------------------------------
@@ -102,6 +119,7 @@ class GroupCoordinator:
             try:
                 self._cleanup_timer = self.clock.call_later(
                     self.config.offsets_retention_check_interval_ms, self._run_cleanup)
+                self.consumer.arm()  # loaded members' sessions start now
             except RuntimeError:
                 pass  # SystemClock outside a running loop: the next request retries
 
@@ -203,8 +221,9 @@ class GroupCoordinator:
     def commit_offsets(self, group_id: str, generation_id: int, member_id: str,
                        group_instance_id: str | None,
                        offsets: Iterable[tuple[str, int, int, int, str | None]],
-                       ) -> list[CommitPartitionResult]:
-        """OffsetCommit. ``generation_id`` is the member epoch for consumer groups."""
+                       api_version: int | None = None) -> list[CommitPartitionResult]:
+        """OffsetCommit. ``generation_id`` is the member epoch for consumer groups.
+        ``api_version``: the request's (None: a caller of its own, answered as v8)."""
         offsets = list(offsets)
         self.start()
 
@@ -216,12 +235,22 @@ class GroupCoordinator:
         if group_id is None:
             return all_(Errors.InvalidGroupIdError.errno)
         if self.consumer.has_group(group_id):
-            error = self.consumer.validate_offset_commit(group_id, member_id, generation_id)
+            error = self.consumer.validate_offset_commit(group_id, member_id, generation_id,
+                                                         api_version)
             return all_(error) if error is not None else self.offsets.commit(group_id, offsets)
         group = self.classic.get_group(group_id)
         if group is None:
             if generation_id >= 0:
-                # A commit from an old generation of a group that is gone.
+                if self.consumer.was_dropped(group_id):
+                    # A KIP-848 group that went with its last member: Kafka keeps it (Empty)
+                    # until its next cleanup, and its ConsumerGroup answers a member it
+                    # does not know UNKNOWN_MEMBER_ID (Java: CommitFailedException).
+                    return all_(Errors.UnknownMemberIdError.errno)
+                # A commit from an old generation (or member epoch) of a group that is
+                # gone: Kafka's OffsetMetadataManager answers GROUP_ID_NOT_FOUND from v9
+                # on, ILLEGAL_GENERATION before.
+                if api_version is not None and api_version >= 9:
+                    return all_(Errors.GroupIdNotFoundError.errno)
                 return all_(Errors.IllegalGenerationError.errno)
             # Not using group management: the group exists only for its offsets.
             group = self.classic.get_or_create_group(group_id)
@@ -341,6 +370,7 @@ class GroupCoordinator:
                 held = self.groups_in_transactions()
             if group.group_id not in held:
                 self.classic.maybe_remove_group(group)
+        self.consumer.forget_dropped()
         return removed
 
     # -- groups --------------------------------------------------------------------------

@@ -10,6 +10,8 @@ File ``checkpoints.log`` in the store directory::
               leader_epoch, metadata, commit_time_ms]          put
              [2, namespace, event_hub, group, partition]       delete
              [3, namespace, group]                             delete group
+             [4..10, namespace, group, ...]                    KIP-848 consumer groups
+                                         (coordinator.consumer_group_records)
 
 Opening replays the file; the first record that is short, fails its CRC or
 does not decode ends the log: the file is truncated there (a torn write from
@@ -40,6 +42,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterable
 
+from kafka_wire.coordinator import consumer_group_records as group_records
 from kafka_wire.coordinator.checkpoints.store import Checkpoint, CheckpointKey, CheckpointStore
 from kafka_wire.coordinator.record_log import RecordTooLarge, append, frame, scan
 from kafka_wire.log.recovery import fsync_dir
@@ -88,6 +91,8 @@ def _decode(fields: Any) -> list[Any]:
     elif kind == _DELETE_GROUP and len(fields) == 3:
         if all(isinstance(s, str) for s in fields[1:]):
             return fields
+    elif kind in group_records.KINDS:
+        return group_records.validate(fields)
     raise ValueError(f"malformed record of kind {kind!r}")
 
 
@@ -109,6 +114,7 @@ class EmbeddedCheckpointStore(CheckpointStore):
         self._compact_min_dead = compact_min_dead
         self._background = background_compaction
         self._state: dict[CheckpointKey, Checkpoint] = {}
+        self._groups = group_records.GroupRecords()
         self._lock = threading.Lock()  # guards _fd, _size, _records against the compactor
         self._records = 0
         self._size = 0
@@ -145,9 +151,14 @@ class EmbeddedCheckpointStore(CheckpointStore):
                 "move it away or point the broker at another data directory")
         result, records = scan(data, len(MAGIC), _decode)
         for fields in records:
-            self._apply(fields)
+            self._apply(fields, result.end)  # (result.end: where this record starts)
             self._records += 1
         pos, reason = result.end, result.problem
+        if self._groups.pending_since is not None:
+            # Pieces of an assignment whose own record was never written: the tail of a
+            # torn write, cut like any other (else later records would complete them).
+            pos, reason = self._groups.pending_since, "pieces of a record cut short"
+            self._groups.drop_pending()
         if reason is not None:
             log.warning("checkpoint log %s: dropped %d bytes from byte %d on (%s); "
                         "kept %d records — a torn write from an earlier crash",
@@ -170,18 +181,23 @@ class EmbeddedCheckpointStore(CheckpointStore):
                                        "(bad header)")
         result, records = scan(data, len(MAGIC), _decode)
         for fields in records:
-            self._apply(fields)
+            self._apply(fields, result.end)
             self._records += 1
         pos = result.end
+        if self._groups.pending_since is not None:
+            pos = self._groups.pending_since
+            self._groups.drop_pending()
         if pos < len(data):
             log.info("checkpoint log %s: %d bytes at the tail not read (a write in progress, "
                      "or a torn write the broker repairs when it starts)",
                      self.path, len(data) - pos)
         self._size = pos
 
-    def _apply(self, fields: list[Any]) -> None:
+    def _apply(self, fields: list[Any], position: int | None = None) -> None:
         kind = fields[0]
-        if kind == _PUT:
+        if kind in group_records.KINDS:
+            self._groups.apply(fields, position)
+        elif kind == _PUT:
             c = Checkpoint(*fields[1:])
             self._state[c.key] = c
         elif kind == _DELETE:
@@ -250,6 +266,19 @@ class EmbeddedCheckpointStore(CheckpointStore):
     def load(self) -> list[Checkpoint]:
         return list(self._state.values())
 
+    def write_group_records(self, namespace: str, group: str, bodies: list[list]) -> None:
+        if not bodies:
+            return
+        records = [[body[0], namespace, group, *body[1:]] for body in bodies]
+        # Framed before anything is written: a record too large raises RecordTooLarge here.
+        self._append([blob for fields in records for blob in group_records.encode(fields)])
+        for fields in records:
+            self._groups.apply(fields)
+        self._maybe_compact()
+
+    def group_records(self) -> dict[tuple[str, str], dict[tuple[int, str], list]]:
+        return dict(self._groups.groups)
+
     def get(self, namespace: str, group: str, topic: str, partition: int) -> Checkpoint | None:
         return self._state.get((namespace, topic, group, partition))
 
@@ -270,11 +299,11 @@ class EmbeddedCheckpointStore(CheckpointStore):
 
     @property
     def dead_records(self) -> int:
-        return self._records - len(self._state)
+        return self._records - len(self._state) - self._groups.live
 
     def _maybe_compact(self) -> None:
         dead = self.dead_records
-        if dead < self._compact_min_dead or dead < len(self._state):
+        if dead < self._compact_min_dead or dead < len(self._state) + self._groups.live:
             return
         if self._compactor is not None and self._compactor.is_alive():
             return
@@ -287,12 +316,13 @@ class EmbeddedCheckpointStore(CheckpointStore):
         self.wait_for_compaction()
         with self._lock:
             snapshot = list(self._state.values())
+            groups = self._groups.snapshot()
             base_size, base_records = self._size, self._records
         if wait:
-            self._compact(snapshot, base_size, base_records)
+            self._compact(snapshot, base_size, base_records, groups)
             return
         self._compactor = threading.Thread(
-            target=self._compact_guarded, args=(snapshot, base_size, base_records),
+            target=self._compact_guarded, args=(snapshot, base_size, base_records, groups),
             name="checkpoint-compactor", daemon=True)
         self._compactor.start()
 
@@ -307,12 +337,18 @@ class EmbeddedCheckpointStore(CheckpointStore):
         except BaseException as exc:  # reported on the owner thread at the next write
             self._compaction_error = exc
 
-    def _compact(self, snapshot: list[Checkpoint], base_size: int, base_records: int) -> None:
+    def _compact(self, snapshot: list[Checkpoint], base_size: int, base_records: int,
+                 groups: list[list] = ()) -> None:
         tmp = self.path.with_name(FILE_NAME + _TMP_SUFFIX)
+        written = len(snapshot)
         with open(tmp, "wb") as out:
             out.write(MAGIC)
             for c in snapshot:
                 out.write(_encode_put(c))
+            for fields in groups:
+                blobs = group_records.encode(fields)
+                out.write(b"".join(blobs))
+                written += len(blobs)
             out.flush()
             os.fsync(out.fileno())
             with self._lock:
@@ -332,7 +368,7 @@ class EmbeddedCheckpointStore(CheckpointStore):
                 os.close(self._fd)
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
                 before = self._size
-                self._records = len(snapshot) + (self._records - base_records)
+                self._records = written + (self._records - base_records)
                 self._size = new_size
         self.compactions += 1
         log.info("checkpoint log %s compacted: %d -> %d bytes, %d live records",

@@ -7,14 +7,18 @@ in the partition (a decimal string on the Event Hubs surface, an int here).
 Kafka's committed leader epoch and metadata string ride along so that
 OffsetFetch returns exactly what OffsetCommit stored.
 
-Only committed offsets are stored: group membership is not (as in Kafka,
-members rejoin after a broker restart).
+Stores may also keep KIP-848 consumer groups (members, epochs, assignments:
+:mod:`coordinator.consumer_group_records`), as Kafka keeps them in
+``__consumer_offsets`` next to the offsets; classic group members are not kept (as
+in Kafka, they rejoin after a broker restart).
 """
 from __future__ import annotations
 
 import abc
 from dataclasses import dataclass
 from typing import Iterable
+
+from kafka_wire.coordinator.consumer_group_records import GroupRecords
 
 __all__ = ["Checkpoint", "CheckpointKey", "CheckpointStore", "MemoryCheckpointStore"]
 
@@ -95,12 +99,29 @@ class CheckpointStore(abc.ABC):
     def close(self) -> None:
         """Flush and release resources; idempotent."""
 
+    def write_group_records(self, namespace: str, group: str, bodies: list[list]) -> None:
+        """Append consumer group records (``[kind, *body]`` each, see
+        :mod:`coordinator.consumer_group_records`) in one write, or raise having written
+        nothing. A store that does not keep groups ignores them."""
+
+    def group_records(self) -> dict[tuple[str, str], dict[tuple[int, str], list]]:
+        """The live consumer group records, by (namespace, group id) then key."""
+        return {}
+
 
 class MemoryCheckpointStore(CheckpointStore):
     """Not durable: for tests and for brokers run without a data directory."""
 
     def __init__(self) -> None:
         self._state: dict[CheckpointKey, Checkpoint] = {}
+        self._groups = GroupRecords()
+
+    def write_group_records(self, namespace: str, group: str, bodies: list[list]) -> None:
+        for body in bodies:
+            self._groups.apply([body[0], namespace, group, *body[1:]])
+
+    def group_records(self) -> dict[tuple[str, str], dict[tuple[int, str], list]]:
+        return dict(self._groups.groups)
 
     def put(self, checkpoint: Checkpoint) -> None:
         self._state[checkpoint.key] = checkpoint

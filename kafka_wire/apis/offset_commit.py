@@ -21,7 +21,7 @@ _Partition = _Topic.OffsetCommitResponsePartition
 
 def _creates_group(ctx, group_id: str | None, generation: int) -> bool:
     """Whether a commit to ``group_id`` would create it (a generation >= 0 for a group
-    that is gone is ILLEGAL_GENERATION instead)."""
+    that is gone is refused instead: GROUP_ID_NOT_FOUND from v9, ILLEGAL_GENERATION before)."""
     groups = ctx.groups
     return (group_id is not None and generation < 0 and groups.classic.get_group(group_id) is None
             and not groups.consumer.has_group(group_id))
@@ -48,7 +48,7 @@ def offset_commit(request, ctx):
     if offsets or not denied:
         results = ctx.groups.commit_offsets(
             request.group_id, request.generation_id_or_member_epoch, request.member_id,
-            request.group_instance_id if version >= 7 else None, offsets)
+            request.group_instance_id if version >= 7 else None, offsets, api_version=version)
     else:
         results = []
     by_topic: dict[str, list] = {t.name: [] for t in request.topics}

@@ -1,14 +1,16 @@
-"""KIP-848 consumers (librdkafka, ``group.protocol=consumer``) the coordinator has
-forgotten recover the way they do against Kafka: members are not persisted, and an
-empty group without offsets goes with its last member, so after a broker restart or a
-lapsed session the member's next heartbeat finds no group. Kafka, which keeps both,
-answers such a member UNKNOWN_MEMBER_ID and it rejoins with epoch 0; GROUP_ID_NOT_FOUND
-would be fatal to the client (librdkafka raises ``_FATAL`` and consumes nothing more)."""
+"""KIP-848 consumers (librdkafka, ``group.protocol=consumer``) across a broker restart and a
+lapsed session, as against Kafka. The coordinator keeps members, epochs and assignments in
+its record log (Kafka's group records in ``__consumer_offsets``), so after a restart on the
+same data directory the member goes on in its epoch: a commit before its next heartbeat is
+accepted and nothing is read twice. A member the coordinator has forgotten (its session
+lapsed; an empty group without offsets goes with its last member) is answered
+UNKNOWN_MEMBER_ID, as Kafka answers it, and rejoins with epoch 0; GROUP_ID_NOT_FOUND would
+be fatal to the client (librdkafka raises ``_FATAL`` and consumes nothing more)."""
 from __future__ import annotations
 
 import time
 
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
 from kafka_wire.coordinator.clock import VirtualClock
 
@@ -50,27 +52,53 @@ def _fatal(errors: list) -> list:
             (e.fatal() or e.code() == KafkaError._FATAL)]
 
 
-def test_kip848_consumer_rejoins_after_a_broker_restart_and_reads_new_records(broker_factory):
+def _member(broker, group: str) -> tuple[int, dict[str, int]]:
+    """(group epoch, {member id: member epoch}) as the broker's coordinator has them."""
+    groups = broker.broker.services.default.groups
+
+    def read():
+        g = groups.consumer.groups.get(group)
+        return (-1, {}) if g is None else (
+            g.group_epoch, {m.member_id: m.member_epoch for m in g.members.values()})
+    return broker.call(read)
+
+
+def test_kip848_consumer_goes_on_in_its_epoch_after_a_broker_restart(broker_factory):
     first = broker_factory()
     port = first.port
     first.create_hub("orders", partitions=2)
     before = [b"before-%d" % i for i in range(10)]
     _produce(first.bootstrap_servers, "orders", before)
     errors: list = []
-    consumer = _consumer(f"127.0.0.1:{port}", "kip848-restart", errors)
+    consumer = _consumer(f"127.0.0.1:{port}", "kip848-restart", errors,
+                         **{"enable.auto.commit": False})
     try:
         consumer.subscribe(["orders"])
         assert _read_until(consumer, set(before), errors) == set(before), errors
         consumer.commit(asynchronous=False)
+        member = _member(first, "kip848-restart")
+        assert len(member[1]) == 1 and member[0] > 0, member
         first.stop()
-        # Same data directory, same port: the offsets are back, the members are not.
+        # Same data directory, same port: the member is back with its epoch and partitions.
         second = broker_factory(listen_port=port)
+        assert _member(second, "kip848-restart") == member
+        # A commit right after the restart (before the member's next heartbeat, 5 s on)
+        # is taken in the member's epoch: it failed before (the member was unknown).
+        committed = [TopicPartition("orders", p, 5) for p in (0, 1)]
+        consumer.commit(offsets=committed, asynchronous=False)
         after = [b"after-%d" % i for i in range(10)]
         _produce(second.bootstrap_servers, "orders", after)
         got = _read_until(consumer, set(after), errors)
         assert not _fatal(errors), errors
         # Resumed at the committed offsets: the new records, none of the old ones again.
         assert got == set(after), (sorted(got), errors)
+        consumer.commit(asynchronous=False)
+        assert _member(second, "kip848-restart") == member  # no rejoin, no new epoch
+        second.stop()
+        third = broker_factory(listen_port=port)
+        assert _member(third, "kip848-restart") == member
+        positions = consumer.committed([TopicPartition("orders", p) for p in (0, 1)], 15)
+        assert [tp.offset for tp in positions] == [10, 10]  # nothing lost, nothing repeated
     finally:
         consumer.close()
 
