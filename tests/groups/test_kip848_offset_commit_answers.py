@@ -72,3 +72,22 @@ def test_a_member_id_past_the_coordinators_bound_is_refused_and_not_kept(broker_
     second = broker_factory(listen_port=port)
     groups = second.broker.services.default.groups
     assert second.call(lambda: groups.consumer.group_ids()) == []
+
+
+def test_a_member_outlives_a_kill_9_of_the_broker(broker_process):
+    # No close: the records were appended (one write each) before the answers went out.
+    proc = broker_process()
+    with RawClient(proc.bootstrap_servers) as c:
+        r = c.request(codec.ApiKey.CreateTopics, 4, topics=[("orders", 2, 1, [], [])],
+                      timeout_ms=5000, validate_only=False)
+        assert r.topics[0].error_code == 0, r
+        joined = _heartbeat(c)
+        assert (joined.error_code, joined.member_epoch) == (0, 1), joined
+        assert _commit(c, 9, "m-1", 1) == 0
+    proc.kill()
+    restarted = broker_process(port=proc.port)
+    with RawClient(restarted.bootstrap_servers) as c:
+        assert _commit(c, 9, "m-1", 1, offset=7) == 0
+        again = _heartbeat(c, member_epoch=1, rebalance_timeout_ms=-1,
+                           subscribed_topic_names=None, topic_partitions=None)
+        assert (again.error_code, again.member_epoch, again.assignment) == (0, 1, None), again
