@@ -33,9 +33,11 @@ increasing across the partition. A client that checkpointed the offset of an
 event compaction removed resumes at the first event after it, as with any gap.
 
 The rewrite runs on the cleaner's thread reading its own maps of the sealed
-segments; the partition lock is taken only to take a consistent view and for
-the final swap, which writes a marker so a crash leaves the old or the new
-segments (``recovery.swap_segments``).
+segments, each made when the segment is read and let go after (a map holds no
+descriptor: ``mapping``), so a backlog of thousands of segments compacts with
+a handful of descriptors; the partition lock is taken only to take a
+consistent view and for the final swap, which writes a marker so a crash
+leaves the old or the new segments (``recovery.swap_segments``).
 """
 
 from __future__ import annotations
@@ -43,7 +45,6 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import logging
-import mmap
 import threading
 from array import array
 from pathlib import Path
@@ -54,6 +55,7 @@ from . import records as rec
 from .errors import LogClosed, LogError, StorageError, UnknownTopic
 from .index import TXN_ENTRY, BatchIndex, AbortedTxn, pack_positions
 from .manager import LogManager
+from .mapping import map_read_only, release_map
 from .partition_log import CompactionView, PartitionLog, SegmentInfo
 from .recovery import CLEANED_SUFFIX, SWAP_FILE, write_atomic
 from .segment import INT32_MAX, POSITIONS_SUFFIX, SUFFIXES, TXN_INDEX_SUFFIX, LogSegment, segment_path
@@ -205,35 +207,41 @@ def _cleanable(view: CompactionView, now_ms: int) -> list[SegmentInfo]:
 
 
 class _SourceSegment:
-    """A sealed segment read through the cleaner's own map and file handles,
-    so the owner deleting it meanwhile cannot pull the bytes away."""
+    """A sealed segment read through the cleaner's own map, made for each pass over it
+    and let go after: the owner deleting the segment meanwhile cannot pull the bytes
+    away, and the cleaner holds one map at a time (no descriptor), however many
+    segments it cleans."""
 
     def __init__(self, info: SegmentInfo):
         self.info = info
-        seg = info.segment
-        self.map: mmap.mmap | None = None
-        if info.size:
-            with open(seg.log_path, "rb") as f:
-                self.map = mmap.mmap(f.fileno(), info.size, access=mmap.ACCESS_READ)
-        raw = seg.batch_index.path.read_bytes()
-        self.times = [t for _, _, t in BatchIndex.ENTRY.iter_unpack(raw[BatchIndex.HEADER_SIZE :])]
-        self.positions = seg.positions  # never changed in place: a reload replaces it
+        self.positions = info.segment.positions  # never changed in place: a reload replaces it
+        self._times: list[int] | None = None
+
+    @property
+    def times(self) -> list[int]:
+        """Append times of the batches, from ``.batches`` (read once, on first use)."""
+        if self._times is None:
+            raw = self.info.segment.batch_index.path.read_bytes()
+            self._times = [t for _, _, t in BatchIndex.ENTRY.iter_unpack(raw[BatchIndex.HEADER_SIZE :])]
+        return self._times
 
     def batches(self):
-        """(file position, header, append time, Event Hubs position) of each batch."""
-        if self.map is None:
+        """(header, batch bytes, append time, Event Hubs position) of each batch; the
+        bytes are views of a map that goes when the last of them does."""
+        if not self.info.size:
             return
-        positions = self.positions if self.positions is not None else ()
-        for n, (pos, header) in enumerate(rb.iter_batches(self.map)):
-            t = self.times[n] if n < len(self.times) else header.max_timestamp
-            yield pos, header, t, positions[n] if n < len(positions) else self.info.base_position + pos
-
-    def close(self) -> None:
-        if self.map is not None:
-            try:
-                self.map.close()
-            except BufferError:
-                pass
+        seg = self.info.segment
+        # The file the segment opened, not one renamed over its path since (StorageError).
+        buf = map_read_only(seg.log_path, None, self.info.size, seg.file_id)
+        try:
+            times = self.times
+            positions = self.positions if self.positions is not None else ()
+            for n, (pos, header) in enumerate(rb.iter_batches(buf)):
+                t = times[n] if n < len(times) else header.max_timestamp
+                yield (header, buf[pos : pos + header.size], t,
+                       positions[n] if n < len(positions) else self.info.base_position + pos)
+        finally:
+            release_map(buf)
 
 
 class _Cleaning:
@@ -257,11 +265,9 @@ class _Cleaning:
         self.aborted = _aborted_ranges(view.aborted)
         self.last_offsets = view.producer_last_offsets
         self.tombstone_horizon = self.now - cfg.delete_retention_ms
-        sources: list[_SourceSegment] = []
+        sources = [_SourceSegment(info) for info in cleanable]
         written: list[int] = []
         try:
-            for info in cleanable:
-                sources.append(_SourceSegment(info))
             offset_map = self._build_offset_map([s for s in sources if s.info.next_offset > first_dirty])
             stats = _Stats()
             groups = []
@@ -289,8 +295,6 @@ class _Cleaning:
                 f"cannot compact {log.directory}: {exc.strerror or exc}", errno=exc.errno
             ) from exc
         finally:
-            for s in sources:
-                s.close()
             if not (log.directory / SWAP_FILE).exists():  # never under a committed swap
                 for base in written:
                     _delete_cleaned(log.directory, base)
@@ -311,11 +315,11 @@ class _Cleaning:
     def _build_offset_map(self, dirty: list[_SourceSegment]) -> dict[bytes, int]:
         latest: dict[bytes, int] = {}
         for src in dirty:
-            for pos, header, _, _ in src.batches():
+            for header, data, _, _ in src.batches():
                 if header.is_control or not header.records_count or self._is_aborted(header):
                     continue
                 try:
-                    records = rec.read_records(src.map[pos : pos + header.size], header)
+                    records = rec.read_records(data, header)
                 except LogError as exc:
                     # Unreadable here means kept whole; its keys cannot supersede older records.
                     logger.warning("%s: batch at offset %d is kept as is: %s", src.info.segment.log_path,
@@ -351,8 +355,7 @@ class _Cleaning:
             chunk, headers, times = bytearray(), [], []
             for src in group:
                 horizon_passed = (src.info.last_append_ms or 0) < self.tombstone_horizon
-                for pos, header, t, position in src.batches():
-                    original = src.map[pos : pos + header.size]
+                for header, original, t, position in src.batches():
                     out = self._clean_batch(original, header, offset_map, horizon_passed, stats)
                     if out is not original:
                         changed = True

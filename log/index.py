@@ -40,7 +40,7 @@ from typing import NamedTuple
 
 from crc32c import crc32c
 
-from .mapping import Map, map_read_only, release_map  # noqa: F401  (re-exported)
+from .mapping import FileId, Map, file_id, map_read_only, release_map  # noqa: F401  (re-exported)
 
 logger = logging.getLogger(__name__)
 
@@ -80,11 +80,15 @@ class _EntryFile:
         if self.DEFER_ENTRIES:
             self._pending_lock = _PENDING_LOCK
         self.file_bytes = -1  # missing
+        # The file this object opened or made: the only one it maps (LogSegment.keep_mapped).
+        self._file_id: FileId | None = None
         if not new:
             try:
-                size = os.stat(path).st_size
+                st = os.stat(path)
             except FileNotFoundError:
                 return
+            size = st.st_size
+            self._file_id = file_id(st)
             self.file_bytes = size
             self.entries = max(0, size - self.HEADER_SIZE) // self.ENTRY.size
             self._remap(size)
@@ -102,8 +106,12 @@ class _EntryFile:
             self.write_pending()  # a read sees every entry
         m = self._mapped
         if m is None and self._map_len:
-            m = self._mapped = map_read_only(self.path, None, self._map_len)
+            m = self._mapped = map_read_only(self.path, None, self._map_len, self._file_id)
         return m
+
+    def keep_mapped(self) -> None:
+        """Map the file now if it is not (see LogSegment.keep_mapped)."""
+        self._map  # noqa: B018  (the property maps)
 
     def unmap(self) -> None:
         """Let go of the map (the next read maps the file again)."""
@@ -205,6 +213,7 @@ class _EntryFile:
             return
         if self._fd is None:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            self._note_file(self._fd)
         self._resize(capacity)
 
     @property
@@ -218,6 +227,11 @@ class _EntryFile:
         if self.exists:
             return
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self._note_file(fd)
+        except BaseException:
+            os.close(fd)
+            raise
         if not self._capacity:
             os.close(fd)
             self.file_bytes = 0
@@ -229,6 +243,10 @@ class _EntryFile:
             self._fd = None
             os.close(fd)
             raise
+
+    def _note_file(self, fd: int) -> None:
+        if self._file_id is None:
+            self._file_id = file_id(os.fstat(fd))
 
     def _reopen(self) -> int:
         """The write descriptor, opened again (closed while idle) or, for a LAZY file's

@@ -8,16 +8,27 @@ needs no descriptor to keep a mapping, so we map with ``trackfd=False`` where
 Python has it (3.13+) and otherwise call mmap(2) through ctypes; the map is
 then a read-only ``memoryview`` whose last view (a socket write in flight,
 say) unmaps it when it goes. Platforms without either keep ``mmap.mmap``.
+
+Nothing is ever mapped past the end of its file: touching such a page kills
+the whole process with SIGBUS, not the one read. ``map_read_only`` checks the
+opened file's length (and, given its ``file_id``, that it is still the file the
+caller opened, not one renamed over its path since) and raises StorageError
+instead. Segments map by path, lazily, from lock-free readers, so the path may
+name another file by then (the cleaner's swap, a log started over at the same
+base offset): ``LogSegment.keep_mapped`` maps a segment's files before they go.
 """
 
 from __future__ import annotations
 
 import ctypes
+import errno
 import mmap
 import os
 import sys
 from pathlib import Path
 from typing import Union
+
+from .errors import StorageError
 
 Map = Union[mmap.mmap, memoryview]
 
@@ -61,14 +72,31 @@ def _map_with_libc(fd: int, length: int) -> memoryview:
     return memoryview(region).cast("B").toreadonly()
 
 
-def map_read_only(path: Path, fd: int | None, length: int) -> Map | None:
+FileId = tuple[int, int]  # (st_dev, st_ino): which file a path named when it was opened
+
+
+def file_id(st: os.stat_result) -> FileId:
+    return st.st_dev, st.st_ino
+
+
+def map_read_only(path: Path, fd: int | None, length: int, expected: FileId | None = None) -> Map | None:
     """A read-only map of the first ``length`` bytes (None if empty); uses ``fd``
     when given, else opens ``path`` just for the mapping. The map holds no
-    descriptor of its own, except on platforms noted in the module doc."""
+    descriptor of its own, except on platforms noted in the module doc.
+    Raises StorageError, mapping nothing, if the file is shorter than ``length``
+    or is not the file ``expected`` names (another was renamed over the path)."""
     if length <= 0:
         return None
     own = fd if fd is not None else os.open(path, os.O_RDONLY)
     try:
+        st = os.fstat(own)
+        if expected is not None and file_id(st) != expected:
+            raise StorageError(f"{path} was replaced by another file since it was opened: not mapping the "
+                               "new one in place of the old", errno=errno.ESTALE)
+        if st.st_size < length:
+            # Pages past the end would raise SIGBUS when touched, killing the process.
+            raise StorageError(f"{path} is {st.st_size} bytes, shorter than the {length} bytes to map: it was "
+                               "cut or replaced under a reader", errno=errno.ESTALE)
         if _libc is not None:
             return _map_with_libc(own, length)
         if sys.version_info >= (3, 13):

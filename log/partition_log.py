@@ -14,7 +14,10 @@ read_committed fetches.
 Single replica, so the high watermark is the log end offset. Mutations take a
 lock (flush and the cleaner's segment swap run on other threads); reads are
 lock-free from the owner: they take ``self._segments`` once and work on that
-list, which a swap replaces whole rather than editing in place.
+list, which a swap replaces whole rather than editing in place. A segment that
+leaves the list (swapped, deleted) is first made to map its files
+(``LogSegment.keep_mapped``): a reader still holding it reads what it held,
+never a file that took its name since.
 
 Descriptors: maps hold none, and the active segment's (up to four) write
 descriptors are closed after loading and reopened by the first write; a shared
@@ -705,6 +708,17 @@ class PartitionLog:
                 return False
             current = {id(seg) for seg in self._segments[:-1]}
             if not all(id(seg) in current for olds, _ in groups for seg in olds):
+                return False
+            try:
+                # Lock-free readers go on using these objects until self._segments is replaced
+                # below (after the new segments' full check), and maybe after: they must keep
+                # the files they have, not map by path the shorter ones renamed there (SIGBUS).
+                for olds, _ in groups:
+                    for seg in olds:
+                        seg.keep_mapped()
+            except (OSError, StorageError) as exc:  # nothing changed yet: a later round retries
+                logger.warning("%s: cannot map the segments to replace (%s); compaction retries later",
+                               self.directory, exc)
                 return False
             try:
                 swap_segments(self.directory, [(new, [s.base_offset for s in olds]) for olds, new in groups])

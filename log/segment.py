@@ -39,10 +39,10 @@ from typing import NamedTuple
 from . import batch as rb
 from .batch import BatchHeader
 from .config import LogConfig
-from .errors import CorruptRecord
+from .errors import CorruptRecord, StorageError
 from .index import (BatchIndex, OffsetIndex, TimeIndex, TransactionIndex, fsync_path, pack_positions, pwrite_all,
                     unpack_positions)
-from .mapping import Map, find_bytes, map_read_only, release_map
+from .mapping import FileId, Map, file_id, find_bytes, map_read_only, release_map
 
 logger = logging.getLogger(__name__)
 
@@ -113,11 +113,17 @@ class LogSegment:
         self._mapped: Map | None = None  # made by the first read of ``_map``
         self._map_len = 0  # the length ``_map`` maps
         self._file_len = 0
+        # The .log file this object opened (or made): its maps are of that file only, whatever
+        # is renamed over its path later (see ``keep_mapped``).
+        self._file_id: FileId | None = None
         if not new:
             try:
-                self._file_len = os.stat(self.log_path).st_size
+                st = os.stat(self.log_path)
             except FileNotFoundError:
                 pass
+            else:
+                self._file_len = st.st_size
+                self._file_id = file_id(st)
         self._bytes_since_index = 0
 
     def path_of(self, suffix: str) -> Path:
@@ -350,6 +356,8 @@ class LogSegment:
         """Make this the active segment: writable, preallocated, indexes sized."""
         if self._fd is None:
             self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+            if self._file_id is None:
+                self._file_id = file_id(os.fstat(self._fd))
         if self.config.preallocate and self._file_len < self.config.segment_bytes:
             os.ftruncate(self._fd, self.config.segment_bytes)  # sparse: no blocks yet
             self._file_len = self.config.segment_bytes
@@ -783,13 +791,21 @@ class LogSegment:
         self.active = False
 
     def delete(self) -> None:
-        """Unlink the files; maps with views in flight stay valid until released."""
+        """Unlink the files. A lock-free reader still holding this segment (one that took
+        the log's segment list before it went) goes on reading it: the maps are made
+        first (``keep_mapped``) and kept, and the files' space is freed when the last
+        of them goes with this object."""
+        try:
+            self.keep_mapped()
+        except (OSError, StorageError) as exc:  # such a reader then gets a clean error, never SIGBUS
+            logger.debug("%s: not mapped before deletion: %s", self.log_path, exc)
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-        self._drop_map()
-        for index in (self.offset_index, self.time_index, self.batch_index, self.txn_index):
-            index.delete()
+        for index in (self.offset_index, self.time_index, self.batch_index):
+            index.close_fd()
+            index.path.unlink(missing_ok=True)
+        self.txn_index.path.unlink(missing_ok=True)  # its entries stay in memory for such readers
         self.path_of(POSITIONS_SUFFIX).unlink(missing_ok=True)
         self.log_path.unlink(missing_ok=True)
         self.active = False
@@ -797,11 +813,30 @@ class LogSegment:
     @property
     def _map(self) -> Map | None:
         # Mapped on first read, by path, not self._fd: lock-free readers map while an
-        # idle segment's descriptors may be closed by another thread.
+        # idle segment's descriptors may be closed by another thread. Only the file this
+        # object opened is mapped, never past its end (StorageError instead of SIGBUS).
         m = self._mapped
         if m is None and self._map_len:
-            m = self._mapped = map_read_only(self.log_path, None, self._map_len)
+            m = self._mapped = map_read_only(self.log_path, None, self._map_len, self._file_id)
         return m
+
+    @property
+    def file_id(self) -> FileId | None:
+        """(device, inode) of the .log file this object opened."""
+        return self._file_id
+
+    def keep_mapped(self) -> None:
+        """Map now each file of this segment not mapped yet, so that this object goes on
+        reading the files it has now whatever happens to their paths next. Maps are
+        otherwise made by path on first read, and lock-free readers may hold a segment
+        after it left the log: the cleaner's swap renames shorter files over its names,
+        and a log started over at the same base offset makes new files there. Call it,
+        under the log's lock, before either; ``delete`` does."""
+        if self._mapped is None:
+            self._map_len = self._file_len
+        self._map  # noqa: B018  (the property maps)
+        for index in (self.offset_index, self.time_index, self.batch_index):
+            index.keep_mapped()
 
     def _remap(self) -> None:
         length = self._file_len
