@@ -38,6 +38,7 @@ from kafka_wire.eventhubs.rights import LISTEN
 from kafka_wire.eventhubs.model import DEFAULT_CONSUMER_GROUP
 from kafka_wire.log import batch as rb
 from kafka_wire.log import errors as log_errors
+from kafka_wire.log.read_committed import CommittedFilter
 from kafka_wire.log_lines import RepeatedWarnings, client_address, shortened
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ RUNTIME_METRIC = "com.microsoft:enable-receiver-runtime-metric"
 LINK_STOLEN = "amqp:link:stolen"
 RESOURCE_LIMIT = "amqp:resource-limit-exceeded"
 READ_BYTES = 1024 * 1024
+HIDDEN_READS = 8  # reads a turn may make that find nothing to send (all hidden)
 _SELECTOR = re.compile(r"^\s*amqp\.annotation\.x-opt-(offset|sequence-number|enqueued-time)\s*"
                        r"(>=|>)\s*'([^']*)'\s*$", re.IGNORECASE)
 
@@ -64,6 +66,14 @@ _NUMBER = re.compile(r"-?[0-9]{1,30}\Z")
 
 class FilterError(ValueError):
     """A selector the service would not take; the text is for the client."""
+
+
+class PastTheEnd(Exception):
+    """A starting offset or sequence number past the partition's last event: the service
+    refuses it with :data:`ARGUMENT_ERROR` (which the SDKs do not retry) in these words."""
+
+
+ARGUMENT_ERROR = "com.microsoft:argument-error"
 
 
 def attach(conn: AmqpConnection, link, address: Address) -> LinkHandler | None:
@@ -95,6 +105,9 @@ def attach(conn: AmqpConnection, link, address: Address) -> LinkHandler | None:
         return None
     except georeplication.InvalidOffset as exc:  # legacy or stale offset: the SDKs' recovery path
         refuse(link, georeplication.INVALID_OFFSET, str(exc))
+        return None
+    except PastTheEnd as exc:
+        refuse(link, ARGUMENT_ERROR, str(exc))
         return None
     try:
         epoch = owner_level(link.remote_properties)
@@ -177,7 +190,9 @@ def _selector(link) -> str | None:
 
 def start_offset(plog, selector: str | None) -> int:
     """The Kafka offset a selector starts at (no selector: the start of the retained
-    stream, as the service starts a receiver without one)."""
+    stream, as the service starts a receiver without one). Raises :class:`FilterError`
+    for a selector that is not one, :class:`PastTheEnd` for an offset or sequence number
+    past the last event (a time past it starts at the end, as the service does)."""
     if selector is None:
         return plog.log_start_offset
     m = _SELECTOR.match(selector)
@@ -195,6 +210,12 @@ def start_offset(plog, selector: str | None) -> int:
         if not _NUMBER.match(value):
             raise FilterError(f"offset {shortened(repr(value))} is not a number, -1 or @latest")
         wanted = int(value)
+        last, where = last_event(plog)
+        if where is not None or last < 0:  # (unknown once retention took every event)
+            last_offset = where[0] if where is not None else -1
+            if wanted > last_offset:
+                raise PastTheEnd(f"The supplied offset '{wanted}' is invalid. The last offset in "
+                                 f"the system is '{last_offset}'")
         found = plog.offset_at_event_offset(wanted if inclusive else wanted + 1)
         return min(max(found, start), end)
     if what == "sequence-number" and ":" in value:  # Java writes SEGMENT:N ('-1:N' without one)
@@ -206,7 +227,11 @@ def start_offset(plog, selector: str | None) -> int:
         raise FilterError(f"{what} {shortened(repr(value))} is not a number")
     number = int(value)
     if what == "sequence-number":
-        return min(max(number if inclusive else number + 1, start), end)
+        wanted = number if inclusive else number + 1
+        if wanted > end:  # (the next event's, end, may be asked for: a receiver waits for it)
+            raise PastTheEnd(f"The supplied sequence number '{number}' is invalid. The last "
+                             f"sequence number in the system is '{last_event(plog)[0]}'")
+        return min(max(wanted, start), end)
     return min(max(plog.offset_for_append_time(number, inclusive), start), end)
 
 
@@ -540,14 +565,35 @@ class ConsumeLink(LinkHandler):
                                        f"receiver's position {self.next_offset}: a forced "
                                        f"geo-replication promotion lost the events between")
             return False
-        try:
-            if self.next_offset < plog.log_start_offset:  # retention went past us: skip ahead
+        for _ in range(HIDDEN_READS):
+            try:
+                if self.next_offset < plog.log_start_offset:  # retention went past us: skip ahead
+                    self.next_offset = plog.log_start_offset
+                batches = plog.stored_batches(self.next_offset, READ_BYTES)
+            except log_errors.OffsetOutOfRange:
                 self.next_offset = plog.log_start_offset
-            batches = plog.stored_batches(self.next_offset, READ_BYTES)
-        except log_errors.OffsetOutOfRange:
-            self.next_offset = plog.log_start_offset
-            return True
+                continue
+            found = self._events(runtime, plog, batches)
+            if found is None:  # (detached)
+                return False
+            if found:
+                return True
+            if self.next_offset >= min(plog.log_end_offset, plog.last_stable_offset) or not batches:
+                self._wait(plog)
+                return False
+        # Reads that found only markers and aborted transactions: the rest in a later turn of
+        # the loop, so that a long run of them does not hold every other client.
+        self.conn.services.clock.call_later(0, self._wake)
+        return False
+
+    def _events(self, runtime, plog, batches: list) -> bool | None:
+        """Read ``batches`` (one read from ``next_offset``) into the backlog: True when
+        it holds events, False when every batch was hidden, None when the receiver was
+        detached (a batch that cannot be read)."""
         upper = plog.last_stable_offset
+        if batches:  # (the read's end: one aborted-transaction search for all of it)
+            upper = min(upper, rb.parse_header(batches[-1][2], 0).last_offset + 1)
+        committed = CommittedFilter(plog, self.next_offset, upper)
         metric = self._metric(plog)
         # geo-replicated: offsets are SEGMENT:SEQUENCE (kafka_wire.amqp.georeplication)
         starts = None if runtime.geo is None else georeplication.history(runtime, self.hub,
@@ -562,10 +608,10 @@ class ConsumeLink(LinkHandler):
             header = rb.parse_header(data, 0)
             if header.base_offset >= upper:
                 break
-            nbytes += header.size
-            if header.attributes & (rb.CONTROL_BIT | rb.TRANSACTIONAL_BIT) and plog.hidden(header):
+            if header.attributes & (rb.CONTROL_BIT | rb.TRANSACTIONAL_BIT) and committed.hidden(header):
                 self.next_offset = header.last_offset + 1
-                continue
+                continue  # (not sent, so not charged as egress)
+            nbytes += header.size
             skip = self.next_offset - header.base_offset
             amqp_headers = bool(header.attributes & rb.AMQP_HEADERS_BIT)
             try:
@@ -583,13 +629,10 @@ class ConsumeLink(LinkHandler):
                           self.hub, self.partition, header.base_offset, exc)
                 self.detach(INTERNAL, f"the batch at sequence number {header.base_offset} cannot "
                                       f"be read: {exc}")
-                return False
+                return None
             self.next_offset = header.last_offset + 1
         if not events:
-            if self.next_offset >= min(plog.log_end_offset, upper) or not batches:
-                self._wait(plog)
-                return False
-            return True
+            return False
         events.reverse()  # popped from the end
         self._backlog = events
         runtime.policy.egress(nbytes, len(events), self.principal)

@@ -114,5 +114,15 @@ def test_a_selector_value_starts_somewhere_in_the_log_or_is_refused(plog, what, 
     except consume.FilterError as exc:
         assert len(str(exc)) < 1000
         return
+    except consume.PastTheEnd as exc:  # only a number past the last event, in the service's words
+        last, (last_offset, _) = consume.last_event(plog)
+        wanted = int(value) + (op == ">" and what == "sequence-number")
+        assert what != "enqueued-time" and wanted > (last + 1 if what == "sequence-number" else last_offset)
+        assert str(exc).startswith(f"The supplied {what.replace('-', ' ')} '{int(value)}' is invalid. ")
+        return
     assert plog.log_start_offset <= start <= plog.log_end_offset
     assert value.isascii() or value == "@latest", value
+    if what != "enqueued-time" and value not in ("-1", "@latest"):  # (not past the last event)
+        last, (last_offset, _) = consume.last_event(plog)
+        wanted = int(value) + (op == ">" and what == "sequence-number")
+        assert wanted <= (last + 1 if what == "sequence-number" else last_offset)

@@ -1,0 +1,96 @@
+"""A receiver asked to start past a partition's last event (by sequence number or
+offset) is refused as the service refuses it: ``com.microsoft:argument-error``, which
+the SDKs do not retry, in the service's words. It used to be attached at the end and
+handed the next events, whose positions are below the one it asked for. The next
+event's position and any time (past or future) still attach."""
+from __future__ import annotations
+
+import threading
+
+import pytest
+from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
+
+from kafka_wire.testing import EmulatedBroker
+from tests.amqp.conftest import receive
+
+
+@pytest.fixture(scope="module")
+def broker(module_tmp):
+    with EmulatedBroker(module_tmp / "data", amqp=True) as b:
+        b.create_hub("five", 1)
+        b.create_hub("empty", 1)
+        producer = EventHubProducerClient.from_connection_string(b.amqp_connection_string(),
+                                                                 eventhub_name="five")
+        with producer:
+            producer.send_batch([EventData(f"e{i}") for i in range(5)], partition_id="0")
+        yield b
+
+
+def _consumer(broker: EmulatedBroker, hub: str) -> EventHubConsumerClient:
+    return EventHubConsumerClient.from_connection_string(
+        broker.amqp_connection_string(), consumer_group="$Default", eventhub_name=hub, retry_total=0)
+
+
+def _last_offset(broker: EmulatedBroker) -> int:
+    with _consumer(broker, "five") as client:
+        return int(client.get_partition_properties("0")["last_enqueued_offset"])
+
+
+@pytest.mark.parametrize("position, inclusive, words", [
+    (5, False, "The supplied sequence number '5' is invalid. The last sequence number in the system is '4'"),
+    (6, True, "The supplied sequence number '6' is invalid. The last sequence number in the system is '4'"),
+    (10**15, False, "The supplied sequence number '1000000000000000' is invalid."),
+])
+def test_a_sequence_number_past_the_end_is_refused(broker, position, inclusive, words):
+    with pytest.raises(Exception) as refused:
+        receive(_consumer(broker, "five"), 1, timeout=15, until_error=True, partition_id="0",
+                starting_position=position, starting_position_inclusive=inclusive)
+    assert "argument-error" in str(refused.value) and words in str(refused.value)
+
+
+def test_an_offset_past_the_last_event_is_refused(broker):
+    last = _last_offset(broker)
+    for offset in (last + 1, 10**15):
+        with pytest.raises(Exception) as refused:
+            receive(_consumer(broker, "five"), 1, timeout=15, until_error=True, partition_id="0",
+                    starting_position=str(offset))
+        assert (f"The supplied offset '{offset}' is invalid. The last offset in the system is '{last}'"
+                in str(refused.value))
+
+
+def test_an_empty_partition_refuses_an_offset_as_the_service_does(broker):
+    with pytest.raises(Exception) as refused:
+        receive(_consumer(broker, "empty"), 1, timeout=15, until_error=True, partition_id="0",
+                starting_position="0")
+    assert "The supplied offset '0' is invalid. The last offset in the system is '-1'" in str(refused.value)
+
+
+@pytest.mark.parametrize("position, inclusive", [(4, False), (5, True), ("@latest", False), ("-1", False)])
+def test_the_next_event_and_the_ends_still_attach(broker, position, inclusive):
+    """A receiver at the next event's position waits for it; the SDK's starting points
+    ("-1", "@latest", the last event exclusive: its reconnection) all attach."""
+    with EventHubProducerClient.from_connection_string(broker.amqp_connection_string(),
+                                                       eventhub_name="five") as producer:
+        client = _consumer(broker, "five")
+        got: list = []
+        ready = threading.Event()
+
+        def on_event(context, event):
+            if event is not None:
+                got.append(event)
+                ready.set()
+
+        thread = threading.Thread(target=client.receive, kwargs=dict(
+            on_event=on_event, partition_id="0", starting_position=position,
+            starting_position_inclusive=inclusive, max_wait_time=1), daemon=True)
+        thread.start()
+        try:
+            for _ in range(150):  # (bounded: sends until the attached receiver gets one)
+                producer.send_batch([EventData("next")], partition_id="0")
+                if ready.wait(0.2):
+                    break
+        finally:
+            client.close()
+            thread.join(15)
+        assert got and (position == "-1" or got[0].sequence_number >= 5)
+
