@@ -265,8 +265,10 @@ class GroupCoordinator:
                       member_epoch: int | None = None) -> OffsetFetchResult:
         """OffsetFetch; ``partitions=None`` means every committed partition.
 
-        ``require_stable`` matters only with transactional offset commits
-        pending, which this coordinator does not hold yet.
+        ``require_stable`` is answered by the Kafka front end
+        (apis/offset_fetch): the pending transactional offsets are the
+        transaction coordinator's, which marks those partitions
+        UNSTABLE_OFFSET_COMMIT.
         """
         if unavailable := self._unavailable():
             return OffsetFetchResult(unavailable, [])

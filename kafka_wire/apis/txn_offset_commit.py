@@ -5,8 +5,8 @@ only when it commits (aborted: dropped). v3+ carries the member's generation,
 which is checked like an OffsetCommit's. A commit to a group that does not
 exist creates it, Empty, as Kafka's coordinator does (it counts towards the
 namespace's bound on groups from then on; if the transaction aborts, it goes
-with the next offset cleanup, as in Kafka). Not emulated: OffsetFetch with require_stable waiting for pending
-transactional offsets.
+with the next offset cleanup, as in Kafka). While they wait, an OffsetFetch with
+require_stable gets UNSTABLE_OFFSET_COMMIT for their partitions (apis/offset_fetch).
 """
 from __future__ import annotations
 
