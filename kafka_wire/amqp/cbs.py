@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from proton import Message
 
-from kafka_wire.eventhubs.door import AuthorizationHeader, Refused, SasToken
+from kafka_wire.eventhubs.door import Jwt, Refused, SasToken
 
 if TYPE_CHECKING:
     from kafka_wire.amqp.connection import AmqpConnection
@@ -83,9 +83,8 @@ def answer(conn: AmqpConnection, request: Message) -> Message:
     if kind == SAS_TOKEN:
         credential = SasToken(token)
     elif kind == JWT and (oauth or model is None or model.open):
-        # As HTTP's bearer token, checked for this connection's namespace: a Jwt
-        # credential (Kafka's, which names no host) would pick one by audience alone.
-        credential = AuthorizationHeader(f"Bearer {token}")
+        # for the namespace this connection opened, not the one the audience would pick
+        credential = Jwt(token, by_host=True)
     else:
         return reply(400, f"token type {kind!r} is not accepted here: use {SAS_TOKEN}"
                           + (" or jwt" if oauth else ""))

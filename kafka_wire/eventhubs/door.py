@@ -55,8 +55,15 @@ class SasToken:
 
 @dataclass(frozen=True, slots=True)
 class Jwt:
-    """A bearer JWT (OAUTHBEARER, ``$cbs`` type jwt), for namespaces with OAuth."""
+    """A bearer JWT (OAUTHBEARER, ``$cbs`` type jwt), for namespaces with OAuth.
+    It is checked for the door it is handed to: the global audience
+    ``https://eventhubs.azure.net`` (or none) is good for that namespace.
+    ``by_host``: the client named the namespace by host (AMQP's open hostname),
+    not by the token (Kafka's SASL login, whose door the audience picked). Such a
+    namespace, when it takes anyone, takes the token as none, as HTTP takes a
+    bearer token; elsewhere a namespace without OAuth refuses it."""
     token: str
+    by_host: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,8 +155,15 @@ class Door(NamespacePolicy):
             return auth.authenticate(model, credential.text, now_s, kafka=credential.kafka)
         if isinstance(credential, SasToken):
             return auth.authenticate_sas_token(model, name, credential.token, now_s)
-        if isinstance(credential, Jwt):  # oauth decides: the namespace's keys, or an open namespace's any
-            return auth.verify_jwt(model, credential.token, now_s)
+        if isinstance(credential, Jwt):
+            if credential.by_host:
+                ns = self.runtime.model
+                if ns is None or ns.takes_anyone:
+                    return None  # a TokenCredential's token, where no credential is needed
+                if ns.oauth is None:
+                    raise auth.AuthError(f"namespace {name!r} takes SAS tokens, not bearer tokens")
+            # oauth decides: the namespace's keys, or an open namespace's any (Kafka's login)
+            return auth.verify_jwt(model, credential.token, now_s, namespace=name)
         if isinstance(credential, SasKey):
             return auth.authenticate_key(model, name, credential.name, credential.key)
         return auth.authenticate_header(model, name, credential.value, now_s)

@@ -325,6 +325,12 @@ class Namespace:
         """No SAS policies configured: any connection string naming it is accepted."""
         return not self.policies
 
+    @property
+    def takes_anyone(self) -> bool:
+        """Open, without OAuth and without required authentication: any client is let in,
+        and a bearer token (an SDK's TokenCredential's) is taken as no credential."""
+        return self.open and self.oauth is None and not self.requires_auth
+
     def effective_units(self) -> int | None:
         """Throughput units in force: configured, else 1 TU for strict Basic/Standard."""
         if self.units is not None:
