@@ -345,6 +345,9 @@ class NamespacePolicy:
         quota = self.runtime.quota
         if quota is None:
             return Admission(None, group_wait)
+        # A negative timeout is 0, as Kafka's broker takes it (its delayed produce expires
+        # at once): a publication that need not wait is admitted, one that must is refused.
+        timeout_ms = max(timeout_ms, 0)
         if quota.ingress_wait(summary.size, summary.events, now_ms) > timeout_ms:
             # Event Hubs holds a throttled ack; past the request timeout it refuses.
             throttle = quota.refuse_ingress(now_ms)
