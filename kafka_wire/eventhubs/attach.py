@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 
-from kafka_wire.eventhubs.model import HOUR_MS, KAFKA_FRAME_LIMIT, Namespace
+from kafka_wire.eventhubs.model import KAFKA_FRAME_LIMIT, Namespace
 from kafka_wire.eventhubs.quotas import ThroughputQuota
 from kafka_wire.eventhubs.report import CompatibilityReport
 
@@ -44,12 +44,8 @@ def _configure(runtime, ns: Namespace, services, report: CompatibilityReport) ->
     topics = runtime.topics
     if ns.default_partitions is not None:
         topics.num_partitions = ns.default_partitions
-    retention = ns.default_retention()
-    if retention is not None:
-        topics.topic_defaults.setdefault("retention.ms",
-                                         str(-1 if retention < 0 else retention * HOUR_MS))
-    if ns.max_message_bytes:
-        topics.topic_defaults.setdefault("max.message.bytes", str(ns.max_message_bytes))
+    for key, value in ns.topic_defaults().items():  # what the config loader checked hubs with
+        topics.topic_defaults.setdefault(key, value)
     _ensure_hubs(runtime, ns)
     if ns.close_large_frames:
         runtime.frame_limit = KAFKA_FRAME_LIMIT - 1
