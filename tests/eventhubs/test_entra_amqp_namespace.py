@@ -7,13 +7,26 @@ Real clients: the azure-eventhub SDK with a TokenCredential against the broker's
 """
 from __future__ import annotations
 
+import pytest
+
 from kafka_wire.testing import EmulatedBroker
-from tests.eventhubs.test_entra_front_ends import (  # noqa: F401 - broker: the shared fixture
-    FIRST_KEY, SECOND_KEY, Credential, amqp_refused, amqp_send, broker, kafka_sends, token)
+from tests.eventhubs.test_entra_front_ends import (
+    FIRST_KEY, SECOND_KEY, Credential, _namespace, amqp_refused, amqp_send, kafka_sends, token)
 from tests.eventhubs.test_oauth import claims, jwt
 
 FIRST_AUD = "https://first-ns.servicebus.windows.net"
 SECOND_AUD = "https://second-ns.servicebus.windows.net"
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    """Two Standard namespaces, each with its own key; first-ns is the default one."""
+    d = tmp_path_factory.mktemp("entra-amqp")
+    (d / "two.toml").write_text('default_namespace = "first-ns"\n'
+                                + _namespace("first-ns", "Standard", FIRST_KEY)
+                                + _namespace("second-ns", "Standard", SECOND_KEY))
+    with EmulatedBroker(d / "data", config_file=d / "two.toml", amqp=True) as b:
+        yield b
 
 
 def test_a_token_naming_this_namespace_among_others_is_good_for_it(broker):
