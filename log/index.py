@@ -27,14 +27,16 @@ than index.interval.bytes never gets an entry. A missing one reads as empty;
 
 from __future__ import annotations
 
+import bisect
 import logging
+import operator
 import os
 import struct
 import sys
 import threading
 from array import array
 from contextlib import nullcontext
-from itertools import islice
+from itertools import accumulate, islice
 from pathlib import Path
 from typing import NamedTuple
 
@@ -621,14 +623,21 @@ class TransactionIndex:
     lastStableOffset int64), big-endian, in marker order.
 
     It lives in the segment that holds the ABORT marker and is created on the
-    first abort. Entries are few (one per aborted transaction), so they are
-    kept in memory and the file is only appended to (one pwrite per abort) or
-    rewritten whole (truncation, recovery).
+    first abort. Entries are kept in memory and the file is only appended to
+    (one pwrite per abort) or rewritten whole (truncation, recovery). Their
+    last offsets (the markers) strictly increase; ``collect`` bisects on them
+    and on the running maximum of their last stable offsets, so a lookup costs
+    the entries it returns, not the segment's aborted transactions.
     """
 
     def __init__(self, path: Path, *, new: bool = False):
         self.path = path
+        # The entries in marker order (read-only: change them through the methods), and
+        # ``_state``: they and the running maximum of their last stable offsets, replaced
+        # whole or appended to (the maximum first), so that a lock-free ``collect`` takes
+        # both at once and sees as many maxima as entries, or more.
         self.entries: list[AbortedTxn] = []
+        self._state: tuple[list[AbortedTxn], list[int]] = (self.entries, [])
         self.damaged: str | None = None  # why the file could not be read whole
         self._dirty = False
         if new:  # not there (a segment being created): nothing to read
@@ -641,12 +650,18 @@ class TransactionIndex:
         if usable != len(data):
             self.damaged = f"size {len(data)} is not a multiple of {TXN_ENTRY.size}"
         prev_last = -1
+        entries = []
         for version, pid, first, last, lso in TXN_ENTRY.iter_unpack(data[:usable]):
             if version != 0 or first > last or last <= prev_last:
                 self.damaged = f"entry ({version}, {pid}, {first}, {last}, {lso}) is invalid or out of order"
                 break
-            self.entries.append(AbortedTxn(pid, first, last, lso))
+            entries.append(AbortedTxn(pid, first, last, lso))
             prev_last = last
+        self._set(entries)
+
+    def _set(self, entries: list[AbortedTxn]) -> None:
+        self._state = (entries, _running_max(entries))
+        self.entries = entries
 
     def __len__(self) -> int:
         return len(self.entries)
@@ -661,6 +676,9 @@ class TransactionIndex:
 
     def append(self, entry: AbortedTxn) -> None:
         """Add one entry (raises OSError; the file is then as before)."""
+        entries, maxima = self._state
+        if entries and entry.last_offset <= entries[-1].last_offset:  # never: markers are appended in order
+            raise ValueError(f"aborted transaction {tuple(entry)} does not follow {tuple(entries[-1])}")
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o644)
         try:
             end = len(self.entries) * TXN_ENTRY.size
@@ -671,7 +689,8 @@ class TransactionIndex:
                 raise
         finally:
             os.close(fd)
-        self.entries.append(entry)
+        maxima.append(max(maxima[-1], entry.last_stable_offset) if maxima else entry.last_stable_offset)
+        entries.append(entry)
         self._dirty = True
 
     def remove_last(self) -> None:
@@ -690,7 +709,7 @@ class TransactionIndex:
                 _pwrite_all(fd, data, 0)
             finally:
                 os.close(fd)
-        self.entries = list(entries)
+        self._set(list(entries))
         self.damaged = None
         self._dirty = bool(entries)
 
@@ -702,13 +721,23 @@ class TransactionIndex:
 
     def collect(self, fetch_offset: int, upper_offset: int, out: list[AbortedTxn]) -> bool:
         """Add the entries overlapping [fetch_offset, upper_offset) to ``out``;
-        True when the search is complete (Kafka's TransactionIndex.collectAbortedTxns)."""
-        for entry in list(self.entries):
-            if entry.last_offset >= fetch_offset and entry.first_offset < upper_offset:
+        True when the search is complete (Kafka's TransactionIndex.collectAbortedTxns:
+        in marker order, it stops after the first entry whose last stable offset
+        reaches ``upper_offset``: no transaction open then began below it).
+
+        Found by bisection, without copying the entries: those ending before
+        ``fetch_offset`` come first (their markers are in increasing order), and the
+        stop is the first running maximum of the last stable offsets at or past
+        ``upper_offset``."""
+        entries, maxima = self._state
+        n = len(entries)
+        stop = bisect.bisect_left(maxima, upper_offset, 0, n)  # n: not complete here
+        start = bisect.bisect_left(entries, fetch_offset, 0, min(stop + 1, n), key=_LAST_OFFSET)
+        for i in range(start, min(stop + 1, n)):
+            entry = entries[i]
+            if entry.first_offset < upper_offset:
                 out.append(entry)
-            if entry.last_stable_offset >= upper_offset:
-                return True
-        return False
+        return stop < n
 
     def flush(self) -> None:
         if self._dirty:
@@ -717,4 +746,11 @@ class TransactionIndex:
 
     def delete(self) -> None:
         self.path.unlink(missing_ok=True)
-        self.entries = []
+        self._set([])
+
+
+_LAST_OFFSET = operator.attrgetter("last_offset")
+
+
+def _running_max(entries: list[AbortedTxn]) -> list[int]:
+    return list(accumulate((e.last_stable_offset for e in entries), max))

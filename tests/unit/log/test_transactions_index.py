@@ -322,6 +322,19 @@ class ReadCommittedMachine(RuleBasedStateMachine):
         if first_open is not None:
             assert lso == first_open
 
+    @invariant()
+    def hidden_batches_are_exactly_markers_and_aborted_data(self):
+        """What the console's explorer skips, batch by batch (PartitionLog.hidden)."""
+        data = read_all(self.log, upper=self.log.last_stable_offset)
+        for p, h in rb.iter_batches(data):
+            if h.is_control:
+                expected = True
+            else:
+                fates = {self.fate[r.value] for r in DefaultRecordBatch(data[p : p + h.size])}
+                assert len(fates) == 1
+                expected = fates == {"aborted"}
+            assert self.log.hidden(h) == expected, h
+
     def log_offsets_of_open(self):
         data = read_all(self.log)
         for p, h in rb.iter_batches(data):
