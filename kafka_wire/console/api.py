@@ -7,9 +7,16 @@ their JSON are documented in docs/console-api.md.
 The namespace a request's token is for is the one in its path, or its
 ``?namespace=`` (the snapshot, the lists). Reading events needs the Listen
 right, sending the Send right, the rest any right on the hub.
+
+Events are read as a Kafka fetch or an AMQP receiver reads them, at the same door:
+a Disabled hub, or a disabled application group, serves none (403); what a read
+answers is charged to the namespace's egress throughput units, and a read that
+arrives while they are in debt is answered once the debt is waited out. A send
+through a publisher's token goes through the publisher policy, as REST's does.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -21,6 +28,7 @@ from kafka_wire.eventhubs import connection_string, sas
 from kafka_wire.eventhubs.door import AuthorizationHeader, ConnectionString, Refused
 from kafka_wire.eventhubs.events import Incoming, encode_value
 from kafka_wire.eventhubs.publication import choose_partition, publish
+from kafka_wire.eventhubs.refusals import Denial, Refusal
 from kafka_wire.rest import refusals
 from kafka_wire.rest.api import authenticate_request
 from kafka_wire.rest.http import Later, Response
@@ -188,7 +196,7 @@ class ConsoleApi:
     def _hub_get(self, ns: str, hub: str, rest: list[str], query: dict, headers: dict,
                  peer: str) -> Response | Coroutine:
         reading = len(rest) >= 3 and rest[0] == "partitions" and rest[2] == "events"
-        runtime, _principal, view, refused = self._hub(
+        runtime, principal, view, refused = self._hub(
             ns, hub, headers, peer, f"console /api/namespaces/{ns}/hubs/{hub}",
             (LISTEN,) if reading else _ANY)
         if refused is not None:
@@ -200,46 +208,67 @@ class ConsoleApi:
         if rest == ["checkpoint-blobs"]:
             return answer(self.views.checkpoint_blobs(ns, view.name))
         if reading and len(rest) <= 5:
-            refused = _no_partition(view, rest[1])
+            refused = _no_partition(view, rest[1]) or _disabled(runtime, view.name, principal)
             if refused is not None:
                 return refused
-            if self.views.registry is None or len(rest) == 5:  # (a body is sent as it is stored)
-                return self._read_events(runtime, view, rest, query, None)
-            return self._when_read(runtime, view, rest, query)
+            decode = self.views.registry is not None and len(rest) < 5  # (a body is sent as stored)
+            if not decode and runtime.policy.egress_delay() <= 0:
+                return self._read_events(runtime, principal, view, rest, query, None)
+            return self._when_read(runtime, principal, view, rest, query, decode)
         return refuse(404, f"no API at /api/namespaces/{ns}/hubs/{hub}/{'/'.join(rest)}")
 
-    async def _when_read(self, runtime, view, rest: list[str], query: dict) -> Response:
-        """Events, once the namespace's Schema Registry is read (for Avro bodies): its first
-        read is in a thread, awaited, the broker's loop serving everyone else meanwhile. The
-        hub is looked up again: it may have gone, or changed, meanwhile."""
-        registry = await self.views.registry(runtime.name)
+    async def _when_read(self, runtime, principal, view, rest: list[str], query: dict,
+                         decode: bool) -> Response:
+        """Events, once the namespace's egress is out of debt (waited out on the broker's
+        clock, as an AMQP receiver waits) and, to ``decode`` Avro bodies, its Schema
+        Registry is read (its first read is in a thread, awaited, the broker's loop serving
+        everyone else meanwhile). The hub is looked up and checked again: it may have gone,
+        or changed, or been disabled meanwhile."""
+        delay = runtime.policy.egress_delay()
+        if delay > 0:
+            done = asyncio.get_running_loop().create_future()
+            self.services.clock.call_later(delay, lambda: done.done() or done.set_result(None))
+            await done
+        registry = await self.views.registry(runtime.name) if decode else None
         served = self.services.namespaces.get(runtime.name) is runtime
         now = runtime.topics.get(view.name) if served else None
         if now is None:
             return refuse(404, f"event hub {view.name!r} does not exist in namespace {runtime.name!r}")
-        return _no_partition(now, rest[1]) or \
-            self._read_events(runtime, now, rest, query, None if registry is None else registry.schemas.get)
+        return _no_partition(now, rest[1]) or _disabled(runtime, now.name, principal) or \
+            self._read_events(runtime, principal, now, rest, query,
+                              None if registry is None else registry.schemas.get)
 
-    def _read_events(self, runtime, view, rest: list[str], query: dict, schemas) -> Response:
+    def _read_events(self, runtime, principal, view, rest: list[str], query: dict, schemas) -> Response:
         """``rest``: partitions/<p>/events[/<sequence number>[/body]], the partition checked;
-        ``schemas``: schema id -> its Schema (None: Avro bodies are not decoded)."""
+        ``schemas``: schema id -> its Schema (None: Avro bodies are not decoded). What the
+        answer carries is charged to the namespace's egress, as a Kafka fetch's records or
+        an AMQP receiver's events are (by ``principal``: its application group's too)."""
         partition = whole_number(rest[1])
         plog = runtime.topics.log(view.name, partition)
         try:
             if len(rest) == 3:
-                return self._events(runtime.name, view.name, partition, plog, query, schemas)
-            event = explorer.find(plog, _number(rest[3], "sequence number"))
-            if len(rest) == 4:
-                return answer(explorer.as_json(event, schemas, body_limit=None))
-            if rest[4] == "body":
-                name = f"{view.name}-{rest[1]}-{event.sequence_number}.bin"
-                return Response(200, event.value or b"", "application/octet-stream",
-                                {"Content-Disposition": f'attachment; filename="{name}"'})
+                read, events = self._events(runtime.name, view.name, partition, plog, query, schemas)
+            else:
+                event = explorer.find(plog, _number(rest[3], "sequence number"))
+                events = 1
+                if len(rest) == 4:
+                    read = answer(explorer.as_json(event, schemas, body_limit=None))
+                elif rest[4] == "body":
+                    name = f"{view.name}-{rest[1]}-{event.sequence_number}.bin"
+                    read = Response(200, event.value or b"", "application/octet-stream",
+                                    {"Content-Disposition": f'attachment; filename="{name}"'})
+                else:
+                    return refuse(404, f"no API at /api/namespaces/{runtime.name}/hubs/{view.name}/"
+                                       f"{'/'.join(rest)}")
         except explorer.ExplorerError as exc:
             return refuse(exc.status, str(exc))
-        return refuse(404, f"no API at /api/namespaces/{runtime.name}/hubs/{view.name}/{'/'.join(rest)}")
+        if events:  # (a page of no events carries none: nothing is charged, as for a fetch)
+            runtime.policy.egress(len(read.body), events, principal)
+        return read
 
-    def _events(self, ns: str, hub: str, partition: int, plog, query: dict, schemas) -> Response:
+    def _events(self, ns: str, hub: str, partition: int, plog, query: dict,
+                schemas) -> tuple[Response, int]:
+        """The page's answer and how many events it carries."""
         count = _number(query.get("count", str(explorer.PAGE_DEFAULT)), "count")
         before = query.get("before")
         start = explorer.start_sequence(plog, query.get("from", "earliest"), query.get("value"))
@@ -261,7 +290,7 @@ class ConsoleApi:
         })
         # The events are JSON already (page_json measured them against the page's size).
         return head._replace(body=b"".join((head.body[:-1], b',"events":[',
-                                            ",".join(shown).encode(), b"]}")))
+                                            ",".join(shown).encode(), b"]}"))), len(shown)
 
     # -- POST --------------------------------------------------------------------------------
     def post(self, segs: list[str], headers: dict, peer: str, body: bytes,
@@ -322,6 +351,18 @@ class ConsoleApi:
             event, partition = _event(doc, view.partitions, int(time.time() * 1000))
         except ValueError as exc:
             return refuse(400, str(exc))
+        publisher = principal.publisher if principal is not None else None
+        if publisher is not None:
+            # As REST's and AMQP's publisher sends: keyed with the publisher's name and
+            # stamped x-opt-publisher by the door; another key refuses the send (403, as
+            # REST answers). The name is the partition key, so no partition is chosen.
+            if partition is not None:
+                return refuse(403, f"a token for publisher {publisher!r} sends with {publisher!r} as "
+                                   "the partition key: leave out \"partition\"")
+            stamped = runtime.policy.publisher_events(publisher, [event])
+            if isinstance(stamped, Denial):
+                return refuse(403, stamped.message)
+            event = stamped[0]
         size = len(event.body or b"")
         p = choose_partition(partition, event.partition_key, view.partitions,
                              lambda: runtime.next_partition(view.name, view.partitions))
@@ -416,6 +457,14 @@ def _properties_section(content_type: str | None, creation_ms: int) -> bytes:
     if len(fields) + 1 < 256:
         return b"\x00\x53\x73\xc0" + bytes([len(fields) + 1, count]) + fields
     return b"\x00\x53\x73\xd0" + (len(fields) + 4).to_bytes(4, "big") + count.to_bytes(4, "big") + fields
+
+
+def _disabled(runtime, hub: str, principal) -> Response | None:
+    """The 403 for a read of ``hub`` the namespace refuses ``principal`` (a Disabled hub, a
+    disabled application group: what Kafka's fetch and AMQP's receivers are refused), else None."""
+    why = runtime.policy.disabled(hub, principal)
+    return None if why is None else refuse(refusals.status(Refusal.DISABLED), why,
+                                           namespace=runtime.name)
 
 
 def _no_partition(view, text: str) -> Response | None:
