@@ -19,10 +19,13 @@ The token is a JWT whose claims are read the way Entra's are:
   namespace;
 - ``exp`` (required) and ``nbf``, with five minutes of clock skew; ``iss``
   must equal the configured issuer, when there is one;
-- ``roles``: ``Azure Event Hubs Data Owner`` (Manage, Send, Listen),
-  ``… Data Sender`` (Send), ``… Data Receiver`` (Listen). A ``scope``/``scp``
-  claim naming ``Send``, ``Listen`` or ``Manage`` (or those roles) works too,
-  for clients that can only set a scope. No role: authenticated, no rights.
+- ``roles``: ``Azure Event Hubs Data Owner`` (Manage, Send, Listen, and the
+  Schema Registry), ``… Data Sender`` (Send), ``… Data Receiver`` (Listen),
+  ``Schema Registry Reader`` (reads the registry), ``Schema Registry Contributor``
+  (reads and registers), each with or without Azure's old `` (Preview)`` suffix.
+  A ``scope``/``scp`` claim naming ``Send``, ``Listen`` or ``Manage`` (or those
+  roles) works too, for clients that can only set a scope. No role:
+  authenticated, no rights.
 - ``appid`` (Entra's v1 tokens), else ``azp`` (v2): the client application's id,
   which an application group ``AADAppID=<id>`` matches.
 
@@ -40,6 +43,7 @@ import re
 from dataclasses import dataclass, field
 
 from kafka_wire.eventhubs.model import LISTEN, MANAGE, SEND, EventHubsModel, Namespace
+from kafka_wire.eventhubs.rights import SCHEMA_READ, SCHEMA_WRITE
 from kafka_wire.log_lines import iso_utc
 
 __all__ = ["OAuthSettings", "TokenError", "parse_client_first", "authenticate_token",
@@ -47,10 +51,16 @@ __all__ = ["OAuthSettings", "TokenError", "parse_client_first", "authenticate_to
 
 SKEW_S = 300
 _ALL = frozenset({SEND, LISTEN, MANAGE})
-ROLE_RIGHTS = {
-    "azure event hubs data owner": _ALL,
+_SCHEMA_READER = frozenset({SCHEMA_READ})
+_SCHEMA_CONTRIBUTOR = frozenset({SCHEMA_READ, SCHEMA_WRITE})
+ROLE_RIGHTS = {  # Azure's built-in roles, by name (lower case)
+    "azure event hubs data owner": _ALL,  # (Manage: the Schema Registry too, rights.SCHEMA_READERS)
     "azure event hubs data sender": frozenset({SEND}),
     "azure event hubs data receiver": frozenset({LISTEN}),
+    "schema registry reader": _SCHEMA_READER,
+    "schema registry reader (preview)": _SCHEMA_READER,
+    "schema registry contributor": _SCHEMA_CONTRIBUTOR,
+    "schema registry contributor (preview)": _SCHEMA_CONTRIBUTOR,
 }
 _SCOPE_RIGHTS = {"send": frozenset({SEND}), "listen": frozenset({LISTEN}), "manage": _ALL}
 _GLOBAL_AUDIENCES = ("https://eventhubs.azure.net",)

@@ -152,10 +152,11 @@ class RestApi:
                               f"{request.segments[0]!r} accepts at most {limit} bytes per send")
         return None
 
-    def authorize(self, request: Request, hub: str | None, right: str, *, any_right: bool = False,
+    def authorize(self, request: Request, hub: str | None, right: str | tuple[str, ...], *,
+                  any_right: bool = False,
                   namespace_wide: bool = False) -> tuple[NamespaceRuntime | None, object, Response | None]:
-        """(namespace, principal, None) when the request may exercise ``right`` on
-        ``hub`` (``any_right``: any of Listen, Send and Manage; ``namespace_wide``: a
+        """(namespace, principal, None) when the request may exercise ``right`` (a tuple: any
+        of them) on ``hub`` (``any_right``: any of Listen, Send and Manage; ``namespace_wide``: a
         namespace-level resource, which a hub-scoped token does not reach); else (…, …, the refusal).
         The token is a SAS token, bare or as a bearer token (the Azure SDKs' token
         credentials send it so), or a bearer JWT where the namespace has OAuth."""
@@ -171,10 +172,11 @@ class RestApi:
                                                       request.signed_in)
         if why is not None:
             return runtime, None, error(status, why)
-        rights = (LISTEN, SEND, MANAGE) if any_right else (right,)
+        rights = (LISTEN, SEND, MANAGE) if any_right else right if isinstance(right, tuple) else (right,)
         scoped = namespace_wide and principal is not None and principal.hub is not None
         if scoped or not any(runtime.policy.allows(principal, r, hub) for r in rights):
             what = f"event hub {hub!r}" if hub else f"namespace {runtime.name!r}"
-            return runtime, principal, error(401, f"the token ({principal}) does not grant {right} "
+            wanted = right if isinstance(right, str) else " or ".join(right)
+            return runtime, principal, error(401, f"the token ({principal}) does not grant {wanted} "
                                                   f"on {what}")
         return runtime, principal, None

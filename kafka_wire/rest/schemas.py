@@ -2,9 +2,15 @@
 and its Avro encoder call it: register a schema, look up its id by content, get
 a schema by id or by version, list groups and versions.
 
-The namespace is the one the ``Host`` names; the bearer token is a SAS token or,
-where the namespace has OAuth, a JWT. Registering needs the Send right (Manage
-includes it); reading needs any right. Groups come from the management API.
+The namespace is the one the ``Host`` names; the bearer token is a JWT (where the
+namespace has OAuth) or a SAS token. Rights are Azure's registry roles
+(:mod:`kafka_wire.eventhubs.rights`): reading (the lists, a schema, and ``POST
+...:get-id``, a lookup by content) takes Schema Registry Reader or Contributor,
+registering (``PUT``) Contributor; Azure Event Hubs Data Owner does both. The Event
+Hubs data roles (Sender, Receiver) grant no registry access. Azure's registry takes no
+SAS tokens; here a namespace-wide SAS policy with Manage stands in for Data Owner, and
+Send or Listen alone, like the roles they are, reach nothing. Groups come from the
+management API.
 """
 from __future__ import annotations
 
@@ -13,10 +19,10 @@ import re
 from typing import TYPE_CHECKING, Callable, NamedTuple
 from urllib.parse import quote
 
-from kafka_wire.eventhubs.rights import LISTEN, SEND
+from kafka_wire.eventhubs.rights import SCHEMA_READERS, SCHEMA_WRITERS
 from kafka_wire.eventhubs.schema_registry import RegistryError, Schema, SchemaRegistry
 from kafka_wire.rest import arm
-from kafka_wire.rest.http import Request, Response, nesting
+from kafka_wire.rest.http import Request, Response, error, nesting
 from kafka_wire.whole_numbers import whole_number
 
 if TYPE_CHECKING:
@@ -60,9 +66,14 @@ def handle(api: RestApi, request: Request) -> Response | NeedsRegistry:
     if version not in API_VERSIONS:
         return arm.fail(400, "InvalidApiVersion" if version else "MissingApiVersion",
                         f"api-version {version!r} is not served: use one of {', '.join(sorted(API_VERSIONS))}")
-    write = request.method in ("PUT", "POST")
-    runtime, _principal, refused = api.authorize(request, None, SEND if write else LISTEN,
-                                                 any_right=not write, namespace_wide=True)
+    write = request.method == "PUT"  # (a POST is a read: :get-id looks an id up by content)
+    runtime, principal, refused = api.authorize(request, None, SCHEMA_WRITERS if write else SCHEMA_READERS,
+                                                namespace_wide=True)
+    if refused is not None and principal is not None:  # a token without the registry's rights
+        refused = error(401, f"the token ({principal}) may not {'register schemas in' if write else 'read'} "
+                             f"the Schema Registry of namespace {runtime.name!r}: that takes the role "
+                             f"Schema Registry {'Contributor' if write else 'Reader or Contributor'} or "
+                             "Azure Event Hubs Data Owner (of SAS policies, a namespace-wide one with Manage)")
     if refused is not None:
         return _json_error(refused)
     return NeedsRegistry(runtime, lambda registry: _answer(request, registry))

@@ -83,7 +83,7 @@ def registry_broker(tmp_path):
 
 
 def register(b, name: str, schema) -> str:
-    r = contoso_call(b, "PUT", f"/$schemaGroups/g/schemas/{name}?api-version=2023-07-01", SENDER,
+    r = contoso_call(b, "PUT", f"/$schemaGroups/g/schemas/{name}?api-version=2023-07-01", ROOT,
                      headers={"Content-Type": "application/json;serialization=Avro"}, data=json.dumps(schema))
     assert r.status_code == 204, r.text
     return r.headers["Schema-Id"]

@@ -130,7 +130,8 @@ HTTP = [
     Surface("mgmt application groups", "Manage", _http("GET", f"{MG}/{NS}/applicationGroups{API}")),
     Surface("rest send", "Send", _http("POST", f"/{HUB}/messages", data=b"x")),
     Surface("rest send partition", "Send", _http("POST", f"/{HUB}/partitions/0/messages", data=b"x")),
-    Surface("schema registry list", "any", _http("GET", "/$schemagroups?api-version=2022-10")),
+    # (Azure's registry takes its roles, no SAS: here a namespace-wide Manage stands in for Data Owner)
+    Surface("schema registry list", "Manage", _http("GET", "/$schemagroups?api-version=2022-10")),
     Surface("console hub", "any", _http("GET", f"/api/namespaces/{NS}/hubs/{HUB}")),
     Surface("console events", "Listen", _http("GET", f"/api/namespaces/{NS}/hubs/{HUB}/partitions/0/events"
                                                     "?from=earliest")),

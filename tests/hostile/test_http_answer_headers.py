@@ -19,7 +19,6 @@ from tests.hostile.conftest import start
 from tests.hostile.surfaces import API, CREDENTIALS, HOST, MG, NS
 
 ROOT = next(c for c in CREDENTIALS if c.kind == "root")
-SENDER = next(c for c in CREDENTIALS if c.kind == "send-only")
 SR = "?api-version=2023-07-01"
 AVRO = "application/json;serialization=Avro"
 SCHEMA = json.dumps({"type": "record", "name": "R", "fields": [{"name": "a", "type": "string"}]})
@@ -57,7 +56,7 @@ def registry(tmp_path):
                             headers={"Host": HOST, **ROOT.header()})
         assert made.status_code == 200, made.text
         put = requests.put(f"{broker.http_url}/$schemaGroups/g1/schemas/shop.Order{SR}", data=SCHEMA,
-                           timeout=15, headers={"Host": HOST, "Content-Type": AVRO, **SENDER.header()})
+                           timeout=15, headers={"Host": HOST, "Content-Type": AVRO, **ROOT.header()})
         assert put.status_code == 204, put.text
         yield broker, tmp_path / "data"
     finally:
@@ -69,12 +68,12 @@ def test_a_schema_name_past_latin_1_is_refused_in_the_registrys_shape_and_not_st
     before = stored(data_dir)
     for name in ("%E2%82%AC-euro", "a%3Ab", "-dash-first", "n" * 51):
         answer = requests.put(f"{broker.http_url}/$schemaGroups/g1/schemas/{name}{SR}", data=SCHEMA,
-                              timeout=15, headers={"Host": HOST, "Content-Type": AVRO, **SENDER.header()})
+                              timeout=15, headers={"Host": HOST, "Content-Type": AVRO, **ROOT.header()})
         assert arm_error(answer) == (400, "BadRequest"), name
         assert "schema name" in answer.json()["error"]["message"]
         looked_up = requests.post(f"{broker.http_url}/$schemaGroups/g1/schemas/{name}:get-id{SR}",
                                   data=SCHEMA, timeout=15,
-                                  headers={"Host": HOST, "Content-Type": AVRO, **SENDER.header()})
+                                  headers={"Host": HOST, "Content-Type": AVRO, **ROOT.header()})
         assert arm_error(looked_up) == (404, "ItemNotFound"), name  # nothing was stored under it
     assert stored(data_dir) == before
 
@@ -83,7 +82,7 @@ def test_cr_lf_in_a_schema_name_cannot_split_the_answer(registry):
     broker, data_dir = registry
     before = stored(data_dir)
     path = "/$schemaGroups/g1/schemas/x%0D%0ASet-Cookie:%20session=attacker%0D%0AX-Injected:%20yes" + SR
-    lines, body = raw(broker, f"PUT {path} HTTP/1.1\r\nHost: {HOST}\r\nAuthorization: {SENDER.token()}\r\n"
+    lines, body = raw(broker, f"PUT {path} HTTP/1.1\r\nHost: {HOST}\r\nAuthorization: {ROOT.token()}\r\n"
                               f"Content-Type: {AVRO}\r\nContent-Length: {len(SCHEMA)}\r\n"
                               "Connection: close\r\n\r\n", SCHEMA.encode())
     assert lines[0] == "HTTP/1.1 400 Bad Request", lines
