@@ -2,7 +2,8 @@
 time, as the JSON the console shows (see docs/console-api.md).
 
 Events are read straight from the partition log, never through a consumer group,
-so browsing moves no group's position and is not charged to any quota. Control
+so browsing moves no group's position (the console's API charges what it answers
+to the namespace's egress throughput units, :mod:`kafka_wire.console.api`). Control
 records, aborted transactions and events past the last stable offset are not
 shown, as a read_committed consumer or an Event Hubs receiver would not see them.
 """
@@ -21,6 +22,7 @@ from proton import Data
 from kafka_wire.console import avro_measure
 from kafka_wire.log import batch as rb
 from kafka_wire.log import errors as log_errors
+from kafka_wire.log.read_committed import CommittedFilter
 from kafka_wire.log.records import read_event_columns, records_bytes
 from kafka_wire.whole_numbers import whole_number
 
@@ -154,11 +156,16 @@ def walk(plog, start: int, upper: int | None = None, holding: bytes | None = Non
             return
         if not batches:
             return
+        # Which batches are hidden: decided for the whole read with one search of the
+        # aborted-transaction index (as a Kafka consumer decides), not one per transactional
+        # batch: a partition of thousands of aborted transactions made a page quadratic.
+        committed = CommittedFilter(plog, offset,
+                                    min(stop, rb.parse_header(batches[-1][2], 0).last_offset + 1))
         for position, append_ms, data in batches:
             header = rb.parse_header(data, 0)
             if header.base_offset >= stop:
                 return
-            if header.attributes & (rb.CONTROL_BIT | rb.TRANSACTIONAL_BIT) and plog.hidden(header):
+            if header.attributes & (rb.CONTROL_BIT | rb.TRANSACTIONAL_BIT) and committed.hidden(header):
                 offset = header.last_offset + 1
                 continue
             try:
