@@ -40,6 +40,10 @@ class TopicManager:
         self.topic_defaults = dict(topic_defaults or {})
         self._waiters: dict[tuple[str, int], list[asyncio.Future]] = {}
         self._by_id: dict[uuid.UUID, str] = {}
+        # Event Hubs' names are case-insensitive (Kafka's are not): each name, lower-cased,
+        # to the name it was made with; None for two names in one case (a data directory
+        # from before such twins were refused), which no other case then names.
+        self._folded: dict[str, str | None] = {}
         self._views: dict[str, tuple[object, TopicView]] = {}
         # (topic, partition) -> [(epoch, start offset)], only for partitions whose
         # leader a fault "moved"; all others stay at LEADER_EPOCH from offset 0.
@@ -63,7 +67,13 @@ class TopicManager:
 
     # -- naming and lookup --------------------------------------------------
     def _refresh_ids(self) -> None:
-        self._by_id = {uuid.UUID(t.topic_id): name for name, t in self.logs.topics().items()}
+        topics = self.logs.topics()
+        self._by_id = {uuid.UUID(t.topic_id): name for name, t in topics.items()}
+        folded: dict[str, str | None] = {}
+        for name in topics:
+            low = name.lower()
+            folded[low] = None if low in folded else name
+        self._folded = folded
 
     def get(self, name: str) -> TopicView | None:
         info = self.logs.topic(name)
@@ -79,6 +89,18 @@ class TopicManager:
                          dict(info.configs), name.startswith("__"))
         self._views[name] = (info, view)
         return view
+
+    def hub(self, name: str) -> TopicView | None:
+        """Event hub ``name`` as the AMQP and HTTPS front ends look it up: without regard to
+        case, as Event Hubs does; the view carries the name the hub was made with, which
+        is the one to use after the lookup. Kafka's topic names are case-sensitive: Kafka
+        handlers use :meth:`get`. Only ASCII is folded (hub names are ASCII): ``str.lower``
+        makes the Kelvin sign a 'k'."""
+        view = self.get(name)
+        if view is not None or not name.isascii():
+            return view
+        same = self._folded.get(name.lower())
+        return self.get(same) if same is not None else None
 
     def name_for_id(self, topic_id: uuid.UUID) -> str | None:
         return self._by_id.get(topic_id)

@@ -38,8 +38,10 @@ def answer(conn: AmqpConnection, request: Message) -> Message:
     response = reply(400, NOT_A_MAP) if props is None else _answer(conn, props)
     plan = conn.fault_plan
     if plan is not None and plan.active and props is not None:
+        hub = props.get("name")
+        view = conn.namespace.topics.hub(hub) if isinstance(hub, str) else None
         fault = plan.fire(("management-fail",), {
-            "namespace": conn.namespace.name, "hub": props.get("name"),
+            "namespace": conn.namespace.name, "hub": view.name if view is not None else hub,
             "partition": props.get("partition"), "client": conn.container, "protocol": "amqp"})
         if fault is not None:
             response = reply(fault.params["status"], fault.params["description"])
@@ -62,10 +64,11 @@ def _answer(conn: AmqpConnection, props: dict) -> Message:
     denied = _denied(conn, props.get("security_token"), hub)
     if denied:
         return reply(401, denied)
-    view = runtime.topics.get(hub)
+    view = runtime.topics.hub(hub)  # named in any case, as on Event Hubs
     if view is None:
         return reply(404, f"The messaging entity '{runtime.name}/{hub}' could not be found: event "
                           f"hub {hub!r} does not exist in namespace {runtime.name!r}")
+    hub = view.name
     if kind == EVENTHUB:
         created = runtime.topics.logs.topics().get(view.name)
         body = {"name": view.name, "type": EVENTHUB,

@@ -64,7 +64,7 @@ def _sender_of_disabled_hub(conn: AmqpConnection, link, address: addresses.Addre
     disabled) refused with com.microsoft:entity-disabled, as a receiver's is and as one
     attached before the change is detached (AmqpConnection.hubs_changed); True when it
     was. An unknown hub or a missing right is left to publish.attach to refuse."""
-    view = conn.namespace.topics.get(address.node)
+    view = conn.namespace.topics.hub(address.node)
     if view is None:
         return False
     principal, why = conn.principal_for(view.name, SEND)
@@ -80,8 +80,10 @@ def _sender_of_disabled_hub(conn: AmqpConnection, link, address: addresses.Addre
 def _unavailable(conn: AmqpConnection, plan, link, address: addresses.Address) -> bool:
     """An injected partition-unavailable: the attach of a receiver or partition sender
     refused (kafka_wire.fault_plan); True when it was."""
+    view = conn.namespace.topics.hub(address.node)
     fault = plan.fire(("partition-unavailable",), {
-        "namespace": conn.namespace.name, "hub": address.node, "partition": address.partition,
+        "namespace": conn.namespace.name, "hub": view.name if view is not None else address.node,
+        "partition": address.partition,
         "consumer_group": None if link.is_receiver or address.consumer_group is None
         else address.consumer_group.lower(),
         "client": conn.container, "link": link.name, "protocol": "amqp"})
@@ -111,9 +113,11 @@ def entity_not_found(namespace: str, entity: str, why: str) -> str:
 
 
 def hub_for(conn: AmqpConnection, link, address: addresses.Address):
-    """The hub (and partition, if any) a link addresses, or None after refusing the link."""
+    """The hub (and partition, if any) a link addresses, or None after refusing the link.
+    The address may name the hub in any case, as on Event Hubs: the view's name is the
+    hub's own, for everything after (logs, rights, checkpoints, metrics)."""
     runtime = conn.namespace
-    view = runtime.topics.get(address.node)
+    view = runtime.topics.hub(address.node)
     if view is None:
         refuse(link, NOT_FOUND, entity_not_found(runtime.name, address.node,
                                                  f"event hub {address.node!r} does not exist in "

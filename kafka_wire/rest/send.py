@@ -8,6 +8,9 @@ the ``BrokerProperties`` header. User properties become application properties,
 so Kafka consumers see them as headers, AMQP-encoded, like an SDK's. The events
 of a batch go to their partitions' logs, one RecordBatch per partition.
 
+The hub may be named in any case, as on Event Hubs; the hub's own name is used
+after the lookup.
+
 Answers: 201 sent; 400 malformed; 401 no valid token, or one without the Send
 right; 403 a publisher's token for another publisher, or the tier refuses; 404
 no such hub or partition; 413 over the namespace's largest publication; 503 over
@@ -50,9 +53,10 @@ def send(api: RestApi, request: Request, hub: str, partition: str | None,
     runtime, principal, refused = api.authorize(request, hub, SEND)
     if refused is not None:
         return refused
-    view = runtime.topics.get(hub)
+    view = runtime.topics.hub(hub)  # named in any case, as on Event Hubs
     if view is None:
         return error(404, f"event hub {hub!r} does not exist in namespace {runtime.name!r}")
+    hub = view.name
     if principal is not None and principal.publisher is not None and \
             (publisher or "").lower() != principal.publisher.lower():
         return error(403, f"a token for publisher {principal.publisher!r} may only send to "
