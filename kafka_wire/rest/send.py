@@ -4,16 +4,21 @@ and ``/{hub}/publishers/{publisher}/messages``, as the Event Hubs REST API.
 A body of type ``application/vnd.microsoft.servicebus.json`` is a batch: a JSON
 array of ``{"Body": "...", "UserProperties": {...}, "BrokerProperties":
 {"PartitionKey": "..."}}``. Any other body is one event, its partition key in
-the ``BrokerProperties`` header. User properties become application properties,
-so Kafka consumers see them as headers, AMQP-encoded, like an SDK's. The events
-of a batch go to their partitions' logs, one RecordBatch per partition.
+the ``BrokerProperties`` header and its user properties the request's other
+headers (REST "Send event": ``Alert: Strong Wind``), typed as the service types
+them (:func:`header_value`); a batch's headers are not properties (the service
+ignores them). User properties become application properties, so Kafka
+consumers see them as headers, AMQP-encoded, like an SDK's. The events of a
+batch go to their partitions' logs, one RecordBatch per partition.
 
 The hub may be named in any case, as on Event Hubs; the hub's own name is used
 after the lookup.
 
-Answers: 201 sent; 400 malformed; 401 no valid token, or one without the Send
-right; 403 a publisher's token for another publisher, or the tier refuses; 404
-no such hub or partition; 413 over the namespace's largest publication; 503 over
+Answers: 201 sent; 400 malformed (a header property's name or value too, or more
+than ``MAX_HEADER_PROPERTIES`` of them); 401 no valid token, or one without the
+Send right; 403 a publisher's token for another publisher, or the tier refuses;
+404 no such hub or partition; 413 over the namespace's largest publication (a
+single event's header properties count with its body); 503 over
 the throughput units for longer than ``?timeout=`` (whole seconds, 0 to 3,600,
 default 60; anything else is a 400). A throttled send is answered after its
 throttle time, as the service holds it.
@@ -21,7 +26,11 @@ throttle time, as the service holds it.
 from __future__ import annotations
 
 import json
+import math
+import re
 from typing import TYPE_CHECKING
+
+from proton import int32
 
 from kafka_wire.eventhubs.events import Incoming, encode_value
 from kafka_wire.eventhubs.refusals import Denial
@@ -43,8 +52,54 @@ DEFAULT_TIMEOUT_S = 60  # the service's documented examples send ?timeout=60
 MAX_TIMEOUT_S = 3600
 
 
+# Headers that are the request's, not the event's: every other header of a single-event
+# send is a user property. Hop-by-hop headers (RFC 9110 7.6.1; RFC 2616 13.5.1) and any
+# the Connection header names are the connection's.
+_REQUEST_HEADERS = frozenset({
+    "authorization", "host", "brokerproperties", "connection", "expect", "user-agent",
+    "keep-alive", "proxy-authenticate", "proxy-authorization", "proxy-connection", "te",
+    "trailer", "transfer-encoding", "upgrade"})
+_REQUEST_PREFIXES = ("content-", "accept", "x-ms-")
+# The service documents no bound; the listener's 16 KiB head bounds the rest. More
+# properties than this are a 400 that says to send them in a batch's UserProperties.
+MAX_HEADER_PROPERTIES = 100
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # an HTTP field name (RFC 9110 5.6.2)
+_INTEGER = re.compile(r"[+-]?[0-9]+")  # ([0-9], not \d: other scripts' digits stay text)
+_DOUBLE = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_INT32 = 1 << 31
+_INT64 = 1 << 63
+
+
 class BadBody(ValueError):
     """A body the service answers 400 for; the text says why."""
+
+
+def header_value(text: str):
+    """A header property's value as the service types it ("Exchange events between
+    consumers and producers that use different protocols": HTTPS property values are
+    converted to AMQP 32- and 64-bit signed integers, 64-bit floating point numbers and
+    booleans; any other value is a string): ``true``/``false`` in any case a boolean; an
+    integer in ASCII digits an int32, else a long; a decimal or exponent number a double.
+    Kept as text: an integer past 64 bits (not rounded into a double), infinities, NaN
+    and other scripts' digits. The exact grammar is the service's parser's and is not
+    published: this one is an inference."""
+    if not text.isascii():
+        return text
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if _INTEGER.fullmatch(text):
+        if len(text.lstrip("+-").lstrip("0")) > 19:  # (past int64, and int() of thousands of digits raises)
+            return text
+        n = int(text)
+        if -_INT32 <= n < _INT32:
+            return int32(n)
+        return n if -_INT64 <= n < _INT64 else text
+    if _DOUBLE.fullmatch(text):
+        x = float(text)
+        if math.isfinite(x):
+            return x
+    return text
 
 
 def send(api: RestApi, request: Request, hub: str, partition: str | None,
@@ -94,7 +149,8 @@ def send(api: RestApi, request: Request, hub: str, partition: str | None,
         p = choose_partition(explicit, event.partition_key, view.partitions,
                              lambda: runtime.next_partition(hub, view.partitions))
         groups.setdefault(p, []).append(event)
-    size = sum(len(e.body or b"") for e in events)
+    # the whole publication: a single event's header properties are not in the body
+    size = sum(len(e.body or b"") + sum(len(n) + len(v) for n, v in e.properties) for e in events)
     done = publish_batch(api.services, runtime, principal, hub, groups, size, timeout_ms,
                          request.headers.get("user-agent"), "https")
     if done.denial is not None:
@@ -122,7 +178,32 @@ def _events(request: Request) -> list[Incoming]:
             raise BadBody("a batch is a JSON array of events")
         return [_event(item, i) for i, item in enumerate(items)]
     key = _broker_properties(request.headers.get("brokerproperties"), "the BrokerProperties header")
-    return [Incoming(key, [], request.body, [])]
+    return [Incoming(key, _header_properties(request.headers), request.body, [])]
+
+
+def _header_properties(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
+    """A single event's user properties: the headers that are not the request's, as
+    (UTF-8 name, AMQP-encoded value). Names come as the listener hands them: lower-case,
+    a repeated header once (its last value)."""
+    hop = {n.strip().lower() for n in headers.get("connection", "").split(",")}
+    props = []
+    for name, value in headers.items():
+        if name in _REQUEST_HEADERS or name in hop or name.startswith(_REQUEST_PREFIXES):
+            continue
+        if not _TOKEN.fullmatch(name):
+            raise BadBody(f"header {name[:40]!r} is not an HTTP field name: a user property's "
+                          f"name is letters, digits and !#$%&'*+-.^_`|~")
+        try:  # (the listener reads a head as Latin-1: the bytes as sent, which are UTF-8)
+            text = value.encode("latin-1").decode("utf-8")
+        except UnicodeError:
+            raise BadBody(f"header {name[:40]!r}: a user property's value must be UTF-8 "
+                          f"text") from None
+        props.append((name.encode("ascii"), encode_value(header_value(text))))
+        if len(props) > MAX_HEADER_PROPERTIES:
+            raise BadBody(f"more than {MAX_HEADER_PROPERTIES} headers would be user properties: "
+                          f"send more in a batch (Content-Type: {BATCH_TYPE}), each event's in "
+                          f"its UserProperties")
+    return props
 
 
 def _event(item, i: int) -> Incoming:
