@@ -70,9 +70,14 @@ class EventBatch:
         return self.sequence_numbers, self.offsets, self.enqueued_ms, self.keys, self.headers, self.bodies
 
 
-def decode_batch(data: bytes, position: int, append_time_ms: int, out: EventBatch | None = None) -> EventBatch:
+def decode_batch(data: bytes, position: int, append_time_ms: int, out: EventBatch | None = None,
+                 first_offset: int = 0) -> EventBatch:
     """Append the records of one stored RecordBatch v2 to ``out`` (a new
-    EventBatch if None). Control batches hold no events and add nothing."""
+    EventBatch if None), those at or past ``first_offset`` only: a read
+    starting inside a batch (DeleteRecords moves the log start to any offset;
+    a range may start anywhere) is served the whole stored batch, whose
+    records below that start are not the reader's. Control batches hold no
+    events and add nothing."""
     out = EventBatch() if out is None else out
     header = parse_header(data, 0)
     if header.is_control:
@@ -82,6 +87,8 @@ def decode_batch(data: bytes, position: int, append_time_ms: int, out: EventBatc
     deltas: list[int] = []
     read_event_columns(data, header, deltas, keys, hdrs, bodies)
     base = header.base_offset
+    if base < first_offset:
+        _drop_below(first_offset - base, deltas, keys, hdrs, bodies, start)
     seqs.extend([base + d for d in deltas])
     first = position * EVENTS_PER_POSITION
     last = EVENTS_PER_POSITION - 1
@@ -92,6 +99,17 @@ def decode_batch(data: bytes, position: int, append_time_ms: int, out: EventBatc
             if hdrs[i]:
                 hdrs[i] = [(n, amqp_property(v)) for n, v in hdrs[i] if n != AMQP_PROPERTIES_HEADER]
     return out
+
+
+def _drop_below(delta: int, deltas: list[int], keys: list, hdrs: list, bodies: list, start: int) -> None:
+    """Remove the records of offset delta below ``delta`` (those appended to
+    the columns from ``start``)."""
+    keep = [i for i, d in enumerate(deltas) if d >= delta]
+    if len(keep) == len(deltas):
+        return
+    deltas[:] = [deltas[i] for i in keep]
+    for column in (keys, hdrs, bodies):
+        column[start:] = [column[start + i] for i in keep]
 
 
 def amqp_property(raw: bytes | None):

@@ -50,7 +50,9 @@ class Backend(Protocol):
 
     def read(self, hub: str, partition: int, start: int, end: int,
              start_pos: int | None = None) -> Iterator[StoredBatch]:
-        """Data batches holding offsets in [start, end), with their bytes."""
+        """Data batches holding offsets in [start, end), with their bytes,
+        from the log start if it is past ``start``. Whole batches: the first
+        may hold offsets below both (``first_offset``)."""
         ...
 
     def close(self) -> None: ...
@@ -193,6 +195,16 @@ def _appended_end(reader: PartitionReader) -> int:
     finally:
         os.close(fd)
     return expected
+
+
+def first_offset(backend: Backend, hub: str, partition: int, start: int) -> int:
+    """The first sequence number a read of a range from ``start`` may give.
+    Backends serve whole stored batches, and the first may begin below it:
+    a range planned from a log start that DeleteRecords moved inside a batch,
+    or a log start moved inside one since the range was planned. Those events
+    are not captured (capture.events.decode_batch's ``first_offset``), as no
+    Kafka consumer or AMQP receiver gets them."""
+    return max(start, backend.log_start(hub, partition))
 
 
 def open_backend(options: dict) -> Backend:

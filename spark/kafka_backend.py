@@ -28,6 +28,7 @@ import ssl
 import struct
 from typing import Iterator
 
+from kafka.errors import OffsetOutOfRangeError
 from kafka.protocol.consumer import FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse
 from kafka.protocol.metadata import MetadataRequest, MetadataResponse
 from kafka.protocol.sasl import (
@@ -46,6 +47,10 @@ EARLIEST, LATEST = -2, -1
 
 
 class KafkaError(RuntimeError):
+    pass
+
+
+class OffsetOutOfRange(KafkaError):
     pass
 
 
@@ -166,7 +171,18 @@ class KafkaBackend:
         aborted: dict[int, int] = {}  # producer id -> first offset of an aborted transaction
         while offset < end:
             before = offset
-            data, more = self._fetch(hub, partition, offset, aborted)
+            try:
+                data, more = self._fetch(hub, partition, offset, aborted)
+            except OffsetOutOfRange:
+                # Below the log start (retention, DeleteRecords): those events are gone; go on
+                # from the start, as the log backend's reader does.
+                first = self._list_offset(hub, partition, EARLIEST)
+                if first <= offset:
+                    raise
+                logger.info("%s/%d: offset %d is below the log start %d: reading from there",
+                            hub, partition, offset, first)
+                offset = first
+                continue
             if not data:
                 break
             for p, h in rb.iter_batches(data):
@@ -199,6 +215,8 @@ class KafkaBackend:
                                                                partition_max_bytes=MAX_FETCH_BYTES)])],
         )
         p = r.responses[0].partitions[0]
+        if p.error_code == OffsetOutOfRangeError.errno:
+            raise OffsetOutOfRange(f"Fetch {hub}/{partition} at offset {offset}: offset out of range")
         if p.error_code:
             raise KafkaError(f"Fetch {hub}/{partition} at offset {offset} failed with error {p.error_code}")
         for txn in p.aborted_transactions or ():

@@ -134,14 +134,14 @@ class CaptureStreamWriter(DataSourceStreamArrowWriter):
     def _write_plan(self, plan: dict) -> list[tuple[str, str, FileInfo]]:
         """The files of one partition's micro-batch, read from the log (or
         Kafka) here: the planned files in order, each from its batches."""
-        from .backend import open_backend
+        from .backend import first_offset, open_backend
         from .source import Peekable
 
         ns, hub, p = plan["namespace"], plan["event_hub"], plan["partition"]
         backend = open_backend(self.source)
         done = []
-        pending = _Pending()
         try:
+            pending = _Pending(first_offset(backend, hub, p, plan["start"]))
             batches = Peekable(backend.read(hub, p, plan["start"], plan["end"], plan["start_pos"]))
             for f in map(PlannedFile._make, json.loads(plan["files"])):
                 writer = self._writer(ns, hub, p, f.name_ms)
@@ -224,12 +224,13 @@ class _Pending:
     empty file's row counting as one, and each write is one Parquet row group;
     so files keep their bytes."""
 
-    def __init__(self) -> None:
+    def __init__(self, first: int = 0) -> None:
         self.events = EventBatch()
+        self.first = first  # events below it are not the range's (backend.first_offset)
         self.budget = ARROW_BATCH_ROWS  # rows left in the Arrow batch the event rows would be in
 
     def add(self, data: bytes, position: int, append_time_ms: int, writer: CaptureWriter) -> None:
-        decode_batch(data, position, append_time_ms, self.events)
+        decode_batch(data, position, append_time_ms, self.events, self.first)
         while len(self.events) >= self.budget:
             head, self.events = _split(self.events, self.budget)
             writer.write(head)

@@ -52,7 +52,7 @@ from pyspark.sql.streaming.datasource import SupportsTriggerAvailableNow
 from kafka_wire.capture.events import EventBatch, decode_batch
 from kafka_wire.capture.windows import PlannedFile, WindowPolicy, WindowState, plan
 
-from .backend import open_backend
+from .backend import first_offset, open_backend
 
 logger = logging.getLogger(__name__)
 
@@ -255,24 +255,27 @@ class EventHubsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow)
             return
         backend = open_backend(self.options)
         try:
+            first = first_offset(backend, hub, p, start)
             batches = Peekable(backend.read(hub, p, start, end, start_pos))
             if files is None:
-                yield from self._chunks(hub, p, batches, None, end)
+                yield from self._chunks(hub, p, batches, None, end, first)
                 return
             for f in map(PlannedFile._make, files):
                 if f.empty:
                     yield self._marker(hub, p, f.name_ms)
                 else:
-                    yield from self._chunks(hub, p, batches, f.name_ms, f.end_offset)
+                    yield from self._chunks(hub, p, batches, f.name_ms, f.end_offset, first)
         finally:
             backend.close()
 
-    def _chunks(self, hub: str, p: int, batches, capture_file: int | None, end: int) -> Iterator[pa.RecordBatch]:
-        """Decode the batches below ``end``; the first at or past it stays for the next file."""
+    def _chunks(self, hub: str, p: int, batches, capture_file: int | None, end: int,
+                first: int) -> Iterator[pa.RecordBatch]:
+        """Decode the batches below ``end``, events from ``first`` on; the first
+        batch at or past ``end`` stays for the next file."""
         events = EventBatch()
         while (b := batches.peek()) is not None and b.base_offset < end:
             next(batches)
-            decode_batch(b.data, b.position, b.append_time_ms, events)
+            decode_batch(b.data, b.position, b.append_time_ms, events, first)
             if len(events) >= ROWS_PER_CHUNK:
                 yield self._rows(hub, p, events, capture_file)
                 events = EventBatch()

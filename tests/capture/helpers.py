@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -101,3 +102,38 @@ def check_capture(out: Path, expected: dict, *, namespace: str, hub: str, encodi
     assert {x["data"]["fileType"] for x in lines} == {"AzureBlockBlob"}
     assert sum(x["data"]["eventCount"] for x in lines) == len(expected)
     return files
+
+
+def wait_until(condition, what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def one_batch_of_ten(broker, hub: str, namespace: str = "emulatorNs1") -> tuple[PartitionReader, dict]:
+    """A new one-partition hub holding one record batch of ten events (offsets 0..9,
+    key ``k<i>``, body ``e<i>``, no header), listed in its ``.batches`` index; returns
+    the partition's reader and what check_capture expects of the events."""
+    from confluent_kafka import Producer
+
+    broker.create_hub(hub, 1)
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5000})
+    for i in range(10):
+        p.produce(hub, key=b"k%d" % i, value=b"e%d" % i, partition=0)
+    assert p.flush(10) == 0  # flush sends at once: one batch
+    reader = PartitionReader(broker.data_dir / namespace / f"{hub}-0")
+    wait_until(lambda: reader.end_offset() == 10 and reader.stable_end() == 10, "the .batches index to list it")
+    assert [(b.base_offset, b.next_offset) for b in reader.batches(0, with_data=False)] == [(0, 10)]
+    return reader, {(0, i): (b"k%d" % i, b"e%d" % i, []) for i in range(10)}
+
+
+def delete_records(broker, reader: PartitionReader, hub: str, offset: int) -> None:
+    """DeleteRecords (a Kafka admin client) up to ``offset`` in partition 0, seen by the reader."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    for f in admin.delete_records([TopicPartition(hub, 0, offset)]).values():
+        f.result(10)
+    wait_until(lambda: reader.log_start_offset() == offset, "the log start file")

@@ -16,7 +16,9 @@ import pytest
 from kafka_wire.cli import main
 
 from .conftest import HUB, PARTITIONS, produce
-from .helpers import NAME, capture_files, check_capture, log_positions, read_file
+from .helpers import (
+    NAME, capture_files, check_capture, delete_records, log_positions, one_batch_of_ten, read_file,
+)
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
@@ -67,6 +69,17 @@ def test_bootstrap_reads_the_same_events_through_the_kafka_protocol(spark, produ
     # LogAppendTime hub, log from offset 0: offsets and enqueued times match the log's exactly.
     check_capture(out, expected, namespace=NS, hub=HUB, encoding="avro",
                   positions=log_positions(broker.data_dir, NS, HUB, PARTITIONS))
+
+
+def test_once_leaves_out_the_events_deleted_records_cut_from_a_batch(spark, broker, tmp_path):
+    reader, produced = one_batch_of_ten(broker, "cut")
+    delete_records(broker, reader, "cut", 5)  # the log start inside the batch: 0..4 are gone
+    expected = {key: event for key, event in produced.items() if key[1] >= 5}
+    positions = log_positions(broker.data_dir, NS, "cut", 1)
+    for where in (["--data-dir", str(broker.data_dir)], ["--bootstrap", broker.bootstrap_servers]):
+        out = tmp_path / where[0].strip("-")
+        capture(*where, "--hub", "cut", "--out", str(out), "--once", "--interval-seconds", "60")
+        check_capture(out, expected, namespace=NS, hub="cut", encoding="avro", positions=positions)
 
 
 def test_empty_windows_are_written_or_skipped_as_configured(spark, broker, tmp_path):
