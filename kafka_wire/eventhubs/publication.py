@@ -71,9 +71,17 @@ def publish_batch(services: Services, runtime: NamespaceRuntime, principal, hub:
     for partition, events in groups.items():
         plog = runtime.topics.log(hub, partition)
         # Stamped here where the log would stamp it (a LogAppendTime hub): one CRC pass, not two.
-        records = records_batch(events, now_ms, log_append_time=plog is not None and plog.config.log_append_time)
-        # (the batch is ours: its header read back without a second CRC pass over it)
-        headers = [parse_header(records)] if len(events) else validate_records(records)
+        stamped = plog is not None and plog.config.log_append_time
+        records = records_batch(events, now_ms, log_append_time=stamped)
+        if plog is not None and len(records) > plog.config.max_message_bytes and len(events) > 1:
+            # The limit is the publication's, checked above: stored, small events take more
+            # room than sent (a record's varints past 8,191 of them), so a full batch can pass
+            # the partition's max.message.bytes. Stored as several record batches, appended at
+            # once (one outcome for the sender), each one a Kafka consumer can fetch.
+            records, headers = _split_batches(events, now_ms, stamped, plog.config.max_message_bytes)
+        else:
+            # (the batch is ours: its header read back without a second CRC pass over it)
+            headers = [parse_header(records)] if len(events) else validate_records(records)
         batches.append((partition, events, records, headers))
     summary = _combined([summarize(headers, len(records)) for _p, _e, records, headers in batches])
     admission = runtime.policy.produce(
@@ -107,6 +115,35 @@ def publish_batch(services: Services, runtime: NamespaceRuntime, principal, hub:
         if observer is not None:
             observer.on_events(protocol, runtime.name, hub, partition, True, len(events), len(records))
     return Published(None, throttle_ms=admission.throttle_ms + held_ms, partition=first[0], sequence_number=first[1])
+
+
+def _split_batches(events: list[Incoming] | PlainEvents, now_ms: int, stamped: bool,
+                   limit: int) -> tuple[bytearray, list]:
+    """``events`` as consecutive record batches of at most ``limit`` bytes each where
+    one event allows it (halved until they fit; a lone event over it is left for the
+    log to refuse), joined into one blob, with their headers."""
+    parts: list[bytearray] = []
+    pending = [events]
+    while pending:
+        some = pending.pop()
+        records = records_batch(some, now_ms, log_append_time=stamped)
+        if len(records) > limit and len(some) > 1:
+            half = len(some) // 2
+            pending += (_slice(some, half, len(some)), _slice(some, 0, half))  # (the first half next)
+        else:
+            parts.append(records)
+    blob = bytearray().join(parts)
+    headers, pos = [], 0
+    for records in parts:
+        headers.append(parse_header(blob, pos))
+        pos += len(records)
+    return blob, headers
+
+
+def _slice(events: list[Incoming] | PlainEvents, start: int, stop: int) -> list[Incoming] | PlainEvents:
+    if isinstance(events, PlainEvents):
+        return PlainEvents(events.key, events.bodies[start:stop], events.size)
+    return events[start:stop]
 
 
 def _keys(events: list[Incoming] | PlainEvents) -> list[str | None]:
