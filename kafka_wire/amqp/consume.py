@@ -210,12 +210,10 @@ def start_offset(plog, selector: str | None) -> int:
         if not _NUMBER.match(value):
             raise FilterError(f"offset {shortened(repr(value))} is not a number, -1 or @latest")
         wanted = int(value)
-        last, where = last_event(plog)
-        if where is not None or last < 0:  # (unknown once retention took every event)
-            last_offset = where[0] if where is not None else -1
-            if wanted > last_offset:
-                raise PastTheEnd(f"The supplied offset '{wanted}' is invalid. The last offset in "
-                                 f"the system is '{last_offset}'")
+        if wanted > _last_offset_ever(plog):
+            _, where = last_event(plog)
+            raise PastTheEnd(f"The supplied offset '{wanted}' is invalid. The last offset in "
+                             f"the system is '{where[0] if where is not None else -1}'")
         found = plog.offset_at_event_offset(wanted if inclusive else wanted + 1)
         return min(max(found, start), end)
     if what == "sequence-number" and ":" in value:  # Java writes SEGMENT:N ('-1:N' without one)
@@ -233,6 +231,19 @@ def start_offset(plog, selector: str | None) -> int:
                              f"sequence number in the system is '{last_event(plog)[0]}'")
         return min(max(wanted, start), end)
     return min(max(plog.offset_for_append_time(number, inclusive), start), end)
+
+
+def _last_offset_ever(plog) -> int:
+    """An Event Hubs offset at or past every event's the partition has ever held (-1 for
+    none): its last record's, in the active segment, which the cleaner never rewrites.
+    Not the last event's now: compaction can take that away, and the offset a reader was
+    handed for it (its checkpoint, the SDK's reconnection) must still attach."""
+    active = plog.segments[-1]
+    if active.next_offset > active.base_offset:
+        where = plog.event_position(active.next_offset - 1)
+        if where is not None:
+            return where[0]
+    return active.base_position * rb.EVENTS_PER_POSITION - 1  # (where the next batch goes, less one)
 
 
 _ACCEPTED = int(Delivery.ACCEPTED)
@@ -573,12 +584,14 @@ class ConsumeLink(LinkHandler):
             except log_errors.OffsetOutOfRange:
                 self.next_offset = plog.log_start_offset
                 continue
+            before = self.next_offset
             found = self._events(runtime, plog, batches)
             if found is None:  # (detached)
                 return False
             if found:
                 return True
-            if self.next_offset >= min(plog.log_end_offset, plog.last_stable_offset) or not batches:
+            if (self.next_offset >= min(plog.log_end_offset, plog.last_stable_offset) or not batches
+                    or self.next_offset == before):  # (nothing read: wait for the log to change)
                 self._wait(plog)
                 return False
         # Reads that found only markers and aborted transactions: the rest in a later turn of
@@ -606,6 +619,8 @@ class ConsumeLink(LinkHandler):
         nbytes = 0
         for position, append_ms, data in batches:
             header = rb.parse_header(data, 0)
+            if header.base_offset > self.next_offset:  # a gap compaction left: past it, as a fetch
+                self.next_offset = header.base_offset
             if header.base_offset >= upper:
                 break
             if header.attributes & (rb.CONTROL_BIT | rb.TRANSACTIONAL_BIT) and committed.hidden(header):

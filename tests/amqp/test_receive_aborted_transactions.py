@@ -6,13 +6,15 @@ the aborted-transaction index once per batch."""
 from __future__ import annotations
 
 import random
+import threading
+import time
 
 import pytest
 from azure.eventhub import EventHubConsumerClient
 from confluent_kafka import Consumer, Producer
 
 from kafka_wire.testing import EmulatedBroker
-from tests.amqp.conftest import receive
+from tests.amqp.conftest import receive, wait_for
 
 
 @pytest.fixture(scope="module")
@@ -102,3 +104,49 @@ def test_a_receiver_gets_what_read_committed_gets_from_interleaved_transactions(
     assert sorted(reference) == sorted(expected)  # (the model, up to the order committed data lands in)
     assert reference[-1] == b"end"
     assert _received(broker, "mixed", len(reference)) == reference
+
+
+def test_a_receiver_in_a_gap_below_an_open_transaction_waits(broker):
+    """Compaction took offsets 1-2 and a transaction is open at 3 (the last stable
+    offset): a receiver at 1 waits for the transaction, reading nothing meanwhile (it
+    re-read the same batches without end, a core of the broker's loop), then gets it."""
+    broker.create_hub("gap", 1, configs={"cleanup.policy": "compact", "segment.bytes": "2048",
+                                         "delete.retention.ms": "0", "min.compaction.lag.ms": "0",
+                                         "min.cleanable.dirty.ratio": "0.01"})
+    plain = Producer({"bootstrap.servers": broker.bootstrap_servers, "acks": "all", "linger.ms": 0})
+    for key, value in ((b"k0", b"v" * 1700), (b"k1", b"v1"), (b"k1", None)):
+        plain.produce("gap", key=key, value=value, partition=0)
+        plain.flush(10)
+    open_txn = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": "gap-open",
+                         "transaction.timeout.ms": 60000})
+    open_txn.init_transactions(30)
+    open_txn.begin_transaction()
+    open_txn.produce("gap", key=b"k9", value=b"x" * 400, partition=0)  # (rolls the segment)
+    open_txn.flush(30)
+    runtime = broker.broker.services.default
+    plog = runtime.topics.log("gap", 0)
+    broker.call(lambda: runtime.cleaner.clean_now("gap", 0))
+    assert broker.call(lambda: (plog.segments[-1].base_offset, plog.last_stable_offset)) == (3, 3)
+
+    reads = []
+    stored_batches = plog.stored_batches
+    plog.stored_batches = lambda *args, **kwargs: reads.append(args) or stored_batches(*args, **kwargs)
+    client = EventHubConsumerClient.from_connection_string(
+        broker.amqp_connection_string(), consumer_group="$Default", eventhub_name="gap", retry_total=0)
+    got: list = []
+    thread = threading.Thread(target=client.receive, kwargs=dict(
+        on_event=lambda context, event: got.append(event.body_as_str()) if event is not None else None,
+        partition_id="0", starting_position=1, starting_position_inclusive=True, max_wait_time=1), daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: reads, timeout=20)
+        seen = len(reads)
+        time.sleep(1)  # (an interval to count reads in: a spinning receiver makes thousands)
+        assert len(reads) - seen < 10 and not got
+        open_txn.commit_transaction(30)
+        wait_for(lambda: got, timeout=20)
+        assert got == ["x" * 400]
+    finally:
+        plog.stored_batches = stored_batches
+        client.close()
+        thread.join(15)

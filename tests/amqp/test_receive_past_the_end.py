@@ -9,6 +9,7 @@ import threading
 
 import pytest
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
+from confluent_kafka import Producer
 
 from kafka_wire.testing import EmulatedBroker
 from tests.amqp.conftest import receive
@@ -94,3 +95,68 @@ def test_the_next_event_and_the_ends_still_attach(broker, position, inclusive):
             thread.join(15)
         assert got and (position == "-1" or got[0].sequence_number >= 5)
 
+
+
+COMPACTED = {"cleanup.policy": "compact", "segment.bytes": "2048", "delete.retention.ms": "0",
+             "min.compaction.lag.ms": "0", "min.cleanable.dirty.ratio": "0.01"}
+
+
+def test_a_reader_past_an_event_compaction_took_still_attaches(broker):
+    """The last event (a transactional tombstone, its marker in the next segment) is
+    taken by the cleaner after a receiver got it: re-attaching after it (the SDKs'
+    reconnection, a checkpoint) waits for the next event, as it did before it went."""
+    broker.create_hub("table", 1, configs=COMPACTED)
+    plain = Producer({"bootstrap.servers": broker.bootstrap_servers, "acks": "all", "linger.ms": 0})
+    plain.produce("table", key=b"k0", value=b"v" * 1810, partition=0)
+    plain.flush(10)
+    plain.produce("table", key=b"k1", value=b"v1", partition=0)
+    plain.flush(10)
+    streams = Producer({"bootstrap.servers": broker.bootstrap_servers, "transactional.id": "table-1"})
+    streams.init_transactions(30)
+    streams.begin_transaction()
+    streams.produce("table", key=b"k1", value=None, partition=0)  # a changelog's delete
+    streams.flush(30)
+    streams.commit_transaction(30)
+    got = receive(_consumer(broker, "table"), 3, timeout=20, partition_id="0", starting_position="-1")
+    last = int(got[-1][1].offset)
+    runtime = broker.broker.services.default
+    cleaned = broker.call(lambda: runtime.cleaner.clean_now("table", 0))
+    assert cleaned.records_removed >= 2  # (the tombstone and what it deleted are gone)
+    with _consumer(broker, "table") as client:
+        assert int(client.get_partition_properties("0")["last_enqueued_offset"]) < last
+    assert _first_event_after(broker, "table", str(last), plain) == b"next"
+
+
+def _first_event_after(broker, hub: str, position, producer: Producer) -> bytes:
+    client = _consumer(broker, hub)
+    got: list = []
+    errors: list = []
+    ready = threading.Event()
+
+    def on_event(context, event):
+        if event is not None:
+            got.append(event.body)
+            ready.set()
+
+    def on_error(context, error):
+        errors.append(error)
+        ready.set()
+
+    thread = threading.Thread(target=client.receive, kwargs=dict(
+        on_event=on_event, on_error=on_error, partition_id="0", starting_position=position,
+        max_wait_time=1), daemon=True)
+    thread.start()
+    try:
+        # A refusal comes at the attach, before anything is sent (once an event is sent
+        # after the position, the position is no longer past the end)
+        ready.wait(5)
+        for _ in range(100 if not errors else 0):  # (bounded: sends until the receiver gets one)
+            producer.produce(hub, key=b"k2", value=b"next", partition=0)
+            producer.flush(10)
+            if ready.wait(0.2):
+                break
+    finally:
+        client.close()
+        thread.join(15)
+    assert not errors, errors
+    return b"".join(next(iter(got)))
