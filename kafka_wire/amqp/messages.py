@@ -303,7 +303,9 @@ def is_batch(message: Incoming) -> bool:
     message? Proton's Python binding does not expose a transfer's message
     format, so the sections are checked: every one must decode whole as
     message sections holding a body, which user bytes practically never do."""
-    return bool(message.data_sections) and all(map(_is_encoded_message, message.data_sections))
+    sections = message.data_sections
+    return (bool(sections) and all(map(_is_encoded_message, sections))
+            and (len(sections) > 1 or len(sections[0]) > 0))
 
 
 # The encodings each message section's value may have (constructor bytes):
@@ -316,6 +318,8 @@ _SECTION_VALUES = {_HEADER: _LISTS, _DELIVERY_ANN: _MAPS, _MESSAGE_ANN: _MAPS,
 
 
 def _is_encoded_message(raw: bytes) -> bool:
+    if not len(raw):
+        return True  # an event whose encoding is empty (see batch_messages)
     pos, end, body = 0, len(raw), False
     try:
         while pos < end:
@@ -334,15 +338,27 @@ def _is_encoded_message(raw: bytes) -> bool:
 def batch_messages(outer: Incoming) -> list[Incoming] | None:
     """The messages of a batch-format message, or None when it is not one (see
     :func:`is_batch`): each data section decoded once, strictly."""
-    if not outer.data_sections:
+    sections = outer.data_sections
+    if not sections:
         return None
     try:
-        inner = [_plain_inner(section) or _decode(memoryview(section), strict=True)
-                 for section in outer.data_sections]
+        inner = [_plain_inner(section) or (_decode(memoryview(section), strict=True) if len(section)
+                                           else _NO_BODY)
+                 for section in sections]
     except Exception:
         return None
+    if len(inner) == 1 and inner[0] is _NO_BODY:
+        return None  # one empty data section: a plain message's empty body
     return [m if m.partition_key is not None or outer.partition_key is None
             else m._replace(partition_key=outer.partition_key) for m in inner]
+
+
+# A batch's event whose encoding is empty: the SDKs add one to a batch for an
+# AmqpAnnotatedMessage without a body (data_body=[], value_body=None), and count it. It is
+# an event with no body (a Kafka record with a null value, which on a compacted hub is the
+# tombstone the service documents: a key and no payload), not a reason to take the whole
+# batch for one message whose body is its events' encodings.
+_NO_BODY = Incoming(None, [], None, [], None)
 
 
 def _plain_inner(section) -> Incoming | None:
@@ -671,12 +687,16 @@ def encode_event(sequence: int, offset: int, enqueued_ms: int, key: bytes | None
         except UnicodeDecodeError:  # a binary Kafka key has no string form
             pass
     kept: _Kept | None = None
+    if amqp_headers and headers:
+        name, hv = headers[-1]
+        if name == _PROPERTIES_NAME and hv is not None:
+            # The reserved header is the last one (eventhubs.events.records_batch): a header
+            # of its name before it is an application property of that name.
+            kept = _restored(hv)
+            headers = headers[:-1]
     items: list[bytes] = []
     count = 0
     for name, hv in headers:
-        if amqp_headers and name == _PROPERTIES_NAME and hv is not None:
-            kept = _restored(hv)
-            continue
         items.append(_str(name.encode("utf-8")))
         count += 1
         if hv is None:

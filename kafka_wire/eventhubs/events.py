@@ -24,7 +24,9 @@ __all__ = ["Incoming", "PlainEvents", "encode_value", "with_publisher", "records
 
 # What a record has no place for (an AMQP message's header, annotations, properties
 # section, footer, body shape) is stored whole as a header of this name in batches
-# written by the Event Hubs front ends, and given back to AMQP receivers.
+# written by the Event Hubs front ends, and given back to AMQP receivers. It is always
+# the record's last header: an application property may have the same name (it is a
+# header before it, and the reserved one is then written even when it holds nothing).
 PROPERTIES_HEADER = rb.AMQP_PROPERTIES_HEADER.encode()
 
 
@@ -134,6 +136,13 @@ def records_batch(messages: Iterable[Incoming] | PlainEvents, now_ms: int, codec
         else:
             if m.amqp_only is not None:
                 headers = [*headers, (PROPERTIES_HEADER, m.amqp_only)]
+            else:
+                for name, _v in headers:  # (a loop, not any(): a third of the cost)
+                    if name == PROPERTIES_HEADER:
+                        # An application property of the reserved name: readers take only the
+                        # last header for the reserved one, so one (saying nothing) goes after it.
+                        headers = [*headers, (PROPERTIES_HEADER, _NO_PROPERTIES)]
+                        break
             records.append(encode_record(i, 0, key, value, headers))
         count = i + 1
     return _batch(records, count, now_ms, attributes)
