@@ -24,6 +24,7 @@ from kafka_wire.log.recovery import fsync_dir
 
 from .avro_blocks import AvroBlocks
 from .events import EventBatch, arrow_table
+from .naming import file_name_error
 from .schema import ARROW_SCHEMA, AVRO_CODEC, AVRO_SCHEMA
 
 logger = logging.getLogger(__name__)
@@ -59,6 +60,9 @@ class CaptureWriter:
 
     def __init__(self, out_dir: str | os.PathLike, name: str, partition: int, encoding: str, *,
                  partition_key: bool = True, fsync: bool = True):
+        problem = file_name_error(name)
+        if problem:  # whatever made the name (a format, a hub's name), no file goes outside out_dir
+            raise ValueError(f"capture file name {name!r} is refused: {problem}")
         self.name = name
         self.partition = partition
         self.encoding = normalize_encoding(encoding)

@@ -62,7 +62,7 @@ def test_names_follow_the_nine_tokens():
         "contoso/orders/0/2017/12/08/03/03/17.avro"
     custom = "{Year}-{Month}-{Day}/{Namespace}_{EventHub}/p{PartitionId}/{Hour}{Minute}{Second}"
     assert file_name(custom, "ns", "hub", 3, ms, "parquet") == "2017-12-08/ns_hub/p3/030317.parquet"
-    with pytest.raises(ValueError, match="all nine tokens"):
+    with pytest.raises(ValueError, match="all nine placeholders"):
         check_name_format("{Namespace}/{EventHub}/{Year}")
 
 
