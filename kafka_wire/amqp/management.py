@@ -18,7 +18,7 @@ from proton import UNDESCRIBED, Array, Data, Message, int32, timestamp
 from kafka_wire.amqp import georeplication
 from kafka_wire.amqp.cbs import NOT_A_MAP, reply, request_properties
 from kafka_wire.eventhubs.rights import LISTEN, MANAGE, SEND
-from kafka_wire.eventhubs.door import AuthorizationHeader, Refused, SasToken
+from kafka_wire.eventhubs.door import Jwt, Refused, SasToken
 from kafka_wire.log import batch as rb
 from kafka_wire.log_lines import RepeatedWarnings, client_address, shortened
 from kafka_wire.whole_numbers import whole_number
@@ -176,7 +176,7 @@ def _denied(conn: AmqpConnection, token, hub: str) -> str | None:
         # a SAS token, or the bearer token a TokenCredential gave, as on $cbs (for this
         # connection's namespace; an open one takes it as no credential)
         credential = SasToken(token) if token.startswith("SharedAccessSignature") \
-            else AuthorizationHeader(f"Bearer {token}")
+            else Jwt(token, by_host=True)
         try:
             principal = door.sign_in(credential, conn.peer, "AMQP $management request")
         except Refused as exc:

@@ -144,9 +144,8 @@ def authenticate_header(model: EventHubsModel | None, namespace: str, header: st
     so), or a bearer JWT where the namespace has OAuth. None without a header,
     and for any other bearer token on an open namespace (one without SAS rules,
     OAuth or required auth), which takes a TokenCredential's token as none.
-    AMQP's ``$cbs`` hands its ``jwt`` tokens here as bearer tokens too: like HTTP's,
-    they are for the namespace the client named by host, which the global
-    audience does not name."""
+    (AMQP's ``$cbs`` and ``$management`` hand theirs to the door as
+    ``door.Jwt(token, by_host=True)``, which the door checks the same way.)"""
     header = header.strip()
     ns = model.namespaces.get(namespace) if model is not None else None
     if (ns is None or (ns.open and not ns.oauth and not ns.requires_auth)) and \

@@ -44,11 +44,14 @@ def hubs(b: EmulatedBroker) -> list[str]:
     return sorted(b.broker.services.namespaces["contoso"].topics.names())
 
 
-def test_management_refuses_a_hub_named_like_another_in_another_case(broker):
+def test_management_takes_a_hub_named_in_another_case_as_that_hub(broker):
+    """ARM's names are case-insensitive: a PUT of ORDERS changes hub orders (it was
+    refused as a twin), and makes no second hub."""
     before = hubs(broker)
-    made = manage(broker, "PUT", f"{MG}/contoso/eventhubs/ORDERS{API}", json={"properties": {"partitionCount": 1}})
-    assert made.status_code == 400, made.text
-    assert made.json()["error"]["code"] == "BadRequest" and "'orders'" in made.json()["error"]["message"]
+    partitions = broker.broker.services.namespaces["contoso"].topics.get("orders").partitions
+    made = manage(broker, "PUT", f"{MG}/contoso/eventhubs/ORDERS{API}",
+                  json={"properties": {"partitionCount": partitions}})
+    assert made.status_code == 200 and made.json()["name"] == "orders", made.text
     assert hubs(broker) == before
     listed = manage(broker, "GET", f"{MG}/contoso/eventhubs{API}").json()["value"]
     assert sorted(h["name"] for h in listed) == before
@@ -80,3 +83,20 @@ def test_kafka_auto_creation_refuses_a_case_twin(broker):
     producer.flush(15)
     assert len(reports) == 1 and reports[0] is not None, reports
     assert "PAYMENTS" not in hubs(broker)
+
+
+def test_management_reads_and_deletes_a_hub_named_in_another_case(broker):
+    """GET, consumer groups, authorization rules and DELETE of TEMP reach hub Temp: the
+    DELETE answered 204 and deleted nothing."""
+    made = manage(broker, "PUT", f"{MG}/contoso/eventhubs/Temp{API}", json={"properties": {"partitionCount": 1}})
+    assert made.status_code in (200, 201), made.text
+    read = manage(broker, "GET", f"{MG}/contoso/eventhubs/TEMP{API}")
+    assert read.status_code == 200 and read.json()["name"] == "Temp", read.text
+    group = manage(broker, "PUT", f"{MG}/contoso/eventhubs/temp/consumergroups/audit{API}", json={})
+    assert group.status_code == 200, group.text
+    listed = manage(broker, "GET", f"{MG}/contoso/eventhubs/TEMP/consumergroups{API}").json()["value"]
+    assert sorted(g["name"] for g in listed) == ["$Default", "audit"]
+    assert manage(broker, "GET", f"{MG}/contoso/eventhubs/tEmP/authorizationRules{API}").status_code == 200
+    gone = manage(broker, "DELETE", f"{MG}/contoso/eventhubs/TEMP{API}")
+    assert gone.status_code in (200, 204) and "Temp" not in hubs(broker), gone.text
+    assert manage(broker, "GET", f"{MG}/contoso/eventhubs/Temp{API}").status_code == 404

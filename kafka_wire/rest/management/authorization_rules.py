@@ -25,7 +25,7 @@ def rules(scope: Scope, tail: list[str], hub_name: str | None) -> Response:
     method = scope.method
     owner_id = scope.base
     if hub_name is not None:
-        view = scope.runtime.topics.get(hub_name)
+        view = scope.runtime.topics.hub(hub_name)
         if view is None:
             return scope.missing("event hub", hub_name)
         hub_name = view.name

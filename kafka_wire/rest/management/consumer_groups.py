@@ -11,7 +11,7 @@ from kafka_wire.rest.management.event_hubs import configured, saved
 
 
 def groups(scope: Scope, hub_name: str, tail: list[str]) -> Response:
-    view = scope.runtime.topics.get(hub_name)
+    view = scope.runtime.topics.hub(hub_name)
     if view is None:
         return scope.missing("event hub", hub_name)
     hub_id = f"{scope.base}/eventhubs/{view.name}"

@@ -51,10 +51,10 @@ def saved(scope: Scope, name: str) -> None:
 
 def hub(scope: Scope, name: str) -> Response:
     topics, policy = scope.runtime.topics, scope.runtime.policy
-    view = topics.get(name)
+    view = topics.hub(name)  # (ARM's names are case-insensitive: ORDERS is hub Orders)
     method = scope.method
     if method == "GET":
-        return arm.ok(hub_json(scope, name)) if view is not None else scope.missing("event hub", name)
+        return arm.ok(hub_json(scope, view.name)) if view is not None else scope.missing("event hub", name)
     if method == "DELETE":
         if view is None:
             return absent()
