@@ -100,7 +100,9 @@ class ConsoleApi:
         runtime, principal, refused = self._principal(ns, headers, peer, what, signed_in)
         if refused is not None:
             return None, None, None, refused
-        view = runtime.topics.get(hub)
+        view = runtime.topics.hub(hub)  # (in any case, as the AMQP and HTTPS front ends)
+        if view is not None:
+            hub = view.name
         if view is None or view.internal or not runtime.policy.sees(principal, hub):
             return None, None, None, refuse(404, f"event hub {hub!r} does not exist in namespace {ns!r}")
         if not any(runtime.policy.allows(principal, r, hub) for r in rights):

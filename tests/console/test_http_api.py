@@ -162,6 +162,11 @@ def test_json_api_lists_namespaces_hubs_partitions_and_lagging_groups(http_broke
 
     status, _, body = http_get(b.http_url + f"/api/namespaces/{NS}/hubs/nope")
     assert status == 404 and "does not exist" in json.loads(body)["error"]
+    # a hub's name in any case, as on the AMQP and HTTPS front ends
+    status, _, body = http_get(b.http_url + f"/api/namespaces/{NS}/hubs/TELEMETRY")
+    assert status == 200 and json.loads(body)["name"] == "telemetry"
+    status, _, body = http_get(b.http_url + f"/api/namespaces/{NS}/hubs/Telemetry/partitions/0/events")
+    assert status == 200 and len(json.loads(body)["events"]) == 4
 
 
 def test_console_page_and_its_static_files_are_served(http_broker):
