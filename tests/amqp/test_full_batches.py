@@ -144,3 +144,20 @@ def _positions(headers):
     for h in headers:
         yield pos
         pos += h.size
+
+
+def test_a_split_publication_is_replicated_as_stored(tmp_path):
+    """Geo-replication (synchronous) ships the publication's record batches to the
+    secondary as the primary stored them."""
+    from tests.geo.conftest import geo, geo_broker, stored
+    rng = random.Random(4603)
+    with geo_broker(tmp_path, amqp=True, partitions=1) as broker:
+        with EventHubProducerClient.from_connection_string(broker.amqp_connection_string(),
+                                                           eventhub_name="orders") as p:
+            sent = _full_batch(p, lambda: rng.randbytes(100))
+        primary, secondary = broker.call(lambda: (geo(broker).primary_location,
+                                                  geo(broker).replicas[1].location))
+        held = stored(broker, primary)
+        batches = [h for _pos, h in rb.iter_batches(held)]
+        assert len(batches) > 1 and sum(h.records_count for h in batches) == len(sent)
+        assert wait_for(lambda: stored(broker, secondary) == held, timeout=30)
