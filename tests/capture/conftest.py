@@ -43,8 +43,15 @@ def produce(bootstrap: str, hub: str, n: int, *, compression: str, start: int = 
                   "enable.idempotence": True})
     for i in range(start, start + n):
         headers = [("seq", str(i).encode()), ("kind", b"test")]
-        p.produce(hub, key=f"key-{i}".encode(), value=f"event {i} ".encode() * (i % 5 + 1), headers=headers,
-                  partition=i % partitions, on_delivery=on_delivery(headers))
+        for _ in range(600):  # 60 s at most
+            try:
+                p.produce(hub, key=f"key-{i}".encode(), value=f"event {i} ".encode() * (i % 5 + 1),
+                          headers=headers, partition=i % partitions, on_delivery=on_delivery(headers))
+                break
+            except BufferError:  # librdkafka's queue (100,000) is full: a loaded broker; let it drain
+                p.poll(0.1)
+        else:
+            raise AssertionError(f"the producer's queue stayed full for 60 s at event {i}")
         if pause_every and (i - start + 1) % pause_every == 0:
             p.flush()
             time.sleep(pause_s)
