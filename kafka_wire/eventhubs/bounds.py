@@ -18,15 +18,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+# Capture's name format rule is Capture's own (capture.naming), asked here by the management
+# API and the config loader; Capture's command line and Spark sink ask it there.
+from kafka_wire.capture.naming import NAME_FORMAT_MAX, name_format_error
+from kafka_wire.capture.naming import TOKENS as NAME_FORMAT_TOKENS
+
 __all__ = ["Bounds", "MAX_RETENTION_HOURS", "NAME_FORMAT_TOKENS", "retention_hours_error",
            "name_format_error", "NAME_FORMAT_MAX"]
 
 # The longest retention a hub may be given, in any mode (a tier's own limit, lower, is a tier
 # rule in strict mode: tier_rules.topic_config); -1 is unlimited (compacted hubs).
 MAX_RETENTION_HOURS = 1_000_000
-# Every placeholder a custom Capture name format must hold, as on Azure.
-NAME_FORMAT_TOKENS = ("{Namespace}", "{EventHub}", "{PartitionId}", "{Year}", "{Month}", "{Day}",
-                      "{Hour}", "{Minute}", "{Second}")
 
 
 def retention_hours_error(hours: object) -> str | None:
@@ -35,31 +37,6 @@ def retention_hours_error(hours: object) -> str | None:
             hours == -1 or 1 <= hours <= MAX_RETENTION_HOURS):
         return None
     return f"use a whole number of hours from 1 to {MAX_RETENTION_HOURS:,}, or -1 for unlimited"
-
-
-NAME_FORMAT_MAX = 1024  # characters; blob names are at most 1,024
-
-
-def name_format_error(name_format: object) -> str | None:
-    """Why Capture may not name its files by ``name_format``, else None: the files must stay
-    under their destination (a relative path without empty, '.' or '..' parts or
-    backslashes), be names a blob or a file may have (printable UTF-8, 1,024 characters at
-    most) and be told apart (every placeholder)."""
-    if not isinstance(name_format, str):
-        return "the name format must be text"
-    if len(name_format) > NAME_FORMAT_MAX or any(ord(c) < 32 or ord(c) == 127 for c in name_format):
-        return f"it must be at most {NAME_FORMAT_MAX:,} printable characters"
-    try:
-        name_format.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate (JSON's "\udcff"): no file or blob has that name
-        return "it must be UTF-8 text"
-    parts = name_format.split("/")
-    if name_format.startswith("/") or "\\" in name_format or any(p in ("", ".", "..") for p in parts):
-        return "it must be a relative path without empty, '.' or '..' parts or backslashes"
-    missing = [t for t in NAME_FORMAT_TOKENS if t not in name_format]
-    if missing:
-        return f"it lacks {', '.join(missing)}: a custom format must contain all nine placeholders"
-    return None
 
 
 @dataclass(frozen=True, slots=True)
