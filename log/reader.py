@@ -37,6 +37,7 @@ seconds checks each byte once.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import os
 import re
@@ -264,7 +265,7 @@ class PartitionReader:
     def _resolved(self, start: int) -> Iterator[tuple[StoredBatch, bool | None]]:
         """(batch, keep) in offset order from ``start``; keep is None for the
         first unresolved transactional batch, after which nothing is yielded."""
-        aborted = self._txn_index()
+        aborted = _Aborted(self._txn_index())
         # Every batch queues in offset order; the front leaves once its fate is known.
         pending: list[list] = []  # [batch, keep: True | False | None (unresolved)]
         open_txn: dict[int, list[list]] = {}
@@ -281,7 +282,7 @@ class PartitionReader:
                 pending.append([b, False])  # emptied by compaction
             elif not h.is_transactional:
                 pending.append([b, True])
-            elif any(pid == h.producer_id and first <= b.base_offset <= last for pid, first, last in aborted):
+            elif aborted.holds(h.producer_id, b.base_offset):
                 pending.append([b, False])
             else:
                 item = [b, None]
@@ -324,6 +325,28 @@ class PartitionReader:
         for batch in self.scan(end):
             end = batch.next_offset
         return end
+
+
+class _Aborted:
+    """Aborted transactions by producer, sorted by first offset: whether a batch is in one
+    is a bisection, not a walk of every entry (a partition of 20,000 aborted transactions
+    took Capture's --once 35 s to plan; 2 s so)."""
+
+    def __init__(self, entries: list[tuple[int, int, int]]) -> None:
+        self._by_producer: dict[int, tuple[list[int], list[int]]] = {}
+        for pid, first, last in sorted(entries, key=lambda e: (e[0], e[1])):
+            firsts, lasts = self._by_producer.setdefault(pid, ([], []))
+            firsts.append(first)
+            lasts.append(last)
+
+    def holds(self, producer_id: int, offset: int) -> bool:
+        found = self._by_producer.get(producer_id)
+        if found is None:
+            return False
+        firsts, lasts = found
+        i = bisect.bisect_right(firsts, offset) - 1
+        # (one producer's transactions never overlap: the last to start at or before it)
+        return i >= 0 and offset <= lasts[i]
 
 
 def read_topic_partitions(namespace_dir: str | os.PathLike, only: str | None = None) -> dict[str, int]:
