@@ -130,10 +130,11 @@ def test_split_batches_hold_the_events_in_order_each_within_the_limit(sizes, lim
     bodies = [bytes([i % 251]) * n for i, n in enumerate(sizes)]
     events = (PlainEvents("k", bodies) if plain
               else [Incoming("k", [(b"i", b"\x54" + bytes([i % 256]))], body, [body]) for i, body in enumerate(bodies)])
-    blob, headers = _split_batches(events, 1_700_000_000_000, stamped, limit)
+    one = bytes(records_batch(events, 1_700_000_000_000, log_append_time=stamped))
+    # (as publish_batch calls it: ``over`` when the one batch is too large)
+    blob, headers = _split_batches(events, 1_700_000_000_000, stamped, limit, over=len(one) > limit)
     assert rb.validate_records(blob) == headers  # whole batches, CRCs right, nothing after them
     assert all(h.size <= limit or h.records_count == 1 for h in headers)
-    one = bytes(records_batch(events, 1_700_000_000_000, log_append_time=stamped))
     values = [r.value for h, pos in zip(headers, _positions(headers))
               for r in DefaultRecordBatch(bytes(blob[pos:pos + h.size]))]
     assert values == [r.value for r in DefaultRecordBatch(one)] == bodies
