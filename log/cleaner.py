@@ -37,7 +37,10 @@ segments, each made when the segment is read and let go after (a map holds no
 descriptor: ``mapping``), so a backlog of thousands of segments compacts with
 a handful of descriptors; the partition lock is taken only to take a
 consistent view and for the final swap, which writes a marker so a crash
-leaves the old or the new segments (``recovery.swap_segments``).
+leaves the old or the new segments (``recovery.swap_segments``). A round the
+log was truncated under (a geo-replica following its primary, the old primary
+after a promotion) is abandoned at the swap: truncation cuts a segment in
+place, and the copy made before would bring the records past the cut back.
 """
 
 from __future__ import annotations
@@ -281,7 +284,7 @@ class _Cleaning:
                     written.pop()
             before = sum(s.info.size for s in sources)
             swapped = [([s.info.segment for s in g], g[0].info.base_offset) for g in groups]
-            ok = not swapped or log.swap_cleaned(swapped)
+            ok = not swapped or log.swap_cleaned(swapped, truncations=view.truncations)
             if not ok:
                 logger.info("%s: the log changed during cleaning; retrying later", log.directory)
                 return None

@@ -131,6 +131,9 @@ class CompactionView(NamedTuple):
     aborted: tuple[AbortedTxn, ...]  # every .txnindex entry, the active segment's included
     producer_last_offsets: dict[int, int]  # producer id -> offset of its last data batch (-1: none)
     config: LogConfig
+    # PartitionLog.truncations when the view was taken: swap_cleaned refuses a copy made
+    # before a truncation (the segments it copied may have been cut in place since).
+    truncations: int = 0
 
 
 class PartitionLog:
@@ -152,6 +155,8 @@ class PartitionLog:
         # A segment file (or this directory) was made since the last flush: fsync the directory too.
         self._dir_dirty = True
         self._rolled: list[LogSegment] = []  # sealed, not yet fsynced (crash durability)
+        # How many times the log was cut (truncate_to, started over): see swap_cleaned.
+        self.truncations = 0
         if not lazy:
             self._load()
 
@@ -694,17 +699,24 @@ class PartitionLog:
             )
             aborted = tuple(e for s in self._segments for e in s.txn_index.entries) if producers else ()
             return CompactionView(
-                infos, self.last_stable_offset, self.log_start_offset, aborted, last_offsets, self.config
+                infos, self.last_stable_offset, self.log_start_offset, aborted, last_offsets, self.config,
+                self.truncations,
             )
 
-    def swap_cleaned(self, groups: list[tuple[list[LogSegment], int]]) -> bool:
+    def swap_cleaned(self, groups: list[tuple[list[LogSegment], int]], *, truncations: int) -> bool:
         """Replace each run of segments by the cleaned segment written as
-        ``{base:020d}.*.cleaned`` (see recovery.swap_segments). Returns False,
+        ``{base:020d}.*.cleaned`` (see recovery.swap_segments). ``truncations``:
+        the view's (``compaction_view``) the copies were made from. Returns False,
         changing nothing, if any of them left the log meanwhile (retention,
-        truncation, close). Segments replaced keep their maps: reads in
-        flight over them stay valid until they let go."""
+        truncation, close) or the log was cut since the view. Segments replaced
+        keep their maps: reads in flight over them stay valid until they let go."""
         with self._lock:
             if self._closed:
+                return False
+            if truncations != self.truncations:
+                # A segment still listed may have been cut in place (truncate_to keeps the
+                # object: a compacted one is sealed again): the copy holds records past the
+                # cut, which would come back with offsets the log hands out again.
                 return False
             current = {id(seg) for seg in self._segments[:-1]}
             if not all(id(seg) in current for olds, _ in groups for seg in olds):
@@ -833,6 +845,7 @@ class PartitionLog:
             self._check_open()
             if offset >= self.log_end_offset:
                 return
+            self.truncations += 1  # before any cut: a cleaning copied before it is refused
             if offset <= self._segments[0].base_offset:
                 # Nothing survives: start over at offset, keeping Event Hubs positions increasing.
                 self._start_over_at(offset, self._segments[0].base_position)
@@ -859,6 +872,7 @@ class PartitionLog:
             self._start_over_at(offset, self._segments[-1].base_position + self._segments[-1].size)
 
     def _start_over_at(self, offset: int, position: int) -> None:
+        self.truncations += 1
         for seg in reversed(self._segments):
             seg.delete()
         self._segments = [LogSegment.create(self.directory, offset, position, self.config)]
