@@ -176,6 +176,19 @@ class LogSegment:
         seg.txn_index_suspect = recover or bool(seg.dropped_bytes) or problem is not None
         return seg
 
+    @classmethod
+    def replacement_problem(cls, directory: Path, base_offset: int, config: LogConfig,
+                            file_suffix: str) -> str | None:
+        """Why the segment written as ``{base_offset:020d}.*{file_suffix}`` (the cleaner's
+        replacement) fails the full check of its indexes against its .log, or None. For a
+        check before the swap, off the partition's lock: the files are the writer's own
+        until renamed."""
+        seg = cls(directory, base_offset, config, file_suffix=file_suffix)
+        try:
+            return seg._index_problem(True)
+        finally:
+            seg.release()
+
     def _index_problem(self, full: bool) -> str | None:
         """Why the indexes cannot be trusted as they are, or None."""
         bi = self.batch_index

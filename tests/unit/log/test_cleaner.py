@@ -24,6 +24,7 @@ from kafka_wire.log.errors import StorageError
 from kafka_wire.log.index import unpack_positions
 from kafka_wire.log.manager import LogManager
 from kafka_wire.log.reader import PartitionReader
+from kafka_wire.log.segment import LogSegment
 
 from .log_helpers import GZIP, LZ4, SNAPPY, ZSTD, keyed_batch, make_batch, read_all, records_of
 
@@ -405,6 +406,50 @@ def test_a_reader_holding_a_view_of_a_replaced_segment_keeps_valid_bytes(tmp_pat
     env.clean()
     assert bytes(view) == copy  # the old map was not closed under the reader
     view.release()
+
+
+def test_the_swap_checks_the_cleaned_segments_in_full_before_it_takes_the_partition_lock(tmp_path, monkeypatch):
+    # The full check reads every index entry (~120 ms for 200,000 batches): appends to the
+    # partition would wait for it. The files are the cleaner's own until renamed.
+    env = Env(tmp_path)
+    fill(env)
+    log = env.log
+    under_lock = []
+    real = LogSegment._index_problem
+
+    def spy(self, full):
+        if full:
+            under_lock.append(log._lock._is_owned())
+        return real(self, full)
+
+    monkeypatch.setattr(LogSegment, "_index_problem", spy)
+    before = latest(log)
+    assert env.clean() is not None
+    assert under_lock and not any(under_lock), under_lock
+    assert latest(env.log) == before
+
+
+def test_a_cleaned_segment_failing_its_full_check_is_not_swapped_in(tmp_path, monkeypatch, caplog):
+    env = Env(tmp_path)
+    fill(env)
+    log = env.log
+    segments, contents = log.segments, read_all(log)
+    real = log.swap_cleaned
+
+    def damage_then_swap(groups, **kw):
+        path = log.directory / f"{groups[-1][1]:020d}.batches.cleaned"
+        data = bytearray(path.read_bytes())
+        data[-16:] = data[-32:-16]  # the last entry repeats the one before: out of order
+        path.write_bytes(bytes(data))
+        return real(groups, **kw)
+
+    monkeypatch.setattr(log, "swap_cleaned", damage_then_swap)
+    assert env.clean() is None
+    assert "fails its check" in caplog.text
+    assert log.segments == segments and read_all(log) == contents
+    assert not list(log.directory.glob("*.cleaned"))
+    monkeypatch.undo()
+    assert env.clean() is not None  # a later round, its copy undamaged, compacts
 
 
 def test_leftover_cleaned_files_without_a_marker_are_deleted(tmp_path):
