@@ -8,8 +8,9 @@ Kafka's LogCleaner, simplified where a single local broker allows it:
   time in ``.batches``, which is what Kafka's largest timestamp is for the
   default LogAppendTime).
 - An offset map (key -> latest offset) is built over the dirty part, from the
-  ``cleaner-offset-checkpoint`` of the partition to the end of the cleanable
-  part; records of aborted transactions and control records do not count.
+  ``cleaner-offset-checkpoint`` of the partition (lowered by a truncation below
+  it, as Kafka's is) to the end of the cleanable part; records of aborted
+  transactions and control records do not count.
 - Every cleanable segment is rewritten keeping a record unless a later offset
   of its key is in the map. Records with a null key are kept. A tombstone (null
   value) is dropped once its segment's last append is older than
@@ -59,13 +60,13 @@ from .errors import LogClosed, LogError, StorageError, UnknownTopic
 from .index import TXN_ENTRY, BatchIndex, AbortedTxn, pack_positions
 from .manager import LogManager
 from .mapping import map_read_only, release_map
-from .partition_log import CompactionView, PartitionLog, SegmentInfo
+from .partition_log import CLEANER_CHECKPOINT_FILE, CompactionView, PartitionLog, SegmentInfo
 from .recovery import CLEANED_SUFFIX, SWAP_FILE, write_atomic
 from .segment import INT32_MAX, POSITIONS_SUFFIX, SUFFIXES, TXN_INDEX_SUFFIX, LogSegment, segment_path
 
 logger = logging.getLogger(__name__)
 
-CHECKPOINT_FILE = "cleaner-offset-checkpoint"
+CHECKPOINT_FILE = CLEANER_CHECKPOINT_FILE
 _WRITE_CHUNK = 1 << 20
 
 
@@ -289,7 +290,8 @@ class _Cleaning:
                 logger.info("%s: the log changed during cleaning; retrying later", log.directory)
                 return None
             written.clear()
-            write_checkpoint(log.directory, end)
+            # Not over a truncation since the view (it lowered the checkpoint below ``end``).
+            log.set_cleaner_checkpoint(end, truncations=view.truncations)
         except FileNotFoundError as exc:  # a segment was deleted under us (retention, topic deletion)
             logger.info("%s: cleaning abandoned: %s", log.directory, exc)
             return None

@@ -68,6 +68,9 @@ def _header_at(buf, pos: int) -> BatchHeader:
 # after handles.IDLE_CLOSE_S, 10 s), and 1,000 partitions written round robin skip a locked
 # OrderedDict update per append.
 TOUCH_EVERY_S = 0.5
+# The end of what the cleaner has cleaned (Kafka's cleaner-offset-checkpoint, one per partition
+# here): compaction's dirty part starts there. Written by the cleaner, lowered by truncation.
+CLEANER_CHECKPOINT_FILE = "cleaner-offset-checkpoint"
 # Set by _load: a lazy log reaches them through __getattr__ until then.
 _LOADED_ON_FIRST_USE = frozenset({"_segments", "_producers", "log_start_offset", "_last_append_ms"})
 
@@ -862,12 +865,14 @@ class PartitionLog:
                 # Nothing survives: start over at offset, keeping Event Hubs positions increasing.
                 self._start_over_at(offset, self._segments[0].base_position)
                 return
+            self._lower_cleaner_checkpoint(offset)  # first: a crash during the cut leaves it lowered
             i = _index_of(self._segments, offset)
             for seg in reversed(self._segments[i + 1 :]):
                 seg.delete()
             self._segments = self._segments[: i + 1]
             self._segments[i].truncate_to(offset)
             lower_recovery_point(self.directory, self.log_end_offset)
+            self._lower_cleaner_checkpoint(self.log_end_offset)
             if self.log_start_offset > self.log_end_offset:
                 self._set_log_start_offset(self.log_end_offset, allow_decrease=True)
             self._producers.rebuild(self._segments, upto=self.log_end_offset)
@@ -885,6 +890,7 @@ class PartitionLog:
 
     def _start_over_at(self, offset: int, position: int) -> None:
         self.truncations += 1
+        self._lower_cleaner_checkpoint(offset)
         for seg in reversed(self._segments):
             seg.delete()
         self._segments = [LogSegment.create(self.directory, offset, position, self.config)]
@@ -896,6 +902,28 @@ class PartitionLog:
         self._producers.reset(offset)
         self._producers.incomplete = offset > 0
         self._handles.touch(self, self._segments[-1].open_descriptors)
+
+    def _lower_cleaner_checkpoint(self, offset: int) -> None:
+        """After a cut at ``offset``: the cleaner's checkpoint is never past it (Kafka's
+        maybeTruncateCheckpoint). What is written at those offsets again is dirty: its keys
+        must supersede older values (a tombstone there would otherwise never remove the
+        value before it, which comes back once the tombstone goes)."""
+        path = self.directory / CLEANER_CHECKPOINT_FILE
+        try:
+            checkpoint = int(path.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return
+        if checkpoint > offset:
+            write_atomic(path, f"{offset}\n".encode())
+
+    def set_cleaner_checkpoint(self, offset: int, *, truncations: int) -> bool:
+        """The cleaner's: record that the log below ``offset`` is cleaned, unless it was
+        cut since its view (``truncations``: CompactionView's), which may have lowered it."""
+        with self._lock:
+            if self._closed or truncations != self.truncations:
+                return False
+            write_atomic(self.directory / CLEANER_CHECKPOINT_FILE, f"{offset}\n".encode())
+            return True
 
     # -- durability -------------------------------------------------------------
 

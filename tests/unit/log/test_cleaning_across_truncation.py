@@ -182,3 +182,36 @@ def test_no_record_at_or_past_a_cut_made_during_a_cleaning_survives(tmp_path_fac
     assert_segments_do_not_overlap(env.log)
     assert records_of(read_all(env.log)) == kept
     env.manager.close()
+
+
+def test_a_key_deleted_after_a_truncation_below_the_cleaned_end_stays_deleted(tmp_path):
+    """Truncation below the cleaner's checkpoint (the end of what it cleaned) lowers it, as
+    Kafka's maybeTruncateCheckpoint does: what is written at the cut offsets again is dirty,
+    so its keys supersede older values. Else a tombstone written there never removes the
+    value before it, and once the tombstone itself goes (delete.retention.ms) the deleted
+    key reads as that older value again."""
+    env = Env(tmp_path)
+    env.put(b"gone", b"old value")
+    for r in range(4):
+        for i in range(10):
+            env.put(b"k%d" % i, b"r%d-%d" % (r, i) + b"." * 20)
+    env.log.roll()
+    assert env.clean() is not None
+    compacted = env.log.segments[-2]
+    cut = compacted.base_offset + compacted.batch_index.last_entry()[0]
+    env.log.truncate_to(cut)  # below the cleaned end: a compacted segment, sealed again
+    env.put(b"gone", None)  # deleted, at an offset the cleaner had cleaned before the cut
+    env.log.roll()
+    for i in range(10):  # past the old cleaned end
+        env.put(b"k%d" % i, b"after-%d" % i + b"." * 20)
+    env.log.roll()
+    env.put(b"x", b"y")
+    assert env.clean() is not None
+    env.now += 2 * DAY  # the tombstone's delete.retention.ms passes
+    assert env.clean() is not None
+    env.put(b"z", b"z")
+    env.log.roll()
+    env.now += 2 * DAY
+    env.clean()
+    got = {k: v for _, k, v in records_of(read_all(env.log))}
+    assert b"gone" not in got, got.get(b"gone")
