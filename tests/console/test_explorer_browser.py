@@ -49,12 +49,15 @@ def _wait_rows(driver, predicate):
 def _fresh(driver, read):
     """``read(driver)``, again if the page redrew what it found before it was read or
     clicked (the overview and the events table are redrawn live: an element found just
-    before a redraw is stale after it), or until it is there; at most WAIT_S."""
-    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    before a redraw is stale after it, or not yet laid out), or until it is there; at most
+    WAIT_S."""
+    from selenium.common.exceptions import (ElementNotInteractableException, NoSuchElementException,
+                                            StaleElementReferenceException)
     from selenium.webdriver.support.ui import WebDriverWait
 
     got = []
-    WebDriverWait(driver, WAIT_S, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)).until(
+    WebDriverWait(driver, WAIT_S, ignored_exceptions=(
+        NoSuchElementException, StaleElementReferenceException, ElementNotInteractableException)).until(
         lambda d: got.append(read(d)) or True)
     return got[-1]
 

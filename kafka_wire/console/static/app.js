@@ -258,6 +258,12 @@ function renderHub(hub, sel, problem) {
 
 function renderGroups(hub) {
   const groups = hub.consumer_groups;
+  // The page as it stands says which groups are open: a click just before this redraw has
+  // opened its details, but its toggle event (which records it) comes after.
+  for (const d of $("groups").querySelectorAll("details.group > summary[data-key]")) {
+    const k = d.dataset.key.slice(2);
+    if (d.parentElement.open) state.open.add(k); else state.open.delete(k);
+  }
   if (!groups.length) { rebuild($("groups"), h("p", { class: "muted" }, "No consumer groups")); return; }
   rebuild($("groups"), ...groups.map((g) => {
     const key = hub.namespace + "/" + hub.name + "/" + g.name;
