@@ -96,8 +96,11 @@ def decode_batch(data: bytes, position: int, append_time_ms: int, out: EventBatc
     times.extend([append_time_ms] * len(deltas))
     if header.attributes & AMQP_HEADERS_BIT:  # typed properties, AMQP-encoded
         for i in range(start, len(hdrs)):
-            if hdrs[i]:
-                hdrs[i] = [(n, amqp_property(v)) for n, v in hdrs[i] if n != AMQP_PROPERTIES_HEADER]
+            h = hdrs[i]
+            if h:
+                if h[-1][0] == AMQP_PROPERTIES_HEADER:  # (the front ends' own: always the last;
+                    h = h[:-1]                          # an application's of that name is before it)
+                hdrs[i] = [(n, amqp_property(v)) for n, v in h]
     return out
 
 

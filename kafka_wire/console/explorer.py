@@ -352,11 +352,7 @@ def _headers(event: Stored, whole: bool) -> tuple[list[dict], dict, int, bool]:
         raw, count = raw[:-1], count - 1
     limit, room = (HEADERS_WHOLE, HEADER_BYTES_WHOLE) if whole else (HEADERS_PREVIEW, HEADER_BYTES_PREVIEW)
     headers: list[dict] = []
-    for looked, (name, value) in enumerate(raw):
-        if amqp and name == rb.AMQP_PROPERTIES_HEADER and value is not None:
-            properties = properties or _amqp_properties(value)
-            count -= 1
-            continue
+    for name, value in raw:  # (one named so before the last is the application's)
         room -= len(name) + (0 if value is None else len(value))
         if len(headers) == limit or room < 0:
             return headers, properties, count, True

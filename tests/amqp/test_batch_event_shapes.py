@@ -5,7 +5,9 @@ property named as the broker's reserved header (``x-opt-amqp-properties``) is th
 application's, delivered back as sent."""
 from __future__ import annotations
 
+import json
 import threading
+import urllib.request
 
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
 from azure.eventhub.amqp import AmqpAnnotatedMessage
@@ -15,6 +17,7 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
 from proton import Message
 
+from kafka_wire.capture.events import EventBatch, decode_batch
 from kafka_wire.amqp.messages import batch_messages, decode_message, encode_event, is_batch, split_batch
 from kafka_wire.eventhubs.events import Incoming, records_batch
 from kafka_wire.log import batch as rb
@@ -74,7 +77,7 @@ def test_an_event_without_a_body_in_a_batch_is_one_event_with_no_body(tmp_path):
 
 
 def test_an_application_property_named_as_the_reserved_header_is_delivered(tmp_path):
-    with EmulatedBroker(tmp_path / "data", amqp=True) as broker:
+    with EmulatedBroker(tmp_path / "data", amqp=True, http=True) as broker:
         broker.create_hub("names", 1)
         plain = EventData("one")
         plain.properties = {RESERVED: "user value", "other": "kept"}
@@ -92,6 +95,21 @@ def test_an_application_property_named_as_the_reserved_header_is_delivered(tmp_p
         assert [m.headers()[0] for m in records] == [(RESERVED, encoded("user value")),
                                                      (RESERVED, encoded("user value 2"))]
         assert all(m.headers()[-1][0] == RESERVED for m in records)
+        # Capture's files and the console show it among the properties too (only the last
+        # header of that name is the front ends' own).
+        plog = broker.broker.services.default.topics.log("names", 0)
+        captured = EventBatch()
+        for position, append_ms, data in broker.call(lambda: plog.stored_batches(0, 1 << 20)):
+            decode_batch(data, position, append_ms, captured)
+        assert [dict(h) for h in captured.headers] == [{RESERVED: "user value", "other": "kept"},
+                                                       {RESERVED: "user value 2"}]
+        ns = broker.broker.services.default.name
+        url = f"{broker.http_url}/api/namespaces/{ns}/hubs/names/partitions/0/events?from=earliest"
+        with urllib.request.urlopen(url, timeout=20) as answer:
+            shown = json.loads(answer.read())["events"]
+        assert [[(h["name"], h["value"]) for h in e["headers"]] for e in shown] == [
+            [(RESERVED, "user value"), ("other", "kept")], [(RESERVED, "user value 2")]]
+        assert shown[1]["properties"]["message_id"] == "mid-2"
 
 
 def _batch(sections: list[bytes]) -> bytes:
