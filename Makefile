@@ -41,7 +41,7 @@ run: $(STAMP)
 # azurite, Azure Blob storage for the SDK's checkpoint store (tests/amqp/test_checkpoint_store.py).
 $(JS_STAMP): tests/js/package.json
 	@if command -v npm >/dev/null 2>&1; then \
-		{ npm install --prefix tests/js --no-audit --no-fund --loglevel=error && touch $@; } \
+		{ npm install --prefix tests/js --no-package-lock --no-audit --no-fund --loglevel=error && touch $@; } \
 		|| echo "npm install in tests/js FAILED: the kafkajs, @azure/event-hubs and azurite tests will be skipped"; \
 	else echo "npm not found: the kafkajs, @azure/event-hubs and azurite tests will be skipped"; fi
 
