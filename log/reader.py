@@ -92,6 +92,8 @@ class PartitionReader:
     def __init__(self, directory: str | os.PathLike):
         self.directory = Path(directory)
         self._segments: dict[int, _Segment] = {}
+        self._txn_files: dict[int, tuple[tuple, list[tuple[int, int, int]]]] = {}  # base -> (stat key, entries)
+        self._aborted: tuple[tuple, _Aborted] | None = None  # built from the files of these stat keys
 
     def __repr__(self) -> str:
         return f"PartitionReader({self.directory})"
@@ -99,11 +101,13 @@ class PartitionReader:
     # -- directory state ----------------------------------------------------------
 
     def segment_bases(self) -> list[int]:
+        return _segment_bases(self._names())
+
+    def _names(self) -> list[str]:
         try:
-            names = os.listdir(self.directory)
+            return os.listdir(self.directory)
         except FileNotFoundError:
             return []
-        return sorted(int(m.group(1)) for m in map(_SEGMENT_LOG.match, names) if m)
 
     def log_start_offset(self) -> int:
         """The first offset still in the log (retention moves it up)."""
@@ -265,7 +269,7 @@ class PartitionReader:
     def _resolved(self, start: int) -> Iterator[tuple[StoredBatch, bool | None]]:
         """(batch, keep) in offset order from ``start``; keep is None for the
         first unresolved transactional batch, after which nothing is yielded."""
-        aborted = _Aborted(self._txn_index())
+        aborted = self._aborted_index()
         # Every batch queues in offset order; the front leaves once its fate is known.
         pending: list[list] = []  # [batch, keep: True | False | None (unresolved)]
         open_txn: dict[int, list[list]] = {}
@@ -302,20 +306,36 @@ class PartitionReader:
         except LogChanged:
             return -1
 
-    def _txn_index(self) -> list[tuple[int, int, int]]:
-        """(producer id, first offset, last offset) of every aborted
-        transaction listed in a ``.txnindex`` (all segments; entries are few)."""
-        out = []
-        for base in self.segment_bases():
-            try:
-                data = (self.directory / f"{base:020d}.txnindex").read_bytes()
-            except FileNotFoundError:
+    def _aborted_index(self) -> _Aborted:
+        """The aborted transactions every ``.txnindex`` lists (all segments; entries
+        are few), a file read again only when it changed: Capture asks several
+        times a micro-batch (planning, replanning, reading), and a file changes only
+        when an abort appends to it or the broker rewrites it (truncation, recovery,
+        cleaning) or deletes it with its segment."""
+        names = self._names()
+        present = set(names)
+        files, seen = self._txn_files, []
+        for base in _segment_bases(names):
+            path = self.directory / f"{base:020d}.txnindex"
+            if path.name not in present:
                 continue
-            for version, pid, first, last, _ in TXN_ENTRY.iter_unpack(data[: len(data) - len(data) % TXN_ENTRY.size]):
-                if version == 0 and first <= last:
-                    out.append((pid, first, last))
-        return out
-
+            try:
+                # Stat before reading: a change racing the read leaves a key that no longer
+                # matches, so it is read again next time (never old entries under a new key).
+                st = os.stat(path)
+                key = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+                cached = files.get(base)
+                if cached is None or cached[0] != key:
+                    cached = files[base] = (key, _txn_entries(path.read_bytes()))
+            except FileNotFoundError:
+                continue  # deleted with its segment meanwhile
+            seen.append((base, key))
+        for gone in files.keys() - {base for base, _ in seen}:
+            del files[gone]
+        state = tuple(seen)
+        if self._aborted is None or self._aborted[0] != state:
+            self._aborted = (state, _Aborted([e for base, _ in seen for e in files[base][1]]))
+        return self._aborted[1]
 
     def end_offset(self) -> int:
         """The next offset the partition will assign, as far as its checked
@@ -325,6 +345,18 @@ class PartitionReader:
         for batch in self.scan(end):
             end = batch.next_offset
         return end
+
+
+def _segment_bases(names) -> list[int]:
+    return sorted(int(m.group(1)) for m in map(_SEGMENT_LOG.match, names) if m)
+
+
+def _txn_entries(data: bytes) -> list[tuple[int, int, int]]:
+    """(producer id, first offset, last offset) of a ``.txnindex``'s entries
+    (a torn last entry of an append in flight left out)."""
+    return [(pid, first, last)
+            for version, pid, first, last, _ in TXN_ENTRY.iter_unpack(data[: len(data) - len(data) % TXN_ENTRY.size])
+            if version == 0 and first <= last]
 
 
 class _Aborted:
