@@ -19,7 +19,9 @@ member's metadata, epoch or assignment, or of a target assignment is written to
 the coordinator's record log (``persist``; :mod:`coordinator.consumer_group_records`)
 before the heartbeat is answered, and :meth:`ConsumerGroupManager.load` rebuilds
 the groups at start, each member's session starting again then. A heartbeat that
-changes nothing writes nothing.
+changes nothing writes nothing. A group dropped as it emptied without offsets is
+remembered until the next offset cleanup (Kafka keeps it Empty until then) by a
+DROPPED record, so a restart in between remembers it too.
 
 Not emulated: client-side assignors, rack-aware assignment, online migration
 of a live classic group.
@@ -96,16 +98,28 @@ class ConsumerGroupManager:
         return [GroupListing(g.group_id, "consumer", g.state, "consumer")
                 for g in self.groups.values()]
 
-    def remove_group(self, group_id: str) -> None:
+    def remove_group(self, group_id: str, *, dropped: bool = False) -> None:
+        """``dropped``: it emptied (no offsets) and is remembered until the next cleanup."""
         group = self.groups.pop(group_id)
         for member in group.members.values():
             self._cancel_timers(member)
-        if self.persist is not None and (group.saved_head is not None or group.gone
-                                         or any(m.saved_meta for m in group.members.values())):
-            try:
-                self.persist(group_id, [[records.GROUP_GONE]])
-            except Exception:
-                log.exception("consumer group %s: cannot write its removal", group_id)
+        if self.persist is None:
+            return
+        bodies: list[list] = []
+        # group_epoch > 0: a group loaded from its DROPPED record has nothing saved yet.
+        if (group.saved_head is not None or group.gone or group.group_epoch > 0
+                or any(m.saved_meta for m in group.members.values())):
+            bodies.append([records.GROUP_GONE])
+        if dropped:
+            bodies.append([records.DROPPED, group.group_epoch])
+        if bodies:
+            self._write_removal(group_id, bodies)
+
+    def _write_removal(self, group_id: str, bodies: list[list]) -> None:
+        try:
+            self.persist(group_id, bodies)
+        except Exception:
+            log.exception("consumer group %s: cannot write its removal", group_id)
 
     # -- the record log ------------------------------------------------------------------
 
@@ -117,7 +131,10 @@ class ConsumerGroupManager:
         for group_id, group_records in groups.items():
             group = records.restore(group_id, group_records)
             if not group.members and not self.has_offsets(group_id):
-                stale.append(group_id)
+                if records.dropped_epoch(group_records) is not None:
+                    self._remember_dropped(group_id)  # gone, known until the next cleanup
+                else:
+                    stale.append(group_id)
                 continue
             self.groups[group_id] = group
             self._unarmed.append(group_id)
@@ -173,11 +190,18 @@ class ConsumerGroupManager:
         group = self.groups.get(group_id)
         if group is not None and not group.members and not self.has_offsets(group_id):
             log.info("consumer group %s is empty and has no offsets: removed", group_id)
-            self.remove_group(group_id)
-            if group.group_epoch > 0:
-                self._dropped[group_id] = None
-                if len(self._dropped) > _DROPPED_MAX:
-                    del self._dropped[next(iter(self._dropped))]
+            dropped = group.group_epoch > 0
+            self.remove_group(group_id, dropped=dropped)
+            if dropped:
+                self._remember_dropped(group_id)
+
+    def _remember_dropped(self, group_id: str) -> None:
+        self._dropped[group_id] = None
+        if len(self._dropped) > _DROPPED_MAX:
+            oldest = next(iter(self._dropped))
+            del self._dropped[oldest]
+            if self.persist is not None:
+                self._write_removal(oldest, [[records.GROUP_GONE]])
 
     def was_dropped(self, group_id: str) -> bool:
         """Whether ``group_id`` emptied and went since the last offset cleanup (Kafka would
@@ -186,7 +210,10 @@ class ConsumerGroupManager:
 
     def forget_dropped(self) -> None:
         """An offset cleanup ran: Kafka would have deleted those empty groups now."""
-        self._dropped.clear()
+        dropped, self._dropped = self._dropped, {}
+        if self.persist is not None:
+            for group_id in dropped:
+                self._write_removal(group_id, [[records.GROUP_GONE]])
 
     def shutdown(self) -> None:
         for group in self.groups.values():
@@ -277,7 +304,6 @@ class ConsumerGroupManager:
             if member_epoch != 0:
                 return self._unknown_member(group_id, member_id)
             group = self.groups[group_id] = ConsumerGroup(group_id)
-            self._dropped.pop(group_id, None)
         owned = None if topic_partitions_owned is None else self._names(group, topic_partitions_owned)
         member, created, error = self._member_for(group, member_id, member_epoch, instance_id,
                                                   owned)
@@ -286,6 +312,9 @@ class ConsumerGroupManager:
             return error
         assert member is not None
         joining = member_epoch == 0
+        if joining and self._dropped:
+            # Joined again: its first GROUP record takes its DROPPED record away.
+            self._dropped.pop(group_id, None)
         bump = created
         # Whether the member's metadata may have changed (else its record is not looked at).
         described = (created or rebalance_timeout_ms != -1 or rack_id is not None

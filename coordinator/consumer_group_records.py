@@ -19,6 +19,9 @@ CURRENT     member id, member epoch, previous epoch, state, [[topic, [partitions
             [[topic, [partitions]]] being revoked
 TARGET      member id, [[topic, [partitions]]]
 PIECE       member id, kind (CURRENT or TARGET), field index, [[topic, [partitions]]]
+DROPPED     group epoch: the group emptied without offsets and went (after its GROUP_GONE);
+            Kafka keeps it Empty until the next offset cleanup, which writes GROUP_GONE.
+            A GROUP record (the group joined again) takes it away.
 =========  ==============================================================================
 
 One member's assignment over one record (tens of thousands of partitions) is written
@@ -36,12 +39,13 @@ from kafka_wire.coordinator.record_log import MAX_RECORD, frame, framed, packed
 if TYPE_CHECKING:
     from kafka_wire.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember
 
-__all__ = ["GROUP", "GROUP_GONE", "MEMBER", "MEMBER_GONE", "CURRENT", "TARGET", "PIECE", "KINDS",
+__all__ = ["GROUP", "GROUP_GONE", "MEMBER", "MEMBER_GONE", "CURRENT", "TARGET", "PIECE", "DROPPED",
+           "KINDS", "dropped_epoch",
            "GroupRecords", "encode", "validate", "partitions_of", "partition_list",
            "MEMBER_RECORD_MAX", "changes", "unchanged", "restore", "member_record_size_ok"]
 
-GROUP, GROUP_GONE, MEMBER, MEMBER_GONE, CURRENT, TARGET, PIECE = range(4, 11)
-KINDS = frozenset(range(4, 11))
+GROUP, GROUP_GONE, MEMBER, MEMBER_GONE, CURRENT, TARGET, PIECE, DROPPED = range(4, 12)
+KINDS = frozenset(range(4, 12))
 _PIECE_BYTES = MAX_RECORD // 4
 # A member's metadata (ids, subscription) must fit one record with room to spare; a
 # heartbeat that would make it larger is refused before anything changes.
@@ -135,6 +139,8 @@ def validate(fields: list) -> list:
               and _str(fields[6]) and _partitions(fields[7]) and _partitions(fields[8]))
     elif kind == TARGET:
         ok = ok and n == 5 and _str(fields[3]) and _partitions(fields[4])
+    elif kind == DROPPED:
+        ok = ok and n == 4 and _int(fields[3])
     elif kind == PIECE:
         ok = (ok and n == 7 and _str(fields[3]) and fields[4] in _PARTITION_FIELDS
               and fields[5] in _PARTITION_FIELDS[fields[4]] and _partitions(fields[6]))
@@ -147,7 +153,7 @@ def validate(fields: list) -> list:
 
 class GroupRecords:
     """The live group records of one log, by (namespace, group) then by key:
-    (GROUP, "") or (MEMBER | CURRENT | TARGET, member id). Fed the records in log
+    (GROUP | DROPPED, "") or (MEMBER | CURRENT | TARGET, member id). Fed the records in log
     order (:meth:`apply`); ``pending_since`` is where unfinished PIECEs start (the
     reader cuts the log there), None when every piece found its record."""
 
@@ -187,7 +193,9 @@ class GroupRecords:
             return
         if records is None:
             records = self.groups[(ns, group)] = {}
-        key = (kind, "" if kind == GROUP else fields[3])
+        elif kind == GROUP and records.pop((DROPPED, ""), None) is not None:
+            self.live -= 1  # the group was joined again
+        key = (kind, fields[3] if kind in (MEMBER, CURRENT, TARGET) else "")
         if key not in records:
             self.live += 1
         records[key] = fields
@@ -302,11 +310,21 @@ def changes(group: "ConsumerGroup", members: Iterable["ConsumerGroupMember"],
     return bodies, saved
 
 
+def dropped_epoch(records: dict[tuple[int, str], list]) -> int | None:
+    """The group epoch a group's DROPPED record keeps; None: not dropped."""
+    marker = records.get((DROPPED, ""))
+    return None if marker is None else marker[3]
+
+
 def restore(group_id: str, records: dict[tuple[int, str], list]) -> "ConsumerGroup":
-    """A group as its records left it (timers are the caller's to start)."""
+    """A group as its records left it (timers are the caller's to start); a dropped one
+    Empty in the epoch it went in."""
     from kafka_wire.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember
     group = ConsumerGroup(group_id)
     head = records.get((GROUP, ""))
+    dropped = dropped_epoch(records)
+    if dropped is not None and head is None:
+        group.group_epoch = group.assignment_epoch = dropped
     if head is not None:
         group.group_epoch, group.assignment_epoch = head[3], head[4]
         group.topics = topics_from(head[5])
