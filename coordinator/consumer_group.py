@@ -1,6 +1,7 @@
-"""KIP-848 consumer groups: the state of a group and its members, and the
-results of ConsumerGroupHeartbeat (the rules are in
-:mod:`coordinator.consumer_group_manager`). In this protocol the coordinator
+"""KIP-848 consumer groups: the state of a group and its members, the checks of
+OffsetCommit and OffsetFetch against them, and the results of
+ConsumerGroupHeartbeat (the rules are in :mod:`coordinator.consumer_group_manager`
+and :mod:`coordinator.consumer_group_assignment`). In this protocol the coordinator
 computes assignments and members reconcile towards them.
 
 Epochs: the **group epoch** rises whenever membership, subscriptions or the
@@ -17,6 +18,8 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from typing import Any, NamedTuple
+
+import kafka.errors as Errors
 
 __all__ = ["ConsumerGroup", "ConsumerGroupMember", "HeartbeatResult",
            "ConsumerGroupDescription", "ConsumerMemberDescription", "LEAVE_EPOCH",
@@ -146,6 +149,31 @@ class ConsumerGroup:
                for m in self.members.values() if m.member_epoch != STATIC_LEAVE_EPOCH):
             return "Reconciling"
         return "Stable"
+
+    def validate_offset_commit(self, member_id: str, member_epoch: int,
+                               api_version: int | None = None) -> int | None:
+        """Kafka's ConsumerGroup.validateOffsetCommit: an error code, None = accept."""
+        if member_epoch < 0 and not self.members:
+            return None  # admin commit to an empty group
+        member = self.members.get(member_id)
+        if member is None:
+            return Errors.UnknownMemberIdError.errno
+        if api_version is not None and api_version < 9:
+            # "OffsetCommit version 9 or above must be used by members using the modern
+            # group protocol" (the epoch of a KIP-848 member means nothing to older ones).
+            return Errors.UnsupportedVersionError.errno
+        if member_epoch != member.member_epoch:
+            return Errors.StaleMemberEpochError.errno
+        return None
+
+    def validate_offset_fetch(self, member_id: str, member_epoch: int) -> int | None:
+        """Kafka's ConsumerGroup.validateOffsetFetch: an error code, None = accept."""
+        member = self.members.get(member_id)
+        if member is None:
+            return Errors.UnknownMemberIdError.errno
+        if member_epoch != member.member_epoch:
+            return Errors.StaleMemberEpochError.errno
+        return None
 
     def subscribed_topics(self) -> set[str]:
         return {t for m in self.members.values() for t in m.subscribed}

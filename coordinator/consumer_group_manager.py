@@ -9,19 +9,13 @@ holds partitions it must revoke).
 
 A member may subscribe to topic names, to a regular expression matched
 against the whole name of every topic (KIP-848 ``SubscribedTopicRegex``), or
-both; the regex is re-resolved on each of the member's heartbeats, so topics
-created later join the subscription. Kafka compiles it with RE2J; here it is
-RE2 (google-re2): the same syntax, and linear time, so no client regex can
-stall the event loop with backtracking.
+both (:mod:`coordinator.consumer_group_subscriptions`). Targets and each
+member's steps towards its own are :mod:`coordinator.consumer_group_assignment`'s.
 
-Groups survive a restart as in Kafka: each change of a group's epochs, of a
-member's metadata, epoch or assignment, or of a target assignment is written to
-the coordinator's record log (``persist``; :mod:`coordinator.consumer_group_records`)
-before the heartbeat is answered, and :meth:`ConsumerGroupManager.load` rebuilds
-the groups at start, each member's session starting again then. A heartbeat that
-changes nothing writes nothing. A group dropped as it emptied without offsets is
-remembered until the next offset cleanup (Kafka keeps it Empty until then) by a
-DROPPED record, so a restart in between remembers it too.
+Groups survive a restart as in Kafka: their changes are written to the
+coordinator's record log before the heartbeat is answered
+(:mod:`coordinator.consumer_group_persistence`), and :meth:`ConsumerGroupManager.load`
+rebuilds the groups at start, each member's session starting again then.
 
 Not emulated: client-side assignors, rack-aware assignment, online migration
 of a live classic group.
@@ -37,28 +31,26 @@ import kafka.errors as Errors
 import re2
 
 from kafka_wire.coordinator import consumer_group_records as records
-from kafka_wire.coordinator.assignors import ASSIGNORS
 from kafka_wire.coordinator.clock import Clock
 from kafka_wire.coordinator.config import GroupCoordinatorConfig
 from kafka_wire.coordinator.consumer_group import (
-    LEAVE_EPOCH, STABLE, STATIC_LEAVE_EPOCH, UNRELEASED, UNREVOKED, ConsumerGroup,
-    ConsumerGroupDescription, ConsumerGroupMember, ConsumerMemberDescription, HeartbeatResult,
-    Partitions,
+    LEAVE_EPOCH, STATIC_LEAVE_EPOCH, UNREVOKED, ConsumerGroup, ConsumerGroupDescription,
+    ConsumerGroupMember, ConsumerMemberDescription, HeartbeatResult, Partitions,
+)
+from kafka_wire.coordinator.consumer_group_assignment import (
+    REVOKING, SETTLED, TopicMetadata, compute_target, reconcile, refresh_topics, set_epoch,
+)
+from kafka_wire.coordinator.consumer_group_persistence import ConsumerGroupPersistence, Persist
+from kafka_wire.coordinator.consumer_group_subscriptions import (
+    INVALID_REGULAR_EXPRESSION, TopicRegexes, regex_error,
 )
 from kafka_wire.coordinator.results import GroupListing
 
-__all__ = ["ConsumerGroupManager", "TopicMetadata"]
+__all__ = ["ConsumerGroupManager", "TopicMetadata", "INVALID_REGULAR_EXPRESSION"]
 
 log = logging.getLogger(__name__)
 
 NONE = Errors.NoError.errno
-INVALID_REGULAR_EXPRESSION = 128  # not in kafka-python's error table
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.log_errors = False  # a client's bad regex is answered, not logged to stderr by RE2
-TopicMetadata = Callable[[str], "tuple[uuid.UUID, int] | None"]
-_DROPPED_MAX = 10_000  # Bounds.kafka_groups_per_namespace's default
-# persist(group_id, [[kind, *body], ...]) writes a group's records at once or raises.
-Persist = Callable[[str, list], None]
 
 
 class ConsumerGroupManager:
@@ -68,17 +60,13 @@ class ConsumerGroupManager:
                  list_topics: Callable[[], Iterable[str]] = lambda: (),
                  persist: Persist | None = None) -> None:
         self.config = config
-        self.persist = persist
+        self.persistence = ConsumerGroupPersistence(persist, has_offsets)
         self._unarmed: list[str] = []  # loaded groups whose members' timers wait for arm()
-        # Groups dropped as they emptied since the last offset cleanup: Kafka keeps an empty
-        # group until that cleanup, so until then its old members are unknown members.
-        self._dropped: dict[str, None] = {}
         self.clock = clock
         self.topic_metadata = topic_metadata
         self.has_offsets = has_offsets
-        self.list_topics = list_topics
+        self.regexes = TopicRegexes(list_topics)
         self.groups: dict[str, ConsumerGroup] = {}
-        self._patterns: dict[str, Any] = {}
 
     # -- queries used by the GroupCoordinator --------------------------------------------
 
@@ -103,23 +91,7 @@ class ConsumerGroupManager:
         group = self.groups.pop(group_id)
         for member in group.members.values():
             self._cancel_timers(member)
-        if self.persist is None:
-            return
-        bodies: list[list] = []
-        # group_epoch > 0: a group loaded from its DROPPED record has nothing saved yet.
-        if (group.saved_head is not None or group.gone or group.group_epoch > 0
-                or any(m.saved_meta for m in group.members.values())):
-            bodies.append([records.GROUP_GONE])
-        if dropped:
-            bodies.append([records.DROPPED, group.group_epoch])
-        if bodies:
-            self._write_removal(group_id, bodies)
-
-    def _write_removal(self, group_id: str, bodies: list[list]) -> None:
-        try:
-            self.persist(group_id, bodies)
-        except Exception:
-            log.exception("consumer group %s: cannot write its removal", group_id)
+        self.persistence.removed(group, dropped)
 
     # -- the record log ------------------------------------------------------------------
 
@@ -127,18 +99,11 @@ class ConsumerGroupManager:
         """Rebuild groups from their records (``persist``'s); their members' sessions
         start at :meth:`arm`. Returns the ids of those left out: empty, without offsets
         (their removal was not written: the caller may write it now)."""
-        stale = []
-        for group_id, group_records in groups.items():
-            group = records.restore(group_id, group_records)
-            if not group.members and not self.has_offsets(group_id):
-                if records.dropped_epoch(group_records) is not None:
-                    self._remember_dropped(group_id)  # gone, known until the next cleanup
-                else:
-                    stale.append(group_id)
-                continue
-            self.groups[group_id] = group
-            self._unarmed.append(group_id)
-            log.info("consumer group %s loaded: epoch %d, %d members", group_id,
+        loaded, stale = self.persistence.load(groups)
+        for group in loaded:
+            self.groups[group.group_id] = group
+            self._unarmed.append(group.group_id)
+            log.info("consumer group %s loaded: epoch %d, %d members", group.group_id,
                      group.group_epoch, len(group.members))
         return stale
 
@@ -155,28 +120,6 @@ class ConsumerGroupManager:
                         self._schedule_rebalance_timeout(group, member)
             self._unarmed.pop()
 
-    def _save(self, group: ConsumerGroup, *members: ConsumerGroupMember,
-              described: bool = True) -> None:
-        """Write what changed of ``group`` and ``members`` (nothing if nothing did;
-        ``described=False``: their metadata did not). A failed write is logged and
-        retried at the next change or heartbeat."""
-        if self.persist is None:
-            return
-        if not described and len(members) == 1 and records.unchanged(group, members[0]):
-            return  # the heartbeat of a member that is where it was (most of them)
-        bodies, saved = records.changes(group, members, described)
-        if not bodies:
-            if saved is not None:
-                saved()  # an equal target computed again: nothing to write
-            return
-        try:
-            self.persist(group.group_id, bodies)
-        except Exception as exc:
-            log.warning("consumer group %s: state not written (kept in memory, retried at the "
-                        "next heartbeat): %r", group.group_id, exc)
-            return
-        saved()
-
     def delete_group(self, group_id: str) -> int:
         group = self.groups.get(group_id)
         if group is None:
@@ -190,30 +133,16 @@ class ConsumerGroupManager:
         group = self.groups.get(group_id)
         if group is not None and not group.members and not self.has_offsets(group_id):
             log.info("consumer group %s is empty and has no offsets: removed", group_id)
-            dropped = group.group_epoch > 0
-            self.remove_group(group_id, dropped=dropped)
-            if dropped:
-                self._remember_dropped(group_id)
-
-    def _remember_dropped(self, group_id: str) -> None:
-        self._dropped[group_id] = None
-        if len(self._dropped) > _DROPPED_MAX:
-            oldest = next(iter(self._dropped))
-            del self._dropped[oldest]
-            if self.persist is not None:
-                self._write_removal(oldest, [[records.GROUP_GONE]])
+            self.remove_group(group_id, dropped=group.group_epoch > 0)
 
     def was_dropped(self, group_id: str) -> bool:
         """Whether ``group_id`` emptied and went since the last offset cleanup (Kafka would
         still have it, Empty)."""
-        return group_id in self._dropped
+        return self.persistence.was_dropped(group_id)
 
     def forget_dropped(self) -> None:
         """An offset cleanup ran: Kafka would have deleted those empty groups now."""
-        dropped, self._dropped = self._dropped, {}
-        if self.persist is not None:
-            for group_id in dropped:
-                self._write_removal(group_id, [[records.GROUP_GONE]])
+        self.persistence.forget_dropped()
 
     def shutdown(self) -> None:
         for group in self.groups.values():
@@ -223,27 +152,11 @@ class ConsumerGroupManager:
     def validate_offset_commit(self, group_id: str, member_id: str, member_epoch: int,
                                api_version: int | None = None) -> int | None:
         """Kafka's ConsumerGroup.validateOffsetCommit; None = accept."""
-        group = self.groups[group_id]
-        if member_epoch < 0 and not group.members:
-            return None  # admin commit to an empty group
-        member = group.members.get(member_id)
-        if member is None:
-            return Errors.UnknownMemberIdError.errno
-        if api_version is not None and api_version < 9:
-            # "OffsetCommit version 9 or above must be used by members using the modern
-            # group protocol" (the epoch of a KIP-848 member means nothing to older ones).
-            return Errors.UnsupportedVersionError.errno
-        if member_epoch != member.member_epoch:
-            return Errors.StaleMemberEpochError.errno
-        return None
+        return self.groups[group_id].validate_offset_commit(member_id, member_epoch,
+                                                            api_version)
 
     def validate_offset_fetch(self, group_id: str, member_id: str, member_epoch: int) -> int | None:
-        member = self.groups[group_id].members.get(member_id)
-        if member is None:
-            return Errors.UnknownMemberIdError.errno
-        if member_epoch != member.member_epoch:
-            return Errors.StaleMemberEpochError.errno
-        return None
+        return self.groups[group_id].validate_offset_fetch(member_id, member_epoch)
 
     # -- ConsumerGroupHeartbeat ----------------------------------------------------------
 
@@ -282,15 +195,14 @@ class ConsumerGroupManager:
             return self._leave(group_id, member_id, member_epoch, instance_id)
         if subscribed_topic_regex:
             try:
-                self._pattern(subscribed_topic_regex)
+                self.regexes.compile(subscribed_topic_regex)
             except re2.error as exc:
-                why = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(
-                    exc.args[0], bytes) else str(exc)
                 return HeartbeatResult.error(INVALID_REGULAR_EXPRESSION,
                                              f"SubscribedTopicRegex {subscribed_topic_regex!r} "
-                                             f"is not a valid regular expression: {why}.")
+                                             f"is not a valid regular expression: "
+                                             f"{regex_error(exc)}.")
 
-        if (self.persist is not None and (member_epoch == 0 or subscribed_topic_names is not None
+        if (self.persistence.persist is not None and (member_epoch == 0 or subscribed_topic_names is not None
                                           or subscribed_topic_regex or rack_id)
                 and not records.member_record_size_ok(
                     (member_id, instance_id, rack_id, client_id, client_host,
@@ -312,9 +224,8 @@ class ConsumerGroupManager:
             return error
         assert member is not None
         joining = member_epoch == 0
-        if joining and self._dropped:
-            # Joined again: its first GROUP record takes its DROPPED record away.
-            self._dropped.pop(group_id, None)
+        if joining:
+            self.persistence.rejoined(group_id)
         bump = created
         # Whether the member's metadata may have changed (else its record is not looked at).
         described = (created or rebalance_timeout_ms != -1 or rack_id is not None
@@ -332,23 +243,27 @@ class ConsumerGroupManager:
             member.subscribed_names = sorted(set(subscribed_topic_names))
         if subscribed_topic_regex is not None:
             member.subscribed_regex = subscribed_topic_regex or None  # "": no regex any more
-        subscribed = self._resolve(member, topic_visible)
+        subscribed = self.regexes.resolve(member, topic_visible)
         if subscribed != member.subscribed:
             member.subscribed = subscribed
             bump = True
         if server_assignor is not None and server_assignor != member.server_assignor:
             member.server_assignor = server_assignor
             bump = True
-        if self._refresh_topics(group) or bump:
+        if refresh_topics(group, self.topic_metadata) or bump:
             group.group_epoch += 1
             log.info("consumer group %s: epoch %d (member %s)", group_id, group.group_epoch,
                      member.member_id)
         if group.group_epoch > group.assignment_epoch:
-            self._compute_target(group)
+            compute_target(group, self.config.consumer_group_assignors[0])
         before = {t: set(ps) for t, ps in member.assigned.items()}
-        self._reconcile(group, member, owned)
+        step = reconcile(group, member, owned)
+        if step == REVOKING:
+            self._schedule_rebalance_timeout(group, member)
+        elif step == SETTLED:
+            self._cancel_rebalance_timeout(member)
         self._schedule_session(group, member)
-        self._save(group, member, described=described)
+        self.persistence.save(group, member, described=described)
         full = rebalance_timeout_ms != -1 and subscribed_topic_names is not None and owned is not None
         send = joining or full or before != member.assigned
         return HeartbeatResult(NONE, None, member.member_id, member.member_epoch,
@@ -367,26 +282,6 @@ class ConsumerGroupManager:
         """
         return HeartbeatResult.error(Errors.UnknownMemberIdError.errno,
                                      f"Member {member_id} is not a member of group {group_id}.")
-
-    def _pattern(self, regex: str):
-        pattern = self._patterns.get(regex)
-        if pattern is None:
-            if len(self._patterns) > 1024:
-                self._patterns.clear()
-            pattern = self._patterns[regex] = re2.compile(regex, _RE2_OPTIONS)
-        return pattern
-
-    def _resolve(self, member: ConsumerGroupMember,
-                 visible: Callable[[str], bool] | None = None) -> list[str]:
-        """The topics a member's names and regex stand for now (a regex matches
-        only topics the member may see)."""
-        if member.subscribed_regex is None:
-            return member.subscribed_names
-        match = self._pattern(member.subscribed_regex).fullmatch
-        topics = set(member.subscribed_names)
-        topics.update(t for t in self.list_topics()
-                      if match(t) and (visible is None or visible(t)))
-        return sorted(topics)
 
     def _names(self, group: ConsumerGroup, owned: Iterable[tuple[Any, Iterable[int]]]) -> Partitions:
         """Owned partitions keyed by topic name (requests carry topic ids)."""
@@ -503,90 +398,18 @@ class ConsumerGroupManager:
                 return unknown
         if member_epoch == STATIC_LEAVE_EPOCH:
             # It will be back (a rolling restart): keep its partitions until its session ends.
-            self._set_epoch(member, STATIC_LEAVE_EPOCH)
+            set_epoch(member, STATIC_LEAVE_EPOCH)
             log.info("consumer group %s: static member %s left temporarily", group_id,
                      member.instance_id)
-            self._save(group, member)
+            self.persistence.save(group, member)
         else:
             self._remove_member(group, member, "left the group")
             self.maybe_remove_group(group_id)
             if self.groups.get(group_id) is group:
-                self._save(group)
+                self.persistence.save(group)
         return HeartbeatResult(NONE, None, member.member_id, member_epoch, 0, None)
 
-    # -- assignment ----------------------------------------------------------------------
-
-    def _refresh_topics(self, group: ConsumerGroup) -> bool:
-        """Re-read metadata of subscribed topics; True if anything changed."""
-        topics = {}
-        for topic in sorted(group.subscribed_topics()):
-            meta = self.topic_metadata(topic)
-            if meta is not None:
-                topics[topic] = (meta[0], meta[1])
-        changed = topics != group.topics
-        group.topics = topics
-        return changed
-
-    def _compute_target(self, group: ConsumerGroup) -> None:
-        name = group.preferred_assignor(self.config.consumer_group_assignors[0])
-        subscriptions = {m.member_id: set(m.subscribed) for m in group.members.values()}
-        sizes = {t: n for t, (_id, n) in group.topics.items()}
-        group.target = ASSIGNORS[name].assign(subscriptions, sizes, group.target)
-        group.assignment_epoch = group.group_epoch
-        log.info("consumer group %s: target assignment for epoch %d computed by %s",
-                 group.group_id, group.assignment_epoch, name)
-
-    def _reconcile(self, group: ConsumerGroup, member: ConsumerGroupMember,
-                   owned: Partitions | None) -> None:
-        if member.state == UNREVOKED:
-            if self._owns_any(owned, member.revoking):
-                return  # still waiting for the member to give them up
-            self._next_assignment(group, member, member.member_epoch + 1, owned)
-        elif member.state == UNRELEASED or member.member_epoch != group.assignment_epoch:
-            self._next_assignment(group, member, member.member_epoch, owned)
-
-    @staticmethod
-    def _owns_any(owned: Partitions | None, partitions: Partitions) -> bool:
-        if owned is None:
-            return True  # not told otherwise: assume it still holds them
-        return any(owned.get(t, set()) & ps for t, ps in partitions.items())
-
-    def _next_assignment(self, group: ConsumerGroup, member: ConsumerGroupMember,
-                         epoch: int, owned: Partitions | None) -> None:
-        target = group.target.get(member.member_id, {})
-        keep: Partitions = {}
-        revoke: Partitions = {}
-        add: Partitions = {}
-        unreleased = False
-        for topic in set(target) | set(member.assigned):
-            wanted = target.get(topic, set())
-            current = member.assigned.get(topic, set())
-            keep[topic] = current & wanted
-            revoke[topic] = current - wanted
-            free = {p for p in wanted - current
-                    if group.owner.get((topic, p)) in (None, member.member_id)}
-            unreleased |= len(free) < len(wanted - current)
-            add[topic] = free
-        revoke = {t: ps for t, ps in revoke.items() if ps}
-        add = {t: ps for t, ps in add.items() if ps}
-        if revoke and self._owns_any(owned, revoke):
-            group.set_ownership(member, keep, revoke)
-            member.state = UNREVOKED
-            self._set_epoch(member, epoch)
-            self._schedule_rebalance_timeout(group, member)
-            return
-        for t, ps in add.items():
-            keep.setdefault(t, set()).update(ps)
-        group.set_ownership(member, keep, {})
-        member.state = UNRELEASED if unreleased else STABLE
-        self._set_epoch(member, group.assignment_epoch)
-        self._cancel_rebalance_timeout(member)
-
-    @staticmethod
-    def _set_epoch(member: ConsumerGroupMember, epoch: int) -> None:
-        if epoch != member.member_epoch:
-            member.previous_member_epoch = member.member_epoch
-            member.member_epoch = epoch
+    # -- membership ----------------------------------------------------------------------
 
     def _remove_member(self, group: ConsumerGroup, member: ConsumerGroupMember, why: str) -> None:
         self._cancel_timers(member)
@@ -599,7 +422,7 @@ class ConsumerGroupManager:
                 member.member_id:
             del group.static_members[member.instance_id]
         group.group_epoch += 1
-        self._refresh_topics(group)
+        refresh_topics(group, self.topic_metadata)
         log.info("consumer group %s: member %s %s (group epoch %d)", group.group_id,
                  member.member_id, why, group.group_epoch)
 
@@ -642,7 +465,7 @@ class ConsumerGroupManager:
         self._remove_member(group, member, f"fenced: {why}")
         self.maybe_remove_group(group.group_id)
         if self.groups.get(group.group_id) is group:
-            self._save(group)
+            self.persistence.save(group)
 
     # -- describe ------------------------------------------------------------------------
 
