@@ -109,9 +109,10 @@ class PartitionReader:
         except FileNotFoundError:
             return []
 
-    def log_start_offset(self) -> int:
-        """The first offset still in the log (retention moves it up)."""
-        bases = self.segment_bases()
+    def log_start_offset(self, names: list[str] | None = None) -> int:
+        """The first offset still in the log (retention moves it up); ``names``:
+        the directory's listing, if just taken."""
+        bases = _segment_bases(self._names() if names is None else names)
         first = bases[0] if bases else 0
         try:
             persisted = int((self.directory / LOG_START_OFFSET_FILE).read_text().strip() or 0)
@@ -121,19 +122,20 @@ class PartitionReader:
 
     # -- scanning -----------------------------------------------------------------
 
-    def scan(self, start: int = 0) -> Iterator[StoredBatch]:
+    def scan(self, start: int = 0, names: list[str] | None = None) -> Iterator[StoredBatch]:
         """Every valid batch (data, control, transactional alike; headers only)
-        from the one holding ``start`` to the first invalid or incomplete one."""
+        from the one holding ``start`` to the first invalid or incomplete one
+        (``names``: the directory's listing, if just taken)."""
         for _ in range(3):  # a segment vanishing under us (retention, cleaner) means: list again
             try:
-                yield from self._scan(start)
+                yield from self._scan(start, _segment_bases(self._names() if names is None else names))
                 return
             except LogChanged as gone:
                 start = max(start, gone.resume_at)
+                names = None
         logger.warning("%s: segments keep changing under the reader; stopping this scan", self.directory)
 
-    def _scan(self, start: int) -> Iterator[StoredBatch]:
-        bases = self.segment_bases()
+    def _scan(self, start: int, bases: list[int]) -> Iterator[StoredBatch]:
         for stale in set(self._segments) - set(bases):
             del self._segments[stale]
         expected = None  # the next offset the previous segment ended at
@@ -247,9 +249,10 @@ class PartitionReader:
         """The committed data batches holding offsets in [start, end): control
         batches, aborted and empty batches left out, unresolved transactional
         ones never reached (``end`` defaults to :meth:`stable_end`)."""
-        start = max(start, self.log_start_offset())
+        names = self._names()  # one listing for the log start, the scan and the .txnindex files
+        start = max(start, self.log_start_offset(names))
         stop = self.stable_end(start) if end is None else end
-        for b, keep in self._resolved(start):
+        for b, keep in self._resolved(start, names=names):
             if b.base_offset >= stop:
                 return
             if keep:
@@ -258,22 +261,33 @@ class PartitionReader:
     def stable_end(self, start: int = 0) -> int:
         """The end of what may be read from ``start``: just past the last valid
         batch, or the first offset of the earliest unresolved transaction."""
-        start = max(start, self.log_start_offset())
-        end = start
-        for b, keep in self._resolved(start):
-            if keep is None:
-                return b.base_offset
-            end = b.next_offset
-        return end
+        return self.ends(start)[0]
 
-    def _resolved(self, start: int) -> Iterator[tuple[StoredBatch, bool | None]]:
+    def ends(self, start: int = 0) -> tuple[int, StoredBatch | None]:
+        """:meth:`stable_end`, and the last valid batch the same scan reached
+        (None if none from ``start``): where the listed log ends, without a
+        second scan."""
+        names = self._names()  # one listing for the log start, the scan and the .txnindex files
+        start = max(start, self.log_start_offset(names))
+        end, tail = start, [None]
+        for b, keep in self._resolved(start, tail, names):
+            if keep is None:
+                return b.base_offset, tail[0]
+            end = b.next_offset
+        return end, tail[0]
+
+    def _resolved(self, start: int, tail: list | None = None,
+                  names: list[str] | None = None) -> Iterator[tuple[StoredBatch, bool | None]]:
         """(batch, keep) in offset order from ``start``; keep is None for the
-        first unresolved transactional batch, after which nothing is yielded."""
-        aborted = self._aborted_index()
+        first unresolved transactional batch, after which nothing is yielded.
+        ``tail[0]`` is set to each batch scanned."""
+        aborted = self._aborted_index(names)
         # Every batch queues in offset order; the front leaves once its fate is known.
         pending: list[list] = []  # [batch, keep: True | False | None (unresolved)]
         open_txn: dict[int, list[list]] = {}
-        for b in self.scan(start):
+        for b in self.scan(start, names):
+            if tail is not None:
+                tail[0] = b
             h = b.header
             if h.is_control:
                 kind = self._control_kind(b)
@@ -306,13 +320,13 @@ class PartitionReader:
         except LogChanged:
             return -1
 
-    def _aborted_index(self) -> _Aborted:
+    def _aborted_index(self, names: list[str] | None = None) -> _Aborted:
         """The aborted transactions every ``.txnindex`` lists (all segments; entries
         are few), a file read again only when it changed: Capture asks several
         times a micro-batch (planning, replanning, reading), and a file changes only
         when an abort appends to it or the broker rewrites it (truncation, recovery,
         cleaning) or deletes it with its segment."""
-        names = self._names()
+        names = self._names() if names is None else names
         present = set(names)
         files, seen = self._txn_files, []
         for base in _segment_bases(names):

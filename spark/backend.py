@@ -102,8 +102,9 @@ class LogBackend:
             return 0
         return count
 
-    def _reader(self, hub: str, partition: int) -> PartitionReader:
-        self._follow_promotion()
+    def _reader(self, hub: str, partition: int, *, follow: bool = True) -> PartitionReader:
+        if follow:
+            self._follow_promotion()
         key = (hub, partition)
         reader = self._readers.get(key)
         if reader is None:
@@ -123,22 +124,31 @@ class LogBackend:
         trails the acknowledged log by up to that much, and ``--once`` started
         right after an acknowledgement would miss the event. One wait for all
         partitions: a single flusher pass writes them all."""
-        appended = {key: _appended_end(self._reader(*key)) for key in partitions}
+        self._follow_promotion()  # once a poll, not once a partition
+        out, behind = {}, {}
+        for key in partitions:  # one scan a partition, from its log start: its stable end and where its index ends
+            reader = self._reader(*key, follow=False)
+            out[key], last = reader.ends()
+            listed, appended = _appended_end(reader, last)
+            if listed < appended:
+                behind[key] = appended
+        # Only the partitions whose index lags are scanned again, until it lists what their
+        # .log held (most polls: none).
         deadline = time.monotonic() + INDEX_WAIT_SECONDS
-        while True:
-            behind = {key: end for key, end in appended.items() if self._reader(*key).end_offset() < end}
-            if not behind or time.monotonic() >= deadline:
-                break
+        while behind and time.monotonic() < deadline:
             time.sleep(INDEX_POLL_SECONDS)
+            for key, end in list(behind.items()):
+                reader = self._reader(*key, follow=False)
+                if reader.end_offset() >= end:
+                    del behind[key]
+                    out[key] = reader.stable_end()
         for (hub, p), end in behind.items():
+            reader = self._reader(hub, p, follow=False)
             logger.warning("%s/%d: the log holds batches up to offset %d that its index does not list after "
                            "%.0f s (a broker stopped before writing them? its next start does): capturing "
-                           "up to %d", hub, p, end, INDEX_WAIT_SECONDS, self._reader(hub, p).end_offset())
-        out = {}
-        for key in partitions:
-            reader = self._reader(*key)
-            out[key] = reader.stable_end(reader.log_start_offset())
-        return out
+                           "up to %d", hub, p, end, INDEX_WAIT_SECONDS, reader.end_offset())
+            out[(hub, p)] = reader.stable_end()
+        return {key: out[key] for key in partitions}
 
     def refs(self, hub: str, partition: int, start: int, end: int | None = None,
              start_pos: int | None = None) -> tuple[list[BatchRef], int]:
@@ -168,33 +178,36 @@ class LogBackend:
         self._readers.clear()
 
 
-def _appended_end(reader: PartitionReader) -> int:
-    """Just past the last batch appended to the partition's last segment, listed in
-    its ``.batches`` yet or not: the batches after the last listed one are checked as
-    the reader checks listed ones (header, offsets, CRC). Only the last segment can
-    have unlisted batches: a roll writes the sealed segment's entries first."""
+def _appended_end(reader: PartitionReader, last: StoredBatch | None) -> tuple[int, int]:
+    """(where the partition's ``.batches`` index ends, just past the last batch
+    appended to its last segment, listed yet or not), ``last`` being the last listed
+    batch a scan reached: the batches after it are checked as the reader checks listed
+    ones (header, offsets, CRC). Only the last segment can have unlisted batches: a
+    roll writes the sealed segment's entries first."""
     bases = reader.segment_bases()
     if not bases:
-        return 0
+        return 0, 0
     base = bases[-1]
-    last = None
-    for last in reader.scan(base):
-        pass
+    if last is None or last.segment != base:  # the scan stopped before it (or it rolled since): look there
+        last = None
+        for last in reader.scan(base):
+            pass
     if last is not None and last.segment == base:
         position, expected = last.file_position + last.size, last.next_offset
     else:
         position, expected = 0, base
+    listed = expected
     try:
         fd = os.open(reader.directory / f"{base:020d}.log", os.O_RDONLY)
     except FileNotFoundError:
-        return expected  # rolled away or deleted meanwhile: its entries were written first
+        return listed, expected  # rolled away or deleted meanwhile: its entries were written first
     try:
         size = os.fstat(fd).st_size
         while (header := _check_batch(fd, position, size, expected)) is not None:
             position, expected = position + header.size, header.next_offset
     finally:
         os.close(fd)
-    return expected
+    return listed, expected
 
 
 def first_offset(backend: Backend, hub: str, partition: int, start: int) -> int:
