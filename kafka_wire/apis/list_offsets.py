@@ -1,11 +1,20 @@
 """ListOffsets (key 2), v1–v11.
 
-Special timestamps: -2 earliest (log start offset), -1 latest (high
-watermark, or last stable offset under read_committed), -3 max timestamp
-(v7+), -4 earliest local (v8+; = earliest, there is no tiered storage),
--5 earliest pending upload (v11; nothing is pending: -1). Positive
-timestamps go through the time index. v0 is not served. Event Hubs: a hub
-the connection may not Listen on is TOPIC_AUTHORIZATION_FAILED.
+Special timestamps, each from the version Kafka takes it (ReplicaManager's
+timestampMinSupportedVersion; any other negative one, or one asked in an older
+version, is UNSUPPORTED_VERSION): -1 latest and -2 earliest (v1), -3 max
+timestamp (v7), -4 earliest local (v8; = earliest, there is no tiered
+storage), -5 latest tiered (v9) and -6 earliest pending upload (v11, KIP-1023):
+nothing is tiered, so both are offset -1, timestamp -1, no error, as Kafka's
+UnifiedLog answers a log without remote storage. Positive timestamps go
+through the time index. v0 is not served.
+
+Latest is the last fetchable offset: the high watermark, or the last stable
+offset under read_committed. Every other lookup but earliest (-2, -4) that
+finds an offset at or past it is answered offset -1, timestamp -1, no error, as
+Kafka's ReplicaManager.fetchOffset: a read_committed client is never pointed
+into an open transaction. Event Hubs: a hub the connection may not Listen on is
+TOPIC_AUTHORIZATION_FAILED.
 
 A request naming more than MAX_ENTRIES topics and partitions is refused before it
 is decoded, the connection closed as for any request Kafka cannot parse
@@ -25,7 +34,12 @@ _Response = codec.response_class(codec.ApiKey.ListOffsets)
 _TopicResp = _Response.ListOffsetsTopicResponse
 _PartResp = _TopicResp.ListOffsetsPartitionResponse
 
-EARLIEST, LATEST, MAX_TIMESTAMP, EARLIEST_LOCAL, EARLIEST_PENDING = -2, -1, -3, -4, -5
+LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
+LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -5, -6  # KIP-1005, KIP-1023
+# The first version serving each special timestamp (Kafka's ReplicaManager).
+_MIN_VERSION = {LATEST: 1, EARLIEST: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8,
+                LATEST_TIERED: 9, EARLIEST_PENDING_UPLOAD: 11}
+_NONE = (-1, -1)
 
 
 def _part(index, error, timestamp=-1, offset=-1, epoch=-1):
@@ -33,21 +47,24 @@ def _part(index, error, timestamp=-1, offset=-1, epoch=-1):
                      timestamp=timestamp, offset=offset, leader_epoch=epoch)
 
 
+def _unsupported(ts: int, version: int) -> bool:
+    return ts < 0 and version < _MIN_VERSION.get(ts, 1 << 15)
+
+
 def lookup(ctx, name: str, partition: int, ts: int, read_committed: bool) -> tuple[int, int]:
     """(timestamp, offset) for one partition; raises nothing, returns (-1, -1) if none."""
     plog = ctx.topics.log(name, partition)
-    if ts == LATEST:
-        end = plog.last_stable_offset if read_committed else plog.high_watermark
-        return -1, end
     if ts in (EARLIEST, EARLIEST_LOCAL):
         return -1, plog.log_start_offset
-    if ts == EARLIEST_PENDING:
-        return -1, -1
-    if ts == MAX_TIMESTAMP:
-        found = plog.max_timestamp()
-        return found if found[1] >= 0 else (-1, -1)
-    found = plog.offset_for_timestamp(ts)
-    return found if found is not None else (-1, -1)
+    fetchable = plog.last_stable_offset if read_committed else plog.high_watermark
+    if ts == LATEST:
+        return -1, fetchable
+    if ts in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+        return _NONE
+    found = plog.max_timestamp() if ts == MAX_TIMESTAMP else plog.offset_for_timestamp(ts)
+    if found is None or not 0 <= found[1] < fetchable:
+        return _NONE
+    return found
 
 
 @handles(codec.ApiKey.ListOffsets, 1, 11)
@@ -64,6 +81,10 @@ def list_offsets(request, ctx):
             if denied:
                 parts.append(_part(idx, denied))
                 continue
+            # Before the partition is looked up, as Kafka's ReplicaManager.
+            if _unsupported(p.timestamp, version):
+                parts.append(_part(idx, Errors.UnsupportedVersionError.errno))
+                continue
             if view is None or not 0 <= idx < view.partitions:
                 parts.append(_part(idx, Errors.UnknownTopicOrPartitionError.errno))
                 continue
@@ -73,9 +94,6 @@ def list_offsets(request, ctx):
                 code = ctx.services.faults.partition_error(ctx, codec.ApiKey.ListOffsets, view.name, idx) or 0
             if code:
                 parts.append(_part(idx, code))
-                continue
-            if p.timestamp == MAX_TIMESTAMP and version < 7 or p.timestamp < EARLIEST_PENDING:
-                parts.append(_part(idx, Errors.UnsupportedVersionError.errno))
                 continue
             ts, offset = lookup(ctx, view.name, idx, p.timestamp, read_committed)
             parts.append(_part(idx, 0, ts, offset,
