@@ -11,11 +11,17 @@ and answers ``/health`` itself.
 - ``/$replicas``, the replica control API (:mod:`kafka_wire.httpd.replica_control`).
 
 Neither sibling reaches into the other. Bodies need a ``Content-Length`` (at
-most :data:`MAX_BODY`); keep-alive; heads larger than 16 KiB, requests slower
-than :data:`READ_TIMEOUT_S` and answers not read within it are dropped, and
-past ``max_connections`` open connections a new one gets 503 at once. Every answer is built synchronously
-from in-memory state, so a scrape costs the Kafka path one short turn of the
-loop (a throttled REST send is answered later, on the clock).
+most :data:`MAX_BODY`); keep-alive; a head larger than 16 KiB or of more than
+:data:`MAX_FIELDS` header lines is answered 431 (in its route's error shape) and
+its connection closed; requests slower than :data:`READ_TIMEOUT_S` and answers not
+read within it are dropped, and past ``max_connections`` open connections a new
+one gets 503 at once. Header names are looked up without case; a repeated header
+is one, its values joined with ", " (RFC 9110 5.3); the fields as sent (names in
+their case) are kept too, for REST send's user properties. A query value may be
+blank (``?timeout=`` is a blank timeout, which its route judges, not no timeout).
+Every answer is built synchronously from in-memory state, so a scrape costs the
+Kafka path one short turn of the loop (a throttled REST send is answered later,
+on the clock).
 """
 from __future__ import annotations
 
@@ -38,6 +44,13 @@ log = logging.getLogger(__name__)
 
 READ_TIMEOUT_S = 15.0
 _MAX_HEAD = 16 * 1024
+# Header lines in a head: a client sends a dozen. Past this, 431 (a head of 16 KiB holds
+# up to 4,000 of "a:", each a dict entry and a list entry to make).
+MAX_FIELDS = 256
+# Header fields a request may send once only (RFC 9112 3.2 and 6.3; a credential is one
+# value, not a list): two that disagree would let this listener and a proxy in front of
+# it read different requests, or check one token and log another.
+_ONCE = ("host", "content-length", "authorization")
 HEALTHY = {"status": "healthy", "message": "Service is healthy."}
 UNHEALTHY = {"status": "unhealthy", "message": "Service not available. Please try after some time."}
 # A body larger than this is read only once its head passed the checks it can pass
@@ -47,7 +60,7 @@ MAX_BODY = 64 * 1024 * 1024  # above any namespace's largest publication, JSON b
 _REASONS = {200: "OK", 201: "Created", 204: "No Content", 304: "Not Modified", 400: "Bad Request",
             401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
             409: "Conflict", 411: "Length Required", 413: "Payload Too Large", 429: "Too Many Requests",
-            500: "Internal Server Error", 503: "Service Unavailable"}
+            431: "Request Header Fields Too Large", 500: "Internal Server Error", 503: "Service Unavailable"}
 _JSON = "application/json; charset=utf-8"
 _PRINTABLE_ASCII = "".join(map(chr, range(0x20, 0x7F)))
 
@@ -109,11 +122,12 @@ class HttpListener:
                     head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), READ_TIMEOUT_S)
                 except (asyncio.IncompleteReadError, asyncio.TimeoutError, ConnectionError):
                     return
-                except asyncio.LimitOverrunError:
-                    self._send(writer, 400, b"request head too large\n", "text/plain", False, False)
-                    return
-                if len(head) > _MAX_HEAD:
-                    self._send(writer, 400, b"request head too large\n", "text/plain", False, False)
+                except asyncio.LimitOverrunError:  # (past the reader's 64 KiB: still buffered)
+                    head = None
+                if head is None or len(head) > _MAX_HEAD:
+                    first = head.split(b"\r\n", 1)[0] if head is not None else await _first_line(reader)
+                    self._head_too_large(writer, first, f"the request head is larger than "
+                                                        f"{_MAX_HEAD} bytes, the most taken here")
                     return
                 lines = head.decode("latin-1").split("\r\n")
                 parts = lines[0].split(" ")
@@ -121,18 +135,19 @@ class HttpListener:
                     self._send(writer, 400, b"bad request line\n", "text/plain", False, False)
                     return
                 method, target, version = parts
-                headers = {}
-                for line in lines[1:]:
-                    name, sep, value = line.partition(":")
-                    if sep:
-                        headers[name.strip().lower()] = value.strip()
-                if (self.websocket is not None and method == "GET"
+                fields = _fields(lines[1:-2])  # (the head ends with two empty lines)
+                if len(fields) > MAX_FIELDS:
+                    self._head_too_large(writer, head.split(b"\r\n", 1)[0], f"the request has "
+                                         f"{len(fields)} header fields: at most {MAX_FIELDS} are taken")
+                    return
+                headers, repeated = _headers(fields)
+                if (self.websocket is not None and method == "GET" and not repeated  # (refused below)
                         and target.split("?", 1)[0] == "/$servicebus/websocket"
                         and headers.get("upgrade", "").lower() == "websocket"):
                     await self.websocket(reader, writer, target, headers)
                     return
-                conn = headers.get("connection", "").lower()
-                keep = conn != "close" and (version == "HTTP/1.1" or conn == "keep-alive")
+                conn = {t.strip(" \t") for t in headers.get("connection", "").lower().split(",")}
+                keep = "close" not in conn and (version == "HTTP/1.1" or "keep-alive" in conn)
                 url = urlsplit(target)
                 path = unquote(url.path)
                 rest = self.rest is not None and self.rest.handles(method, path)
@@ -140,6 +155,10 @@ class HttpListener:
                                                      or replica_control.handles(path))
                 posted = rest or control or (method == "POST" and self.console.handles_post(path))
                 # refused before the body is read, in the shape of the route it was meant for
+                if repeated:
+                    self._refuse(writer, path, rest, control, 400, "BadRequest",
+                                 f"the {repeated} header is sent more than once: send it once")
+                    return
                 if "transfer-encoding" in headers:
                     self._refuse(writer, path, rest, control, 411, "LengthRequired",
                                  "send a Content-Length (chunked bodies are not taken)")
@@ -168,7 +187,7 @@ class HttpListener:
                     if not await _drained(writer) or not keep:
                         return
                     continue
-                request = _request(writer, method, path, url, headers)
+                request = _request(writer, method, path, url, headers, fields)
                 if size > CHECK_HEAD_ABOVE and posted and not control:
                     # refused on its head alone, the body is never read (nor held)
                     refused = self._refuse_unread(request, rest, size)
@@ -247,6 +266,20 @@ class HttpListener:
         return _refusal(request.path, rest, control, 500, "InternalServerError",
                         "internal error: see the broker log")
 
+    def _head_too_large(self, writer, request_line: bytes | None, why: str) -> None:
+        """The 431 for a head past the listener's bounds, in the error shape of the route
+        its request line names (plain text where it names none), and one log line."""
+        parts = (request_line or b"").decode("latin-1").split(" ")
+        path, rest, control = "", False, False
+        if len(parts) == 3 and parts[2].startswith("HTTP/1."):
+            path = unquote(urlsplit(parts[1]).path)
+            rest = self.rest is not None and self.rest.handles(parts[0], path)
+            control = self.rest is not None and (fault_control.handles(path)
+                                                 or replica_control.handles(path))
+        log.warning("HTTP request from %s refused (431): %s (%r)", writer.get_extra_info("peername"),
+                    why, (request_line or b"")[:200])
+        self._refuse(writer, path, rest, control, 431, "RequestHeaderFieldsTooLarge", why)
+
     def _refuse(self, writer, path: str, rest: bool, control: bool, status: int, code: str,
                 message: str) -> None:
         """Refuse a request the listener will not read, and close its connection."""
@@ -323,9 +356,43 @@ def _json(value) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
 
 
-def _request(writer, method: str, path: str, url, headers: dict) -> Request:
-    """The request's head (its body comes later, when it has one)."""
+async def _first_line(reader: asyncio.StreamReader) -> bytes | None:
+    """The request line of a head past the reader's limit (the head is still buffered);
+    None where it is itself past the limit, or does not come."""
+    try:
+        return (await asyncio.wait_for(reader.readuntil(b"\r\n"), 1.0))[:-2]
+    except (asyncio.LimitOverrunError, asyncio.IncompleteReadError, asyncio.TimeoutError,
+            ConnectionError):
+        return None
+
+
+def _fields(lines: list[str]) -> list[tuple[str, str]]:
+    """The header fields as sent: (name in its case, value), in order. Only spaces and tabs
+    are trimmed (RFC 9110 5.5): the head is read as Latin-1, where U+00A0 is one byte of a
+    UTF-8 character ("à" ends in 0xA0) that ``str.strip`` would cut."""
+    out = []
+    for line in lines:
+        name, sep, value = line.partition(":")
+        if sep:
+            out.append((name.strip(" \t"), value.strip(" \t")))
+    return out
+
+
+def _headers(fields: list[tuple[str, str]]) -> tuple[dict[str, str], str | None]:
+    """(lower-case name -> value, a repeated one's values joined with ", " as RFC 9110 5.3
+    combines them; the first of :data:`_ONCE` sent more than once, else None)."""
+    values: dict[str, list[str]] = {}
+    for name, value in fields:
+        values.setdefault(name.lower(), []).append(value)
+    repeated = next((n for n in _ONCE if len(values.get(n, ())) > 1), None)
+    return {name: ", ".join(v) for name, v in values.items()}, repeated
+
+
+def _request(writer, method: str, path: str, url, headers: dict, fields: list) -> Request:
+    """The request's head (its body comes later, when it has one). A blank query value is
+    kept (``?timeout=`` is not an absent timeout); a repeated parameter is its first."""
     peer = writer.get_extra_info("peername")
-    return Request(method, path, {k: v[0] for k, v in parse_qs(url.query).items()}, headers, b"",
-                   f"{peer[0]}:{peer[1]}" if peer else "", path.strip("/").split("/"),
-                   "https" if writer.get_extra_info("sslcontext") else "http")
+    query = {k: v[0] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+    return Request(method, path, query, headers, b"", f"{peer[0]}:{peer[1]}" if peer else "",
+                   path.strip("/").split("/"), "https" if writer.get_extra_info("sslcontext") else "http",
+                   fields=tuple(fields))

@@ -11,11 +11,16 @@ class Request:
     method: str
     path: str                       # decoded, without the query
     query: dict[str, str]
-    headers: dict[str, str]         # lower-case names
+    # lower-case names, for the protocol's lookups; a repeated field's values joined with
+    # ", " (RFC 9110 5.3)
+    headers: dict[str, str]
     body: bytes
     peer: str = ""
     segments: list[str] = field(default_factory=list)
     scheme: str = "http"            # "https" on the TLS listener (URLs the answer names)
+    # the header fields as sent: (name in the client's case, value) in order, a repeated
+    # one as often as sent (REST send's user properties keep the names' case)
+    fields: tuple[tuple[str, str], ...] = ()
     # the door's answer by namespace, once it let this request in: a large body's head
     # is signed in before the body is read, and the whole request is not signed in again
     signed_in: dict = field(default_factory=dict, compare=False, repr=False)

@@ -5,11 +5,13 @@ A body of type ``application/vnd.microsoft.servicebus.json`` is a batch: a JSON
 array of ``{"Body": "...", "UserProperties": {...}, "BrokerProperties":
 {"PartitionKey": "..."}}``. Any other body is one event, its partition key in
 the ``BrokerProperties`` header and its user properties the request's other
-headers (REST "Send event": ``Alert: Strong Wind``), typed as the service types
-them (:func:`header_value`); a batch's headers are not properties (the service
-ignores them). User properties become application properties, so Kafka
-consumers see them as headers, AMQP-encoded, like an SDK's. The events of a
-batch go to their partitions' logs, one RecordBatch per partition.
+headers (REST "Send event": ``Alert: Strong Wind``), named as the client spelt
+them and typed as the service types them (:func:`header_value`); a header sent
+more than once is one property, its values joined with ", " (RFC 9110 5.3); a
+batch's headers are not properties (the service ignores them). User properties
+become application properties, so Kafka consumers see them as headers,
+AMQP-encoded, like an SDK's. The events of a batch go to their partitions' logs,
+one RecordBatch per partition.
 
 The hub may be named in any case, as on Event Hubs; the hub's own name is used
 after the lookup.
@@ -172,37 +174,46 @@ def request_timeout_ms(text: str | None) -> int | None:
 
 def _events(request: Request) -> list[Incoming]:
     ctype = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if "," in ctype:  # (a media type holds no comma before its parameters: two were sent)
+        raise BadBody(f"Content-Type {ctype[:80]!r} names more than one media type: send one")
     if ctype == BATCH_TYPE:
         items = _json(request.body, "the batch")
         if not isinstance(items, list):
             raise BadBody("a batch is a JSON array of events")
         return [_event(item, i) for i, item in enumerate(items)]
     key = _broker_properties(request.headers.get("brokerproperties"), "the BrokerProperties header")
-    return [Incoming(key, _header_properties(request.headers), request.body, [])]
+    return [Incoming(key, _header_properties(request.fields, request.headers.get("connection", "")),
+                     request.body, [])]
 
 
-def _header_properties(headers: dict[str, str]) -> list[tuple[bytes, bytes]]:
-    """A single event's user properties: the headers that are not the request's, as
-    (UTF-8 name, AMQP-encoded value). Names come as the listener hands them: lower-case,
-    a repeated header once (its last value)."""
-    hop = {n.strip().lower() for n in headers.get("connection", "").split(",")}
-    props = []
-    for name, value in headers.items():
-        if name in _REQUEST_HEADERS or name in hop or name.startswith(_REQUEST_PREFIXES):
+def _header_properties(fields, connection: str) -> list[tuple[bytes, bytes]]:
+    """A single event's user properties: the header ``fields`` (as sent) that are not the
+    request's, as (UTF-8 name, AMQP-encoded value). A name keeps the case the client
+    sent it in, as the service keeps it; the request's own headers are known in any case.
+    A field sent more than once, in any case, is one property: its first spelling, its
+    values joined with ", " (RFC 9110 5.3), as the listener joins them for its lookups."""
+    hop = {n.strip(" \t").lower() for n in connection.split(",")}
+    named: dict[str, tuple[str, list[str]]] = {}  # lower-case name -> (name as sent, values)
+    for name, value in fields:
+        low = name.lower()
+        if low in _REQUEST_HEADERS or low in hop or low.startswith(_REQUEST_PREFIXES):
             continue
         if not _TOKEN.fullmatch(name):
             raise BadBody(f"header {name[:40]!r} is not an HTTP field name: a user property's "
                           f"name is letters, digits and !#$%&'*+-.^_`|~")
+        named.setdefault(low, (name, []))[1].append(value)
+        if len(named) > MAX_HEADER_PROPERTIES:
+            raise BadBody(f"more than {MAX_HEADER_PROPERTIES} headers would be user properties: "
+                          f"send more in a batch (Content-Type: {BATCH_TYPE}), each event's in "
+                          f"its UserProperties")
+    props = []
+    for name, values in named.values():
         try:  # (the listener reads a head as Latin-1: the bytes as sent, which are UTF-8)
-            text = value.encode("latin-1").decode("utf-8")
+            text = ", ".join(values).encode("latin-1").decode("utf-8")
         except UnicodeError:
             raise BadBody(f"header {name[:40]!r}: a user property's value must be UTF-8 "
                           f"text") from None
         props.append((name.encode("ascii"), encode_value(header_value(text))))
-        if len(props) > MAX_HEADER_PROPERTIES:
-            raise BadBody(f"more than {MAX_HEADER_PROPERTIES} headers would be user properties: "
-                          f"send more in a batch (Content-Type: {BATCH_TYPE}), each event's in "
-                          f"its UserProperties")
     return props
 
 
