@@ -2,11 +2,19 @@
 
 The offsets wait in the transaction and become the group's committed offsets
 only when it commits (aborted: dropped). v3+ carries the member's generation,
-which is checked like an OffsetCommit's. A commit to a group that does not
-exist creates it, Empty, as Kafka's coordinator does (it counts towards the
-namespace's bound on groups from then on; if the transaction aborts, it goes
-with the next offset cleanup, as in Kafka). While they wait, an OffsetFetch with
-require_stable gets UNSTABLE_OFFSET_COMMIT for their partitions (apis/offset_fetch).
+checked as Kafka's validateTransactionalOffsetCommit does, so a zombie producer
+holding an old member's group metadata is fenced (KIP-447): for a KIP-848 group
+by ConsumerGroup.validateOffsetCommit without the version floor, and a member
+epoch not the member's is ILLEGAL_GENERATION (never STALE_MEMBER_EPOCH). No
+member id, generation -1 and no instance id is a producer that gave no group
+metadata: accepted. Not emulated: KIP-1251 (Kafka 4.3) accepting an older epoch
+for the partitions the member still holds since that epoch; here the epoch must
+be the member's, as in Kafka 4.0–4.2 and as OffsetCommit checks it. A commit to
+a group that does not exist creates it, Empty, as Kafka's coordinator does (it
+counts towards the namespace's bound on groups from then on; if the transaction
+aborts, it goes with the next offset cleanup, as in Kafka). While they wait, an
+OffsetFetch with require_stable gets UNSTABLE_OFFSET_COMMIT for their partitions
+(apis/offset_fetch).
 """
 from __future__ import annotations
 
@@ -22,14 +30,30 @@ _Part = _Topic.TxnOffsetCommitResponsePartition
 
 
 def _generation_error(ctx, request) -> int:
-    if ctx.version < 3 or request.generation_id is None or request.generation_id < 0:
+    if ctx.version < 3 or ctx.groups is None:
         return 0
-    group = ctx.groups.classic.get_group(request.group_id) if ctx.groups is not None else None
+    generation = -1 if request.generation_id is None else request.generation_id
+    member_id = request.member_id or ""
+    if generation == -1 and not member_id and request.group_instance_id is None:
+        return 0  # no group metadata given (KIP-447 fields are optional): nothing to fence
+    consumer = ctx.groups.consumer
+    if consumer.has_group(request.group_id):
+        error = consumer.validate_offset_commit(request.group_id, member_id, generation)
+        # validateTransactionalOffsetCommit answers a producer ILLEGAL_GENERATION instead
+        # of STALE_MEMBER_EPOCH, the error its TxnOffsetCommit handling knows.
+        return (Errors.IllegalGenerationError.errno if error == Errors.StaleMemberEpochError.errno
+                else error or 0)
+    group = ctx.groups.classic.get_group(request.group_id)
     if group is None:
+        # A KIP-848 group that went with its last member: Kafka keeps it, Empty, and its
+        # ConsumerGroup does not know the member (as apis/offset_commit answers).
+        return Errors.UnknownMemberIdError.errno if generation >= 0 and consumer.was_dropped(
+            request.group_id) else 0
+    if generation < 0:
         return 0
-    if request.member_id and not group.has(request.member_id):
+    if member_id and not group.has(member_id):
         return Errors.UnknownMemberIdError.errno
-    if request.generation_id != group.generation_id:
+    if generation != group.generation_id:
         return Errors.IllegalGenerationError.errno
     return 0
 
