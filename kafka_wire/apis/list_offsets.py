@@ -14,7 +14,10 @@ offset under read_committed. Every other lookup but earliest (-2, -4) that
 finds an offset at or past it is answered offset -1, timestamp -1, no error, as
 Kafka's ReplicaManager.fetchOffset: a read_committed client is never pointed
 into an open transaction. Event Hubs: a hub the connection may not Listen on is
-TOPIC_AUTHORIZATION_FAILED.
+TOPIC_AUTHORIZATION_FAILED. A partition named twice in one request (under one
+topic entry or two) is INVALID_REQUEST each time, as Kafka's ReplicaManager
+answers ``duplicatePartitions``: which of its answers a client would take is
+otherwise a guess.
 
 A request naming more than MAX_ENTRIES topics and partitions is refused before it
 is decoded, the connection closed as for any request Kafka cannot parse
@@ -67,11 +70,23 @@ def lookup(ctx, name: str, partition: int, ts: int, read_committed: bool) -> tup
     return found
 
 
+def _duplicates(topics) -> set:
+    """The (topic, partition) pairs named more than once."""
+    seen: set = set()
+    twice: set = set()
+    for t in topics:
+        for p in t.partitions:
+            key = (t.name, p.partition_index)
+            (twice if key in seen else seen).add(key)
+    return twice
+
+
 @handles(codec.ApiKey.ListOffsets, 1, 11)
 def list_offsets(request, ctx):
     version = ctx.version
     read_committed = version >= 2 and request.isolation_level == 1
     topics_out = []
+    duplicates = _duplicates(request.topics)
     for t in request.topics:
         view = ctx.topics.get(t.name)
         denied = topic_error(ctx, LISTEN, t.name) if view is not None else 0
@@ -80,6 +95,9 @@ def list_offsets(request, ctx):
             idx = p.partition_index
             if denied:
                 parts.append(_part(idx, denied))
+                continue
+            if duplicates and (t.name, idx) in duplicates:
+                parts.append(_part(idx, Errors.InvalidRequestError.errno))
                 continue
             # Before the partition is looked up, as Kafka's ReplicaManager.
             if _unsupported(p.timestamp, version):
