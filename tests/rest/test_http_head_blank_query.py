@@ -78,8 +78,7 @@ def test_an_absent_timeout_and_other_blank_parameters_still_send(broker):
 def test_management_and_the_schema_registry_refuse_a_blank_api_version_in_arms_shape(broker):
     auth = {"Host": HOST, "Authorization": token()}
     r = requests.get(f"{broker.http_url}{MG}?api-version=", headers=auth, timeout=30)
-    assert r.status_code == 400 and r.json()["error"]["code"] in (
-        "MissingApiVersionParameter", "InvalidApiVersionParameter"), r.text
+    assert r.status_code == 400 and r.json()["error"]["code"] == "MissingApiVersionParameter", r.text
     r = requests.get(f"{broker.http_url}/$schemaGroups/g/schemas/s?api-version=", headers=auth, timeout=30)
     assert r.status_code == 400 and r.json()["error"]["code"] == "MissingApiVersion", r.text
     r = requests.get(f"{broker.http_url}{MG}?api-version=2024-01-01&x=", headers=auth, timeout=30)

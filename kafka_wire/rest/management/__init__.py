@@ -43,7 +43,7 @@ def handle(api: RestApi, request: Request) -> Response | NeedsRegistry:
     """The answer, or for a schema group what makes it once the namespace's Schema
     Registry is read (:class:`NeedsRegistry`, which the REST router resolves)."""
     version = request.query.get("api-version")
-    if version is None:
+    if not version:  # (ARM's message names a blank one, ?api-version=, as missing too)
         return arm.fail(400, "MissingApiVersionParameter",
                         "The api-version query parameter (?api-version=) is required for all requests.")
     if version not in arm.API_VERSIONS:
