@@ -45,8 +45,9 @@ class TopicManager:
         # from before such twins were refused), which no other case then names.
         self._folded: dict[str, str | None] = {}
         self._views: dict[str, tuple[object, TopicView]] = {}
-        # (topic, partition) -> [(epoch, start offset)], only for partitions whose
-        # leader a fault "moved"; all others stay at LEADER_EPOCH from offset 0.
+        # (topic, partition) -> [(epoch, start offset)], only for partitions whose leader
+        # moved (a geo promotion, kept durable by it; a test fault, in memory only); all
+        # others stay at LEADER_EPOCH from offset 0.
         self._epochs: dict[tuple[str, int], list[tuple[int, int]]] = {}
         # Hooks the Event Hubs layer and metrics attach to.
         self.on_append = None
@@ -156,6 +157,14 @@ class TopicManager:
         log.info("leader epoch of %s-%d is now %d", topic, partition, epoch)
         return epoch
 
+    def restore_leader_epochs(self, topic: str, partition: int, starts: list[int]) -> None:
+        """The history after a restart: epoch ``i + 1`` began at ``starts[i]``, as
+        :meth:`bump_leader_epoch` recorded them (the caller keeps them durable: geo-replication's
+        state file; Kafka's leader-epoch-checkpoint). A longer history known already is kept."""
+        history = [(LEADER_EPOCH, 0), *((LEADER_EPOCH + 1 + i, start) for i, start in enumerate(starts))]
+        if len(history) > len(self._epochs.get((topic, partition), ())):
+            self._epochs[(topic, partition)] = history
+
     def epoch_error(self, topic: str, partition: int, requested: int | None) -> int:
         """Kafka's check of a client's current_leader_epoch: 0 when it matches."""
         if requested is None or requested < 0:
@@ -232,9 +241,13 @@ class TopicManager:
     def append(self, topic: str, partition: int, records, now_ms: int, headers=None):
         """``headers``: the batch headers from validating ``records``, when done already."""
         plog = self.logs.get_log(topic, partition)
-        # Records are views of the request frame, which nothing else reads: patch in place.
-        info = plog.append(records, now_ms=now_ms, in_place=True, headers=headers)
         key = (topic, partition)
+        history = self._epochs.get(key) if self._epochs else None
+        # Records are views of the request frame, which nothing else reads: patch in place.
+        # Every batch gets the leader's epoch (Kafka's LogValidator): what OffsetForLeaderEpoch
+        # answers is the epochs' history, and a consumer validates its position with the one read.
+        info = plog.append(records, now_ms=now_ms, in_place=True, headers=headers,
+                           leader_epoch=history[-1][0] if history else LEADER_EPOCH)
         if key in self._waiters:
             self._wake(key)
         if self.on_append is not None:
@@ -247,7 +260,8 @@ class TopicManager:
                        commit: bool, coordinator_epoch: int, now_ms: int):
         """A transaction marker; read_committed fetchers waiting on the LSO wake up."""
         plog = self.logs.get_log(topic, partition)
-        info = plog.append_control(producer_id, producer_epoch, commit, coordinator_epoch, now_ms=now_ms)
+        info = plog.append_control(producer_id, producer_epoch, commit, coordinator_epoch, now_ms=now_ms,
+                                   leader_epoch=self.leader_epoch(topic, partition))
         key = (topic, partition)
         if key in self._waiters:
             self._wake(key)

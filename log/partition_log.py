@@ -31,6 +31,7 @@ from __future__ import annotations
 import bisect
 import logging
 import operator
+import struct
 import threading
 from pathlib import Path
 from typing import NamedTuple
@@ -54,6 +55,10 @@ logger = logging.getLogger(__name__)
 
 _EMPTY = memoryview(b"")
 _BASE = operator.attrgetter("base_offset")
+# partitionLeaderEpoch, after baseOffset and batchLength: outside the CRC, so a 4-byte patch
+# (a helper beside rb.patch_base_offset would be its natural home).
+_LEADER_EPOCH = struct.Struct(">i")
+_LEADER_EPOCH_OFFSET = 12
 _unpack_header = rb.HEADER.unpack_from
 _make_header = BatchHeader._make
 
@@ -226,7 +231,8 @@ class PartitionLog:
     # -- append -----------------------------------------------------------------
 
     def append(self, records, *, now_ms: int, base_offset: int | None = None,
-               in_place: bool = False, headers: list[BatchHeader] | None = None) -> AppendInfo:
+               in_place: bool = False, headers: list[BatchHeader] | None = None,
+               leader_epoch: int | None = None) -> AppendInfo:
         """Validate, assign offsets and write a Produce request's records blob.
 
         All batches are validated before anything is written; on any error the
@@ -234,6 +240,8 @@ class PartitionLog:
         undone. ``base_offset`` (default: the log end offset) may leave a gap
         but never go backwards. ``headers``: what ``validate_records`` already
         returned for ``records`` (the caller validated them: not walked twice).
+        ``leader_epoch``: stamped on every batch as its partitionLeaderEpoch, as
+        Kafka's LogValidator does (clients write 0 or -1); None keeps what it has.
         """
         if headers is None:
             headers = rb.validate_records(records)
@@ -263,6 +271,8 @@ class PartitionLog:
             idempotent = False
             for header in headers:
                 rb.patch_base_offset(buf, pos, offset)
+                if leader_epoch is not None and header.partition_leader_epoch != leader_epoch:
+                    _LEADER_EPOCH.pack_into(buf, pos + _LEADER_EPOCH_OFFSET, leader_epoch)  # outside the CRC
                 size = header.batch_length + rb.LOG_OVERHEAD
                 # A batch the broker built already stamped (Event Hubs sends) keeps its CRC: no second pass.
                 if log_append_time and (header.max_timestamp != append_time
@@ -355,7 +365,8 @@ class PartitionLog:
         )
 
     def append_control(
-        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int, *, now_ms: int
+        self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int, *, now_ms: int,
+        leader_epoch: int = 0,
     ) -> AppendInfo:
         """Write a COMMIT or ABORT marker for ``producer_id`` (WriteTxnMarkers)
         and close its open transaction; an ABORT of a transaction with data
@@ -370,7 +381,7 @@ class PartitionLog:
             offset = self.log_end_offset
             buf = rec.control_batch(
                 base_offset=offset, producer_id=producer_id, producer_epoch=producer_epoch, commit=commit,
-                coordinator_epoch=coordinator_epoch, timestamp=append_time,
+                coordinator_epoch=coordinator_epoch, timestamp=append_time, partition_leader_epoch=leader_epoch,
             )
             if self.config.log_append_time:
                 rb.set_log_append_time(buf, 0, append_time)

@@ -1,14 +1,18 @@
 """OffsetForLeaderEpoch (key 23), v2–v4.
 
-There is one leader epoch (LEADER_EPOCH, 0) and it began at offset 0, so
-asking for it answers the high watermark with that epoch. As in Kafka,
+A partition has one leader epoch (LEADER_EPOCH, 0) from offset 0 until its
+leader moves (a geo promotion, a test fault): each move starts the next epoch
+at the log end, and every batch appended is stamped with the epoch it was
+appended in (TopicManager.append). Asking for an epoch answers the largest
+epoch at or below it and where the next began (the high watermark for the
+current one), from that history; a geo-replicated namespace keeps it across
+restarts (its state file), as Kafka's leader-epoch-checkpoint. As in Kafka,
 asking for an epoch no leader has had yet (or -1) answers leader_epoch -1
 and end_offset -1 without an error; a consumer then treats its position as
 truncated and resets it. current_leader_epoch is checked as Fetch does:
 older is FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH. Not emulated:
-follower requests (replica_id >= 0 are answered as a consumer's), epoch
-history (there is none). Event Hubs: a hub the connection may not Listen on
-is TOPIC_AUTHORIZATION_FAILED.
+follower requests (replica_id >= 0 are answered as a consumer's). Event
+Hubs: a hub the connection may not Listen on is TOPIC_AUTHORIZATION_FAILED.
 """
 from __future__ import annotations
 

@@ -193,6 +193,10 @@ class GeoReplication:
             if self.home is None:  # the first primary was removed: its (empty) logs are not used
                 home_logs.close()
         runtime.topics.replication = self
+        # Each promotion moved these partitions' leader epoch up one (_switch): the state file
+        # keeps that history across a restart, as Kafka's leader-epoch-checkpoint does.
+        for (hub, partition), rows in self._starts.items():
+            runtime.topics.restore_leader_epochs(hub, partition, [start for _seg, start in rows])
         self._save_state()
 
     # -- what surfaces read ------------------------------------------------------------
