@@ -604,9 +604,8 @@ class ConsumeLink(LinkHandler):
         it holds events, False when every batch was hidden, None when the receiver was
         detached (a batch that cannot be read)."""
         upper = plog.last_stable_offset
-        if batches:  # (the read's end: one aborted-transaction search for all of it)
-            upper = min(upper, rb.parse_header(batches[-1][2], 0).last_offset + 1)
-        committed = CommittedFilter(plog, self.next_offset, upper)
+        first = self.next_offset
+        committed = None  # made at the read's first transactional batch or marker: most meet none
         metric = self._metric(plog)
         # geo-replicated: offsets are SEGMENT:SEQUENCE (kafka_wire.amqp.georeplication)
         starts = None if runtime.geo is None else georeplication.history(runtime, self.hub,
@@ -623,9 +622,13 @@ class ConsumeLink(LinkHandler):
                 self.next_offset = header.base_offset
             if header.base_offset >= upper:
                 break
-            if header.attributes & (rb.CONTROL_BIT | rb.TRANSACTIONAL_BIT) and committed.hidden(header):
-                self.next_offset = header.last_offset + 1
-                continue  # (not sent, so not charged as egress)
+            if header.attributes & (rb.CONTROL_BIT | rb.TRANSACTIONAL_BIT):
+                if committed is None:  # (the read's end: one aborted-transaction search for all of it)
+                    end = rb.parse_header(batches[-1][2], 0).last_offset + 1
+                    committed = CommittedFilter(plog, first, min(upper, end))
+                if committed.hidden(header):
+                    self.next_offset = header.last_offset + 1
+                    continue  # (not sent, so not charged as egress)
             nbytes += header.size
             skip = self.next_offset - header.base_offset
             amqp_headers = bool(header.attributes & rb.AMQP_HEADERS_BIT)
