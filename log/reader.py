@@ -84,6 +84,7 @@ class _Segment:
     base_position: int = -1
     batches: list[StoredBatch] = field(default_factory=list)  # headers only, in order
     complete: bool = False  # sealed and fully read: nothing more will appear
+    controls: dict[int, int] = field(default_factory=dict)  # a marker's file position -> its control kind
 
 
 class PartitionReader:
@@ -315,10 +316,18 @@ class PartitionReader:
             yield pending[0][0], None
 
     def _control_kind(self, b: StoredBatch) -> int:
-        try:
-            return read_control(self.read(b), b.header)[0]
-        except LogChanged:
-            return -1
+        """Read once per segment file, as its headers are: a reader asked several
+        times a micro-batch read every marker's bytes at each ask."""
+        seg = self._segments.get(b.segment)
+        kind = seg.controls.get(b.file_position) if seg is not None else None
+        if kind is None:
+            try:
+                kind = read_control(self.read(b), b.header)[0]
+            except LogChanged:
+                return -1
+            if seg is not None:
+                seg.controls[b.file_position] = kind
+        return kind
 
     def _aborted_index(self, names: list[str] | None = None) -> _Aborted:
         """The aborted transactions every ``.txnindex`` lists (all segments; entries
