@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from typing import Callable, NamedTuple
 
@@ -13,6 +12,7 @@ from proton import Connection, Link, Transport
 
 from kafka_wire.eventhubs import connection_string
 from kafka_wire.testing import EmulatedBroker
+from kafka_wire.testing.waits import wait_for  # noqa: F401  (the AMQP tests import it from here)
 from tests.conftest import JS, node_with
 
 MULTI_TOML = Path(__file__).parent.parent / "eventhubs" / "data" / "multi.toml"
@@ -73,16 +73,6 @@ def receive(client, count: int, timeout: float = 20.0, until_error: bool = False
     if len(got) < count and errors:
         raise errors[0]
     return got
-
-
-def wait_for(predicate, timeout: float = 10.0, every: float = 0.05):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(every)
-    return predicate()
 
 
 class EnginePair(NamedTuple):

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import pyarrow.parquet as pq
 from kafka_wire.capture.schema import AVRO_SCHEMA
 from kafka_wire.log.batch import event_offset
 from kafka_wire.log.reader import PartitionReader
+from kafka_wire.testing.waits import wait_for
 
 NAME = re.compile(r"^(?P<ns>[^/]+)/(?P<hub>[^/]+)/(?P<p>\d+)/(?P<Y>\d{4})/(?P<M>\d\d)/(?P<D>\d\d)/(?P<h>\d\d)/"
                   r"(?P<m>\d\d)/(?P<s>\d\d)\.(?P<ext>avro|parquet)$")
@@ -104,13 +104,6 @@ def check_capture(out: Path, expected: dict, *, namespace: str, hub: str, encodi
     return files
 
 
-def wait_until(condition, what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-
-
 def one_batch_of_ten(broker, hub: str, namespace: str = "emulatorNs1") -> tuple[PartitionReader, dict]:
     """A new one-partition hub holding one record batch of ten events (offsets 0..9,
     key ``k<i>``, body ``e<i>``, no header), listed in its ``.batches`` index; returns
@@ -123,7 +116,8 @@ def one_batch_of_ten(broker, hub: str, namespace: str = "emulatorNs1") -> tuple[
         p.produce(hub, key=b"k%d" % i, value=b"e%d" % i, partition=0)
     assert p.flush(10) == 0  # flush sends at once: one batch
     reader = PartitionReader(broker.data_dir / namespace / f"{hub}-0")
-    wait_until(lambda: reader.end_offset() == 10 and reader.stable_end() == 10, "the .batches index to list it")
+    assert wait_for(lambda: reader.end_offset() == 10 and reader.stable_end() == 10), \
+        "timed out waiting for the .batches index to list it"
     assert [(b.base_offset, b.next_offset) for b in reader.batches(0, with_data=False)] == [(0, 10)]
     return reader, {(0, i): (b"k%d" % i, b"e%d" % i, []) for i in range(10)}
 
@@ -136,4 +130,4 @@ def delete_records(broker, reader: PartitionReader, hub: str, offset: int) -> No
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
     for f in admin.delete_records([TopicPartition(hub, 0, offset)]).values():
         f.result(10)
-    wait_until(lambda: reader.log_start_offset() == offset, "the log start file")
+    assert wait_for(lambda: reader.log_start_offset() == offset), "timed out waiting for the log start file"
