@@ -15,8 +15,10 @@ from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from kafka_wire.eventhubs import connection_string, sas
 from kafka_wire.testing import EmulatedBroker
+from tests.eventhubs.conftest import confluent_conf
 
 from .conftest import ROOT, receive, sdk_cs
+from .test_cross_protocol import kafka_password, kafka_read
 from .test_sdk_python import consumer, producer
 
 HOST = "contoso.servicebus.windows.net"
@@ -56,10 +58,8 @@ def broker(tmp_path_factory):
 
 
 def kafka_consumer(broker, **conf) -> Consumer:
-    return Consumer({"bootstrap.servers": broker.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
-                     "sasl.mechanism": "PLAIN", "sasl.username": "$ConnectionString",
-                     "sasl.password": broker.connection_string(namespace="contoso", policy=ROOT[0]),
-                     "group.id": f"read-{time.monotonic_ns()}", "enable.auto.commit": False, **conf})
+    return Consumer(confluent_conf(broker.bootstrap_servers, kafka_password(broker), **{
+        "group.id": f"read-{time.monotonic_ns()}", "enable.auto.commit": False, **conf}))
 
 
 def log_ends(broker) -> dict[tuple[str, int], int]:
@@ -71,20 +71,6 @@ def log_ends(broker) -> dict[tuple[str, int], int]:
                 for p in range(partitions)}
     finally:
         c.close()
-
-
-def kafka_read(broker, topic: str, partition: int, count: int, timeout: float = 20.0) -> list:
-    c = kafka_consumer(broker)
-    c.assign([TopicPartition(topic, partition, 0)])
-    got, deadline = [], time.monotonic() + timeout
-    try:
-        while len(got) < count and time.monotonic() < deadline:
-            m = c.poll(0.2)
-            if m is not None and not m.error():
-                got.append(m)
-    finally:
-        c.close()
-    return got
 
 
 def token(hub: str | None, policy=ROOT, ttl: int = 600) -> str:
