@@ -17,28 +17,16 @@ from kafka_wire.coordinator.clock import VirtualClock
 from kafka_wire.eventhubs import sas
 from kafka_wire.eventhubs.app_groups import ApplicationGroup
 from kafka_wire.testing import EmulatedBroker
+from kafka_wire.testing.config_toml import namespace_config, sas_policy, toml_text
 
 NS = "consolens"
 HOST = f"{NS}.servicebus.windows.net"
 ROOT_KEY, LISTEN_KEY, SEND_KEY = "cm9vdC1rZXk=", "bGlzdGVuLWtleQ==", "c2VuZC1rZXk="
-CONFIG = f'''
-default_namespace = "{NS}"
-[namespaces.{NS}]
-tier = "Standard"
-throughput_units = 1
-[namespaces.{NS}.policies.RootManageSharedAccessKey]
-primary_key = "{ROOT_KEY}"
-[namespaces.{NS}.policies.listen]
-primary_key = "{LISTEN_KEY}"
-rights = ["Listen"]
-[namespaces.{NS}.policies.sender]
-primary_key = "{SEND_KEY}"
-rights = ["Send"]
-[namespaces.{NS}.eventhubs.orders]
-partitions = 1
-[namespaces.{NS}.eventhubs.other]
-partitions = 1
-'''
+CONFIG = toml_text(namespace_config(
+    NS, throughput_units=1,
+    policies={"RootManageSharedAccessKey": sas_policy(ROOT_KEY), "listen": sas_policy(LISTEN_KEY, "Listen"),
+              "sender": sas_policy(SEND_KEY, "Send")},
+    hubs={"orders": {"partitions": 1}, "other": {"partitions": 1}}))
 EVENTS, SIZE = 50, 16_000  # 800 KB: within the one unit's 1 MB ingress burst (no throttled ack)
 
 

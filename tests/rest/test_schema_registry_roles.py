@@ -20,31 +20,17 @@ from azure.schemaregistry import SchemaRegistryClient
 
 from kafka_wire.eventhubs import sas
 from kafka_wire.testing import EmulatedBroker
+from kafka_wire.testing.config_toml import namespace_config, sas_policy, toml_text
 
 NS = "srspace"
 HOST = f"{NS}.servicebus.windows.net"
 SECRET = "local-signing-secret"
 ROOT_KEY, LISTEN_KEY, SEND_KEY = "cm9vdC1rZXk=", "bGlzdGVuLWtleQ==", "c2VuZC1rZXk="
-CONFIG = f'''
-default_namespace = "{NS}"
-[namespaces.{NS}]
-tier = "Standard"
-[namespaces.{NS}.policies.RootManageSharedAccessKey]
-primary_key = "{ROOT_KEY}"
-[namespaces.{NS}.policies.listen]
-primary_key = "{LISTEN_KEY}"
-rights = ["Listen"]
-[namespaces.{NS}.policies.sender]
-primary_key = "{SEND_KEY}"
-rights = ["Send", "Listen"]
-[namespaces.{NS}.oauth]
-hs256_keys = ["{SECRET}"]
-[namespaces.{NS}.eventhubs.orders]
-partitions = 1
-[namespaces.{NS}.eventhubs.orders.policies.hubowner]
-primary_key = "{ROOT_KEY}"
-rights = ["Manage"]
-'''
+CONFIG = toml_text(namespace_config(
+    NS, oauth={"hs256_keys": [SECRET]},
+    policies={"RootManageSharedAccessKey": sas_policy(ROOT_KEY), "listen": sas_policy(LISTEN_KEY, "Listen"),
+              "sender": sas_policy(SEND_KEY, "Send", "Listen")},
+    hubs={"orders": {"partitions": 1, "policies": {"hubowner": sas_policy(ROOT_KEY, "Manage")}}}))
 GROUP, NAME = "g1", "shop.Order"
 SCHEMA = json.dumps({"type": "record", "name": "Order", "namespace": "shop",
                      "fields": [{"name": "id", "type": "string"}]})
