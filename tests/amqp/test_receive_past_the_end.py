@@ -12,6 +12,7 @@ from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerCl
 from confluent_kafka import Producer
 
 from kafka_wire.testing import EmulatedBroker
+from kafka_wire.testing.waits import wait_for
 from tests.amqp.conftest import receive
 
 
@@ -124,10 +125,14 @@ def test_a_reader_past_an_event_compaction_took_still_attaches(broker):
     assert cleaned.records_removed >= 2  # (the tombstone and what it deleted are gone)
     with _consumer(broker, "table") as client:
         assert int(client.get_partition_properties("0")["last_enqueued_offset"]) < last
-    assert _first_event_after(broker, "table", str(last), plain) == b"next"
+    assert _first_event_after(broker, "table", str(last), got[-1][1].sequence_number, plain) == b"next"
 
 
-def _first_event_after(broker, hub: str, position, producer: Producer) -> bytes:
+def _first_event_after(broker, hub: str, position, sequence_number: int, producer: Producer) -> bytes:
+    """The first event a receiver of ``hub``'s partition 0 starting after ``position`` (the
+    offset of the event numbered ``sequence_number``) gets, once the broker holds it attached
+    past that event: a refusal, however slow, fails the test before anything is sent
+    (once an event is sent after the position, the position is no longer past the end)."""
     client = _consumer(broker, hub)
     got: list = []
     errors: list = []
@@ -142,15 +147,21 @@ def _first_event_after(broker, hub: str, position, producer: Producer) -> bytes:
         errors.append(error)
         ready.set()
 
+    server = broker.broker.amqp_server
+    key = (broker.broker.services.default.name, hub.lower(), "$default", 0)
+
+    def starts() -> list[int]:  # where the broker's receivers of the partition read next
+        return broker.call(lambda: [r.next_offset for r in server.readers.get(key, ())])
+
     thread = threading.Thread(target=client.receive, kwargs=dict(
         on_event=on_event, on_error=on_error, partition_id="0", starting_position=position,
         max_wait_time=1), daemon=True)
     thread.start()
     try:
-        # A refusal comes at the attach, before anything is sent (once an event is sent
-        # after the position, the position is no longer past the end)
-        ready.wait(5)
-        for _ in range(100 if not errors else 0):  # (bounded: sends until the receiver gets one)
+        assert wait_for(lambda: errors or starts(), timeout=30) and not errors, \
+            errors or "the receiver was neither attached nor refused"
+        assert all(start > sequence_number for start in starts()), (starts(), sequence_number)
+        for _ in range(100):  # (bounded: sends until the receiver gets one)
             producer.produce(hub, key=b"k2", value=b"next", partition=0)
             producer.flush(10)
             if ready.wait(0.2):
