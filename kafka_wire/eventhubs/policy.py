@@ -79,14 +79,18 @@ class HubVerdict(NamedTuple):
 
 
 def new_hub(namespace: str, ns: Namespace | None, existing: Sequence[SizedHub], name: str,
-            partitions: int, config: LogConfig, bounds: Bounds) -> HubVerdict:
+            partitions: int, config: LogConfig, bounds: Bounds,
+            twin_of: Callable[[str], str | None] | None = None) -> HubVerdict:
     """What the door answers to hub ``name`` of ``partitions`` partitions and effective log
     ``config`` made in namespace ``namespace`` (its model ``ns``; None: no Event Hubs model)
     that holds the hubs ``existing``. A pure function of the model: the live door asks it
     with the namespace's topics (:meth:`NamespacePolicy.create_topic`), the config loader
     with the hubs its file configured before this one, so a file makes nothing the
-    management API would refuse."""
-    refusal = hub_twin(existing, name) or beyond_bounds(bounds, namespace, existing, name, partitions,
+    management API would refuse. ``twin_of(name)``: the existing hub named ``name`` in
+    another case, if any (default: a search of ``existing``; the door looks it up in its
+    topics' case-folded index)."""
+    twin = twin_of(name) if twin_of is not None else _twin_among(existing, name)
+    refusal = _twin_denial(twin, name) or beyond_bounds(bounds, namespace, existing, name, partitions,
                                                         new_hub=True)
     if refusal is not None or ns is None:
         return HubVerdict(refusal)
@@ -95,12 +99,15 @@ def new_hub(namespace: str, ns: Namespace | None, existing: Sequence[SizedHub], 
                       or tier_rules.topic_config(ns, name, config))
 
 
-def hub_twin(existing: Iterable[SizedHub], name: str) -> Denial | None:
-    """A new hub ``name`` whose name an existing hub has in another case: Event Hubs'
-    names are case-insensitive, so it would be that hub's twin (and a token scoped
-    to the one would reach the other). Whatever the mode: it is not a tier rule."""
+def _twin_among(existing: Iterable[SizedHub], name: str) -> str | None:
     low = name.lower()
-    twin = next((h.name for h in existing if h.name != name and h.name.lower() == low), None)
+    return next((h.name for h in existing if h.name != name and h.name.lower() == low), None)
+
+
+def _twin_denial(twin: str | None, name: str) -> Denial | None:
+    """A new hub ``name`` whose name an existing hub (``twin``) has in another case: Event
+    Hubs' names are case-insensitive, so it would be that hub's twin (and a token scoped
+    to the one would reach the other). Whatever the mode: it is not a tier rule."""
     if twin is None:
         return None
     return Denial(Refusal.INVALID, f"event hub {twin!r} exists: event hub names are "
@@ -267,7 +274,7 @@ class NamespacePolicy:
         """:func:`new_hub` over the namespace's topics: its refusal, or its tier rule's
         violation recorded (and refused in strict mode)."""
         verdict = new_hub(self.runtime.name, self.runtime.model, list(self.runtime.topics.all()),
-                          name, partitions, config, self.bounds)
+                          name, partitions, config, self.bounds, twin_of=self._twin_of)
         return verdict.refusal or self._enforce(verdict.violation, name, client_id)
 
     def create_partitions(self, principal, name: str, count: int,
@@ -282,8 +289,15 @@ class NamespacePolicy:
                              lambda ns: tier_rules.partition_growth(ns, hubs, name, count), client_id)
 
     def hub_name_taken(self, name: str) -> Denial | None:
-        """:func:`hub_twin` over the namespace's topics."""
-        return hub_twin(self.runtime.topics.all(), name)
+        """Whether a hub of the namespace has ``name`` in another case (see :func:`new_hub`)."""
+        return _twin_denial(self._twin_of(name), name)
+
+    def _twin_of(self, name: str) -> str | None:
+        # One look-up in the topics' case-folded index, not a walk of every hub. Of the
+        # name lower-cased, as str.lower folds it (the Kelvin sign's 'k' finds hub 'k-...');
+        # the index folds only ASCII, and every hub's name is ASCII.
+        view = self.runtime.topics.hub(name.lower())
+        return view.name if view is not None and view.name != name else None
 
     def delete_topic(self, principal, name: str) -> Denial | None:
         return self._need(principal, MANAGE, None, "deleting event hubs")
