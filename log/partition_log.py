@@ -560,6 +560,18 @@ class PartitionLog:
             return None
         return segments[_index_of(segments, offset)].event_position(offset)
 
+    def last_event_offset_ever(self) -> int:
+        """An Event Hubs offset at or past every event's this partition has ever held (-1
+        for none): its last record's, in the active segment, which the cleaner never
+        rewrites. Not the last event's now: compaction can take that away, and an offset
+        handed to a reader for it (a checkpoint, an SDK's reconnection) stays valid."""
+        active = self._segments[-1]
+        if active.next_offset > active.base_offset:
+            where = self.event_position(active.next_offset - 1)
+            if where is not None:
+                return where[0]
+        return active.base_position * rb.EVENTS_PER_POSITION - 1  # (where the next batch goes, less one)
+
     def offset_at_event_offset(self, event_offset: int) -> int:
         """The Kafka offset of the first event whose Event Hubs offset is at or
         after ``event_offset`` (the log end offset when there is none)."""

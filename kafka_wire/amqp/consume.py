@@ -210,7 +210,7 @@ def start_offset(plog, selector: str | None) -> int:
         if not _NUMBER.match(value):
             raise FilterError(f"offset {shortened(repr(value))} is not a number, -1 or @latest")
         wanted = int(value)
-        if wanted > _last_offset_ever(plog):
+        if wanted > plog.last_event_offset_ever():
             _, where = last_event(plog)
             raise PastTheEnd(f"The supplied offset '{wanted}' is invalid. The last offset in "
                              f"the system is '{where[0] if where is not None else -1}'")
@@ -231,19 +231,6 @@ def start_offset(plog, selector: str | None) -> int:
                              f"sequence number in the system is '{last_event(plog)[0]}'")
         return min(max(wanted, start), end)
     return min(max(plog.offset_for_append_time(number, inclusive), start), end)
-
-
-def _last_offset_ever(plog) -> int:
-    """An Event Hubs offset at or past every event's the partition has ever held (-1 for
-    none): its last record's, in the active segment, which the cleaner never rewrites.
-    Not the last event's now: compaction can take that away, and the offset a reader was
-    handed for it (its checkpoint, the SDK's reconnection) must still attach."""
-    active = plog.segments[-1]
-    if active.next_offset > active.base_offset:
-        where = plog.event_position(active.next_offset - 1)
-        if where is not None:
-            return where[0]
-    return active.base_position * rb.EVENTS_PER_POSITION - 1  # (where the next batch goes, less one)
 
 
 _ACCEPTED = int(Delivery.ACCEPTED)
