@@ -9,10 +9,14 @@ epoch not the member's is ILLEGAL_GENERATION (never STALE_MEMBER_EPOCH). No
 member id, generation -1 and no instance id is a producer that gave no group
 metadata: accepted. Not emulated: KIP-1251 (Kafka 4.3) accepting an older epoch
 for the partitions the member still holds since that epoch; here the epoch must
-be the member's, as in Kafka 4.0–4.2 and as OffsetCommit checks it. A commit to
-a group that does not exist creates it, Empty, as Kafka's coordinator does (it
-counts towards the namespace's bound on groups from then on; if the transaction
-aborts, it goes with the next offset cleanup, as in Kafka). While they wait, an
+be the member's, as in Kafka 4.0–4.2 and as OffsetCommit checks it. A commit with
+generation -1 to a group that does not exist creates it, Empty, as Kafka's
+coordinator does (it counts towards the namespace's bound on groups from then on;
+if the transaction aborts, it goes with the next offset cleanup, as in Kafka); with
+a generation >= 0 it is ILLEGAL_GENERATION and creates nothing
+(validateTransactionalOffsetCommit). That includes a classic group's member after a
+restart: classic members are not kept, so its group is gone (no offsets) or Empty
+(UNKNOWN_MEMBER_ID) and the member must rejoin either way. While they wait, an
 OffsetFetch with require_stable gets UNSTABLE_OFFSET_COMMIT for their partitions
 (apis/offset_fetch).
 """
@@ -29,10 +33,15 @@ _Topic = _Response.TxnOffsetCommitResponseTopic
 _Part = _Topic.TxnOffsetCommitResponsePartition
 
 
+def _generation(ctx, request) -> int:
+    """The request's generation (-1: none given; before v3 there is none)."""
+    return -1 if ctx.version < 3 or request.generation_id is None else request.generation_id
+
+
 def _generation_error(ctx, request) -> int:
     if ctx.version < 3 or ctx.groups is None:
         return 0
-    generation = -1 if request.generation_id is None else request.generation_id
+    generation = _generation(ctx, request)
     member_id = request.member_id or ""
     if generation == -1 and not member_id and request.group_instance_id is None:
         return 0  # no group metadata given (KIP-447 fields are optional): nothing to fence
@@ -45,10 +54,13 @@ def _generation_error(ctx, request) -> int:
                 else error or 0)
     group = ctx.groups.classic.get_group(request.group_id)
     if group is None:
+        if generation < 0:
+            return 0  # a simple group, made for the commit (Empty, offsets pending)
         # A KIP-848 group that went with its last member: Kafka keeps it, Empty, and its
         # ConsumerGroup does not know the member (as apis/offset_commit answers).
-        return Errors.UnknownMemberIdError.errno if generation >= 0 and consumer.was_dropped(
-            request.group_id) else 0
+        if consumer.was_dropped(request.group_id):
+            return Errors.UnknownMemberIdError.errno
+        return Errors.IllegalGenerationError.errno  # a generation of no group there is
     if generation < 0:
         return 0
     if member_id and not group.has(member_id):
@@ -70,7 +82,7 @@ def txn_offset_commit(request, ctx):
     # A new group is made here, as Kafka's coordinator does, so the namespace's bound on
     # groups applies, and counts it at once: one transaction committing to many new groups
     # cannot pass the bound while the first ones are still pending.
-    creates = _creates_group(ctx, request.group_id)
+    creates = _creates_group(ctx, request.group_id) and _generation(ctx, request) < 0
     error = (transactional_error(ctx)
              or group_error(ctx, request.group_id, joining=creates)
              or _generation_error(ctx, request))
