@@ -40,7 +40,9 @@ from kafka_wire.coordinator.consumer_group import (
 from kafka_wire.coordinator.consumer_group_assignment import (
     REVOKING, SETTLED, TopicMetadata, compute_target, reconcile, refresh_topics, set_epoch,
 )
-from kafka_wire.coordinator.consumer_group_persistence import ConsumerGroupPersistence, Persist
+from kafka_wire.coordinator.consumer_group_persistence import (
+    ConsumerGroupPersistence, Persist, PersistMany,
+)
 from kafka_wire.coordinator.consumer_group_subscriptions import (
     INVALID_REGULAR_EXPRESSION, TopicRegexes, regex_error,
 )
@@ -58,9 +60,10 @@ class ConsumerGroupManager:
                  topic_metadata: TopicMetadata, *,
                  has_offsets: Callable[[str], bool] = lambda group_id: False,
                  list_topics: Callable[[], Iterable[str]] = lambda: (),
-                 persist: Persist | None = None) -> None:
+                 persist: Persist | None = None,
+                 persist_many: PersistMany | None = None) -> None:
         self.config = config
-        self.persistence = ConsumerGroupPersistence(persist, has_offsets)
+        self.persistence = ConsumerGroupPersistence(persist, has_offsets, persist_many)
         self._unarmed: list[str] = []  # loaded groups whose members' timers wait for arm()
         self.clock = clock
         self.topic_metadata = topic_metadata
@@ -139,6 +142,11 @@ class ConsumerGroupManager:
         """Whether ``group_id`` emptied and went since the last offset cleanup (Kafka would
         still have it, Empty)."""
         return self.persistence.was_dropped(group_id)
+
+    def delete_dropped(self, group_id: str) -> bool:
+        """DeleteGroups of a group dropped as it emptied: it goes now (Kafka deletes the
+        Empty group); False if it was not one."""
+        return self.persistence.delete_dropped(group_id)
 
     def forget_dropped(self) -> None:
         """An offset cleanup ran: Kafka would have deleted those empty groups now."""

@@ -11,7 +11,9 @@ change or heartbeat: the group is kept in memory as it is.
 Kafka keeps an empty consumer group (Empty) until the offset cleanup that finds it
 without offsets; until then an old member of it is an unknown member. kafka-wire drops
 such a group at once and remembers it (a DROPPED record, so across a restart too) until
-that cleanup, which writes its GROUP_GONE.
+that cleanup, which writes its GROUP_GONE (all of them in one write when the store
+can: ``persist_many``). A DeleteGroups of such a group deletes it at once (Kafka: an
+Empty group), writing its GROUP_GONE.
 """
 from __future__ import annotations
 
@@ -21,18 +23,22 @@ from typing import Callable
 from kafka_wire.coordinator import consumer_group_records as records
 from kafka_wire.coordinator.consumer_group import ConsumerGroup, ConsumerGroupMember
 
-__all__ = ["ConsumerGroupPersistence", "Persist"]
+__all__ = ["ConsumerGroupPersistence", "Persist", "PersistMany"]
 
 log = logging.getLogger(__name__)
 
 _DROPPED_MAX = 10_000  # Bounds.kafka_groups_per_namespace's default
 # persist(group_id, [[kind, *body], ...]) writes a group's records at once or raises.
 Persist = Callable[[str, list], None]
+# persist_many([(group_id, [[kind, *body], ...]), ...]): several groups' records in one write.
+PersistMany = Callable[[list[tuple[str, list]]], None]
 
 
 class ConsumerGroupPersistence:
-    def __init__(self, persist: Persist | None, has_offsets: Callable[[str], bool]) -> None:
+    def __init__(self, persist: Persist | None, has_offsets: Callable[[str], bool],
+                 persist_many: PersistMany | None = None) -> None:
         self.persist = persist  # None: nothing is kept (a coordinator without a store)
+        self.persist_many = persist_many
         self.has_offsets = has_offsets
         # Groups dropped as they emptied since the last offset cleanup, oldest first.
         self._dropped: dict[str, None] = {}
@@ -113,9 +119,27 @@ class ConsumerGroupPersistence:
         if self._dropped:
             self._dropped.pop(group_id, None)
 
+    def delete_dropped(self, group_id: str) -> bool:
+        """DeleteGroups of a group dropped as it emptied (Kafka: Empty, so deleted): it is
+        forgotten now, not at the next cleanup. False: it was not dropped."""
+        if group_id not in self._dropped:
+            return False
+        del self._dropped[group_id]
+        if self.persist is not None:
+            self._write_removal(group_id, [[records.GROUP_GONE]])
+        return True
+
     def forget_dropped(self) -> None:
         """An offset cleanup ran: Kafka would have deleted those empty groups now."""
         dropped, self._dropped = self._dropped, {}
-        if self.persist is not None:
+        if self.persist is None or not dropped:
+            return
+        if self.persist_many is None:
             for group_id in dropped:
                 self._write_removal(group_id, [[records.GROUP_GONE]])
+            return
+        try:  # one write (one fsync) for up to _DROPPED_MAX groups
+            self.persist_many([(group_id, [[records.GROUP_GONE]]) for group_id in dropped])
+        except Exception:
+            log.exception("cannot write the removal of %d consumer groups dropped as they "
+                          "emptied", len(dropped))

@@ -82,11 +82,17 @@ class GroupCoordinator:
                                             has_offsets=self.offsets.has_offsets)
         def persist(group_id: str, bodies: list) -> None:
             store.write_group_records(namespace_of(group_id), group_id, bodies)
+
+        def persist_many(groups: list) -> None:
+            store.write_many_group_records(
+                [(namespace_of(group_id), group_id, bodies) for group_id, bodies in groups])
         self.consumer = ConsumerGroupManager(self.config, self.clock,
                                              topic_metadata or (lambda _topic: None),
                                              has_offsets=self.offsets.has_offsets,
                                              list_topics=list_topics or (lambda: ()),
-                                             persist=persist if store is not None else None)
+                                             persist=persist if store is not None else None,
+                                             persist_many=persist_many if store is not None
+                                             else None)
         self._cleanup_timer: Any = None
         # Groups open transactions may commit offsets to (the transaction coordinator's
         # groups_in_transactions): the cleanup keeps them. Set by TxnOffsetCommit.
@@ -408,6 +414,11 @@ class GroupCoordinator:
                 error = self.consumer.delete_group(group_id)
             else:
                 error = self.classic.delete_group(group_id)
+                if (error in (NONE, Errors.GroupIdNotFoundError.errno)
+                        and self.consumer.delete_dropped(group_id)):
+                    # A KIP-848 group dropped as it emptied: Kafka still has it, Empty,
+                    # and deletes it; its old members then find no group.
+                    error = NONE
             if error == NONE:
                 self.offsets.delete_group(group_id)
             out.append(DeleteGroupResult(group_id, error))

@@ -73,20 +73,39 @@ def append(fd: int, blob: bytes, size: int, *, sync: bool = False, path: object 
     return size + len(blob)
 
 
+class Unknown:
+    """What a ``decode`` returns for a whole record of a kind it does not know (one a
+    newer version wrote): :func:`scan` passes over it, counted in ``Scan.skipped``, so
+    a downgrade does not cut the log, and every record after it, there."""
+
+    __slots__ = ("kind",)
+
+    def __init__(self, kind: Any) -> None:
+        self.kind = kind
+
+
 class Scan:
-    """The result of :func:`scan`: where the whole records end, and why the
-    rest (if any) was not read."""
+    """The result of :func:`scan`: where the whole records end, why the rest (if any)
+    was not read, and how many records of each unknown kind were passed over."""
 
     def __init__(self) -> None:
         self.end = 0
         self.records = 0
         self.problem: str | None = None
+        self.skipped: dict[Any, int] = {}
+
+    def skipped_line(self) -> str:
+        """For the one log line a reader writes when ``skipped``."""
+        kinds = ", ".join(f"{n} of kind {k!r}" for k, n in sorted(self.skipped.items(), key=repr))
+        return f"skipped {sum(self.skipped.values())} records of kinds this version does " \
+               f"not know ({kinds}): written by a newer version"
 
 
 def scan(data: bytes, start: int, decode: Callable[[Any], Any]) -> tuple[Scan, Iterator[Any]]:
     """Walk the records of ``data`` from ``start``: yields ``decode(fields)`` for
     each whole, CRC-valid record; stops at the first that is cut short, corrupt,
-    or that ``decode`` refuses with ValueError (recorded in ``Scan.problem``)."""
+    or that ``decode`` refuses with ValueError (recorded in ``Scan.problem``). A
+    record ``decode`` answers :class:`Unknown` is passed over (``Scan.skipped``)."""
     result = Scan()
     result.end = start
 
@@ -118,9 +137,12 @@ def scan(data: bytes, start: int, decode: Callable[[Any], Any]) -> tuple[Scan, I
             except ValueError as exc:
                 result.problem = str(exc)
                 return
-            yield value
+            if isinstance(value, Unknown):
+                result.skipped[value.kind] = result.skipped.get(value.kind, 0) + 1
+            else:
+                yield value
+                result.records += 1
             pos = end
             result.end = end
-            result.records += 1
 
     return result, records()

@@ -10,12 +10,15 @@ File ``checkpoints.log`` in the store directory::
               leader_epoch, metadata, commit_time_ms]          put
              [2, namespace, event_hub, group, partition]       delete
              [3, namespace, group]                             delete group
-             [4..10, namespace, group, ...]                    KIP-848 consumer groups
+             [4..11, namespace, group, ...]                    KIP-848 consumer groups
                                          (coordinator.consumer_group_records)
 
 Opening replays the file; the first record that is short, fails its CRC or
 does not decode ends the log: the file is truncated there (a torn write from
-a crash) and one warning says how much was dropped. Every put is one
+a crash) and one warning says how much was dropped. A whole record of a kind
+this version does not know (a newer version wrote it: after a downgrade) is
+passed over, counted in one log line, so the records after it are kept; the
+next compaction drops it. Every put is one
 ``write`` of whole records, so a crash loses at most the records being
 written; a write that fails (a full disk) is cut off the file before the
 error is raised, and a checkpoint too large for the log (over
@@ -44,7 +47,7 @@ from typing import Any, Iterable
 
 from kafka_wire.coordinator import consumer_group_records as group_records
 from kafka_wire.coordinator.checkpoints.store import Checkpoint, CheckpointKey, CheckpointStore
-from kafka_wire.coordinator.record_log import RecordTooLarge, append, frame, scan
+from kafka_wire.coordinator.record_log import RecordTooLarge, Unknown, append, frame, scan
 from kafka_wire.log.recovery import fsync_dir
 
 __all__ = ["EmbeddedCheckpointStore", "CheckpointStoreError", "RecordTooLarge"]
@@ -56,6 +59,7 @@ CHECKPOINTS_DIR = "_checkpoints"  # DATA_DIR/_checkpoints/<namespace>/
 FILE_NAME = "checkpoints.log"
 _TMP_SUFFIX = ".compacting"
 _PUT, _DELETE, _DELETE_GROUP = 1, 2, 3
+_KNOWN = frozenset((_PUT, _DELETE, _DELETE_GROUP)) | group_records.KINDS
 
 
 class CheckpointStoreError(RuntimeError):
@@ -93,6 +97,8 @@ def _decode(fields: Any) -> list[Any]:
             return fields
     elif kind in group_records.KINDS:
         return group_records.validate(fields)
+    elif isinstance(kind, int) and not isinstance(kind, bool) and kind not in _KNOWN:
+        return Unknown(kind)  # a newer version's: passed over, not the end of the log
     raise ValueError(f"malformed record of kind {kind!r}")
 
 
@@ -153,6 +159,7 @@ class EmbeddedCheckpointStore(CheckpointStore):
         for fields in records:
             self._apply(fields, result.end)  # (result.end: where this record starts)
             self._records += 1
+        self._skipped(result)
         pos, reason = result.end, result.problem
         if self._groups.pending_since is not None:
             # Pieces of an assignment whose own record was never written: the tail of a
@@ -183,6 +190,7 @@ class EmbeddedCheckpointStore(CheckpointStore):
         for fields in records:
             self._apply(fields, result.end)
             self._records += 1
+        self._skipped(result)
         pos = result.end
         if self._groups.pending_since is not None:
             pos = self._groups.pending_since
@@ -192,6 +200,11 @@ class EmbeddedCheckpointStore(CheckpointStore):
                      "or a torn write the broker repairs when it starts)",
                      self.path, len(data) - pos)
         self._size = pos
+
+    def _skipped(self, result: Any) -> None:
+        if result.skipped:
+            self._records += sum(result.skipped.values())  # dead: compaction drops them
+            log.warning("checkpoint log %s: %s", self.path, result.skipped_line())
 
     def _apply(self, fields: list[Any], position: int | None = None) -> None:
         kind = fields[0]
@@ -267,9 +280,13 @@ class EmbeddedCheckpointStore(CheckpointStore):
         return list(self._state.values())
 
     def write_group_records(self, namespace: str, group: str, bodies: list[list]) -> None:
-        if not bodies:
+        self.write_many_group_records([(namespace, group, bodies)])
+
+    def write_many_group_records(self, groups: Iterable[tuple[str, str, list[list]]]) -> None:
+        records = [[body[0], namespace, group, *body[1:]]
+                   for namespace, group, bodies in groups for body in bodies]
+        if not records:
             return
-        records = [[body[0], namespace, group, *body[1:]] for body in bodies]
         # Framed before anything is written: a record too large raises RecordTooLarge here.
         self._append([blob for fields in records for blob in group_records.encode(fields)])
         for fields in records:

@@ -104,6 +104,12 @@ class CheckpointStore(abc.ABC):
         :mod:`coordinator.consumer_group_records`) in one write, or raise having written
         nothing. A store that does not keep groups ignores them."""
 
+    def write_many_group_records(self, groups: Iterable[tuple[str, str, list[list]]]) -> None:
+        """:meth:`write_group_records` for several (namespace, group, bodies); stores may
+        make this one write (or raise having written nothing)."""
+        for namespace, group, bodies in groups:
+            self.write_group_records(namespace, group, bodies)
+
     def group_records(self) -> dict[tuple[str, str], dict[tuple[int, str], list]]:
         """The live consumer group records, by (namespace, group id) then key."""
         return {}
