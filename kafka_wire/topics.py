@@ -103,6 +103,19 @@ class TopicManager:
         same = self._folded.get(name.lower())
         return self.get(same) if same is not None else None
 
+    def case_twin(self, name: str) -> str | None:
+        """A hub other than ``name`` whose name is ``name`` in another case (``str.lower``
+        folds both: the door refuses it as a twin), or None: one look-up in the index but
+        for twins an older data directory holds, which are walked (the index keeps no name
+        for them)."""
+        low = name.lower()
+        if low not in self._folded:
+            return None
+        same = self._folded[low]
+        if same is None:
+            return next((n for n in sorted(self.logs.topics()) if n != name and n.lower() == low), None)
+        return same if same != name else None
+
     def name_for_id(self, topic_id: uuid.UUID) -> str | None:
         return self._by_id.get(topic_id)
 

@@ -293,11 +293,8 @@ class NamespacePolicy:
         return _twin_denial(self._twin_of(name), name)
 
     def _twin_of(self, name: str) -> str | None:
-        # One look-up in the topics' case-folded index, not a walk of every hub. Of the
-        # name lower-cased, as str.lower folds it (the Kelvin sign's 'k' finds hub 'k-...');
-        # the index folds only ASCII, and every hub's name is ASCII.
-        view = self.runtime.topics.hub(name.lower())
-        return view.name if view is not None and view.name != name else None
+        # One look-up in the topics' case-folded index, not a walk of every hub.
+        return self.runtime.topics.case_twin(name)
 
     def delete_topic(self, principal, name: str) -> Denial | None:
         return self._need(principal, MANAGE, None, "deleting event hubs")

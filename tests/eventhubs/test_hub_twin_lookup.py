@@ -44,3 +44,13 @@ def test_the_door_refuses_exactly_the_names_a_hub_has_in_another_case(door, name
         else:
             assert denial is not None and denial.rule == "hub-name", denial
             assert f"event hub {twin!r} exists" in denial.message and "case-insensitive" in denial.message
+
+
+def test_a_third_twin_of_twins_an_older_data_directory_holds_is_refused(tmp_path):
+    with EmulatedBroker(tmp_path / "data") as b:
+        b.create_hub("Twin", 1)
+        runtime = b.broker.services.default
+        b.call(lambda: runtime.topics.logs.create_topic("TWIN", 1))  # (made before twins were refused)
+        b.call(lambda: runtime.topics.switch_logs(runtime.topics.logs))
+        denial = b.call(lambda: runtime.policy.create_topic(None, "twin", 1, {}, None))
+        assert denial is not None and denial.rule == "hub-name" and "case-insensitive" in denial.message

@@ -87,3 +87,14 @@ def test_hub_finds_exactly_the_names_equal_in_ascii_case(one_hub, name):
     assert (found is not None) == (name.isascii() and name.lower() == "ab-_.k")
     if found is not None:
         assert found.name == "aB-_.k"
+
+
+def test_the_case_twin_of_a_name_is_found_in_the_index_or_among_older_twins(topics):
+    topics.create("Orders", 1)
+    assert topics.case_twin("orders") == "Orders" and topics.case_twin("\u212aafka") is None
+    assert topics.case_twin("Orders") is None and topics.case_twin("payments") is None
+    topics.create("Twin", 1)
+    topics.logs.create_topic("TWIN", 1)
+    topics.switch_logs(topics.logs)  # (twins from an older data directory: no name in the index)
+    assert topics.case_twin("twin") == "TWIN"  # (either is its twin; the first in order)
+    assert topics.case_twin("Twin") == "TWIN" and topics.case_twin("TWIN") == "Twin"
