@@ -398,6 +398,21 @@ class GroupMetadataManager(ClassicRebalance):
             self._schedule_heartbeat(group, group.get(member_id))
         return None
 
+    def validate_txn_offset_commit(self, group: ClassicGroup, generation_id: int, member_id: str,
+                                   instance_id: str | None) -> int | None:
+        """Kafka's ClassicGroup.validateOffsetCommit for a TxnOffsetCommit; None = accept.
+        No generation and an Empty group: a producer outside group management. Else a
+        member id, instance id or generation given is checked, as for OffsetCommit; with
+        none given the commit is taken whatever the state (only OffsetCommit wants Empty)."""
+        if generation_id < 0 and group.is_(S.EMPTY):
+            return None
+        if generation_id >= 0 or member_id or instance_id is not None:
+            error = self._validate_current_member(group, member_id, instance_id)
+            if error is None and generation_id != group.generation_id:
+                error = Errors.IllegalGenerationError.errno
+            return error
+        return None
+
     # -- describe ------------------------------------------------------------------------
 
     def describe_group(self, group_id: str) -> GroupDescription:

@@ -61,13 +61,8 @@ def _generation_error(ctx, request) -> int:
         if consumer.was_dropped(request.group_id):
             return Errors.UnknownMemberIdError.errno
         return Errors.IllegalGenerationError.errno  # a generation of no group there is
-    if generation < 0:
-        return 0
-    if member_id and not group.has(member_id):
-        return Errors.UnknownMemberIdError.errno
-    if generation != group.generation_id:
-        return Errors.IllegalGenerationError.errno
-    return 0
+    return ctx.groups.classic.validate_txn_offset_commit(group, generation, member_id,
+                                                         request.group_instance_id) or 0
 
 
 def _creates_group(ctx, group_id: str | None) -> bool:

@@ -120,3 +120,27 @@ def test_a_classic_members_commit_after_a_restart_mid_transaction(broker_factory
         assert h_txn.commit_offset(new_generation, new_member, offset=6) == 0
         h_txn.end()
         assert _committed(c, "h") == 6
+
+
+def test_a_classic_groups_members_are_checked_whatever_the_generation(broker):
+    """ClassicGroup.validateOffsetCommit: with generation -1 a member id or instance id is
+    still checked while the group has members (the generation then cannot match); only a
+    commit naming no member is taken, and any once the group is Empty."""
+    broker.create_hub("in", 1)
+    with RawClient(broker.bootstrap_servers) as c:
+        member, generation = _join(c, "cg")
+        txn = _Txn(c, "tx-cg", "cg")
+        assert txn.commit_offset(-1, "no-such-member") == UNKNOWN_MEMBER
+        assert txn.commit_offset(-1, member) == ILLEGAL_GENERATION
+        assert txn.commit_offset(generation + 1, member) == ILLEGAL_GENERATION
+        assert txn.commit_offset(generation, "no-such-member") == UNKNOWN_MEMBER
+        assert txn.commit_offset(-1, "", offset=3) == 0  # no group metadata: nothing to fence
+        assert txn.commit_offset(generation, member, offset=4) == 0
+        txn.end()
+        assert _committed(c, "cg") == 4
+        r = c.request(K.LeaveGroup, 3, group_id="cg", members=[(member, None)])
+        assert r.error_code == 0, r
+        later = _Txn(c, "tx-cg2", "cg")
+        assert later.commit_offset(-1, member, offset=7) == 0  # Empty: a tool's commit
+        later.end()
+        assert _committed(c, "cg") == 7
