@@ -85,6 +85,7 @@ class _Segment:
     batches: list[StoredBatch] = field(default_factory=list)  # headers only, in order
     complete: bool = False  # sealed and fully read: nothing more will appear
     controls: dict[int, int] = field(default_factory=dict)  # a marker's file position -> its control kind
+    index_prefix: bytes = b""  # the .batches bytes the cached batches were read from (header included)
 
 
 class PartitionReader:
@@ -170,13 +171,18 @@ class PartitionReader:
             seg = self._segments.get(base)
             if seg is None or seg.inode != st.st_ino:
                 seg = self._segments[base] = _Segment(base, st.st_ino)
-            if seg.complete:
-                return seg
+            if seg.complete and not last:
+                return seg  # (a sealed segment that is last again: the segments after it were cut)
             positions = self._positions(base)
             try:
                 index = (self.directory / f"{base:020d}.batches").read_bytes()
             except FileNotFoundError:
-                return seg  # the index is written right after the .log is created: nothing readable yet
+                index = b""  # written right after the .log is created, and rebuilt after a cut
+            if seg.batches and not _still_holds(seg, fd, index):
+                # Truncated (PartitionLog.truncate_to: a geo promotion, a replica cut): the cut
+                # file keeps its inode and length and the index is rebuilt, so only the cached
+                # entries and bytes tell; read what the segment holds now.
+                seg = self._segments[base] = _Segment(base, st.st_ino)
             self._extend(seg, fd, index, st.st_size, positions)
             # A segment followed by another is sealed: once its entries are read through, it is done.
             consumed = BATCH_INDEX_HEADER.size + len(seg.batches) * _ENTRY.size
@@ -225,6 +231,7 @@ class PartitionReader:
             )
             seg.batches.append(prev)
             i += 1
+        seg.index_prefix = index[: hdr + i * _ENTRY.size] if seg.batches else b""
 
     # -- reading --------------------------------------------------------------------
 
@@ -438,6 +445,21 @@ class LogChanged(Exception):
     def __init__(self, resume_at: int):
         super().__init__(resume_at)
         self.resume_at = resume_at
+
+
+def _still_holds(seg: _Segment, fd: int, index: bytes) -> bool:
+    """Whether segment ``seg``'s files still hold its cached batches: its index
+    starts with the entries they were read from, and the last one's header is
+    still in the ``.log`` (a batch appended after a cut at the same offset,
+    position and time has another CRC)."""
+    if not index.startswith(seg.index_prefix):
+        return False
+    last = seg.batches[-1]
+    head = os.pread(fd, rb.HEADER_SIZE, last.file_position)
+    if len(head) < rb.HEADER_SIZE:
+        return False
+    now, then = rb.parse_header(head), last.header
+    return (now.base_offset, now.batch_length, now.crc) == (then.base_offset, then.batch_length, then.crc)
 
 
 def _check_batch(fd: int, pos: int, file_size: int, expected_offset: int) -> BatchHeader | None:
