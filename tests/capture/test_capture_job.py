@@ -1,6 +1,7 @@
 """``kafka-wire capture`` end to end: a real broker, confluent-kafka, Spark."""
 from __future__ import annotations
 
+import calendar
 import json
 import os
 import signal
@@ -29,25 +30,43 @@ def capture(*args: str) -> None:
     assert main(["capture", "--namespace", NS, "--master", "local[2]", *args]) == 0
 
 
+def named(out: Path, path: Path) -> tuple[int, int]:
+    """(partition, the time in ms, UTC) a capture file is named after."""
+    m = NAME.match(path.relative_to(out).as_posix())
+    when = time.strptime(f"{m['Y']}{m['M']}{m['D']}{m['h']}{m['m']}{m['s']}", "%Y%m%d%H%M%S")
+    return int(m["p"]), calendar.timegm(when) * 1000
+
+
 def test_once_in_avro_captures_exactly_what_was_produced(spark, produced, tmp_path):
     broker, expected = produced
     out = tmp_path / "out"
-    capture("--data-dir", str(broker.data_dir), "--hub", HUB, "--format", "avro", "--out", str(out),
-            "--once", "--interval-seconds", "60")
+    once = ["--data-dir", str(broker.data_dir), "--hub", HUB, "--format", "avro", "--out", str(out),
+            "--once", "--interval-seconds", "60"]
+    capture(*once)
     positions = log_positions(broker.data_dir, NS, HUB, PARTITIONS)
     files = check_capture(out, expected, namespace=NS, hub=HUB, encoding="avro", positions=positions)
+    enqueued = {p: sorted(t for (q, _), (_, t) in positions.items() if q == p) for p in range(PARTITIONS)}
+
     for path in files:  # named after its window's start; every event enqueued inside the window
-        m = NAME.match(path.relative_to(out).as_posix())
-        start = int(time.mktime(time.strptime(f"{m['Y']}{m['M']}{m['D']}{m['h']}{m['m']}{m['s']}",
-                                              "%Y%m%d%H%M%S")) - time.timezone) * 1000
+        partition, start = named(out, path)
         assert start % 60_000 == 0
         times = {r["SystemProperties"]["x-opt-enqueued-time"] for r in read_file(path)[0]}
-        assert start <= min(times) and max(times) < start + 60_000
-    # A second --once finds nothing new: no file rewritten, none announced again.
+        if times:
+            assert start <= min(times) and max(times) < start + 60_000
+        else:  # an idle window's file (a window that ended with no event, before the job ran)
+            assert not [t for t in enqueued[partition] if start <= t < start + 60_000]
+    # A second --once finds nothing new: no file rewritten, none announced again. Windows
+    # that ended since (the clock passed a minute's end between the two runs) are idle:
+    # they get their empty files, as Event Hubs Capture writes them, after every event.
     before = (out / "_capture_events.jsonl").read_text()
-    capture("--data-dir", str(broker.data_dir), "--hub", HUB, "--format", "avro", "--out", str(out),
-            "--once", "--interval-seconds", "60")
-    assert (out / "_capture_events.jsonl").read_text() == before
+    contents = {path: path.read_bytes() for path in files}
+    capture(*once)
+    assert (out / "_capture_events.jsonl").read_text().startswith(before)
+    assert {path: path.read_bytes() for path in files} == contents
+    again = check_capture(out, expected, namespace=NS, hub=HUB, encoding="avro", positions=positions)
+    for path in set(again) - set(files):
+        partition, start = named(out, path)
+        assert not read_file(path)[0] and start > max(enqueued[partition])
 
 
 def test_once_in_parquet_with_a_size_window_splits_files_and_loses_nothing(spark, produced, tmp_path):
