@@ -224,6 +224,10 @@ class TopicManager:
     def delete(self, name: str) -> None:
         self.logs.delete_topic(name)
         self._refresh_ids()
+        # A topic made again with this name is a new topic (Kafka: a new topic id) whose
+        # epochs start at LEADER_EPOCH: the old one's history goes with it.
+        for key in [k for k in self._epochs if k[0] == name]:
+            del self._epochs[key]
         for hook in list(self.on_delete):
             hook(name)
         for key in [k for k in self._waiters if k[0] == name]:

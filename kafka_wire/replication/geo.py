@@ -193,6 +193,11 @@ class GeoReplication:
             if self.home is None:  # the first primary was removed: its (empty) logs are not used
                 home_logs.close()
         runtime.topics.replication = self
+        runtime.topics.on_delete.append(self._hub_deleted)
+        # Rows of hubs (or partitions) the primary no longer holds: a deletion whose state
+        # file write was cut short, or a state file written before deletions pruned it.
+        held = {name: info.partitions for name, info in self._primary_logs().topics().items()}
+        self._starts = {key: rows for key, rows in self._starts.items() if key[1] < held.get(key[0], 0)}
         # Each promotion moved these partitions' leader epoch up one (_switch): the state file
         # keeps that history across a restart, as Kafka's leader-epoch-checkpoint does.
         for (hub, partition), rows in self._starts.items():
@@ -339,6 +344,16 @@ class GeoReplication:
             self._hubs_dirty = True
             self._schedule_pass()
 
+    def _hub_deleted(self, name: str) -> None:
+        """A hub deleted on the primary: its segment starts (its partitions' leader epochs
+        after a restart) go, so a hub made again with its name starts at segment and epoch 0,
+        as a hub made after a promotion does."""
+        gone = [key for key in self._starts if key[0] == name]
+        if gone:
+            for key in gone:
+                del self._starts[key]
+            self._save_state()
+
     def offsets_changed(self) -> None:
         """After a consumer group's committed offsets changed on the primary: shipped
         before the commit is answered in synchronous mode, on the next pass otherwise."""
@@ -474,6 +489,8 @@ class GeoReplication:
         """Stop shipping; close every region's logs but the one the namespace serves
         from (the broker closes that one)."""
         self._closed = True
+        if self._hub_deleted in self.runtime.topics.on_delete:
+            self.runtime.topics.on_delete.remove(self._hub_deleted)
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
