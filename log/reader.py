@@ -144,7 +144,9 @@ class PartitionReader:
         for n, base in enumerate(bases):
             nxt = bases[n + 1] if n + 1 < len(bases) else None
             if nxt is not None and nxt <= start:
-                self._segments.pop(base, None)  # wholly below start: drop it from the cache (re-read if asked)
+                # Wholly below start: skipped, but kept in the cache (bounded by the segments on
+                # disk, pruned above): Capture's next ends() scans from the log start again, and
+                # dropping it here had every poll re-read and CRC-check the whole retained log.
                 continue
             seg = self._load(base, last=nxt is None)
             if seg is None:
