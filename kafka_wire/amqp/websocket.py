@@ -13,8 +13,11 @@ I/O of its own.
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import struct
+
+from kafka_wire.httpd.listener import MalformedHead, header_fields, header_map
 
 __all__ = ["PATH", "SUBPROTOCOL", "Handshake", "FrameReader", "FramedTransport", "WebSocketError",
            "frame", "unmask", "accept_key", "BINARY", "CLOSE", "PING", "PONG"]
@@ -75,11 +78,12 @@ class Handshake:
         head, rest = bytes(self._buf[:end]).decode("latin-1"), bytes(self._buf[end + 4:])
         lines = head.split("\r\n")
         parts = lines[0].split(" ")
-        headers = {}
-        for line in lines[1:]:
-            name, sep, value = line.partition(":")
-            if sep:
-                headers[name.strip().lower()] = value.strip()
+        try:  # (the HTTP listener's reading: one parser for both doors)
+            headers, repeated = header_map(header_fields(lines[1:]))
+        except MalformedHead as exc:
+            return _refusal(400, str(exc)), False, b""
+        if repeated is not None:
+            return _refusal(400, f"the {repeated} header is sent more than once: send it once"), False, b""
         reply, ok = respond(parts, headers)
         return reply, ok, rest if ok else b""
 
@@ -91,6 +95,8 @@ def respond(request_line: list[str], headers: dict[str, str]) -> tuple[bytes, bo
     if request_line[1].split("?", 1)[0] != PATH:
         return _refusal(404, f"AMQP over WebSockets is served on {PATH}"), False
     key = headers.get("sec-websocket-key", "")
+    if key and not _is_key(key):
+        return _refusal(400, "Sec-WebSocket-Key is not 16 bytes in base64 (RFC 6455 4.1)"), False
     offered = [p.strip() for p in headers.get("sec-websocket-protocol", "").split(",") if p.strip()]
     if headers.get("upgrade", "").lower() != "websocket" or not key or \
             headers.get("sec-websocket-version") != "13" or (offered and SUBPROTOCOL not in offered):
@@ -99,6 +105,15 @@ def respond(request_line: list[str], headers: dict[str, str]) -> tuple[bytes, bo
     return ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             f"Sec-WebSocket-Accept: {accept_key(key)}\r\n"
             f"Sec-WebSocket-Protocol: {SUBPROTOCOL}\r\n\r\n").encode("ascii"), True
+
+
+def _is_key(key: str) -> bool:
+    """Whether ``key`` is 16 bytes in base64, as RFC 6455 4.1 has it: one sent twice is
+    joined ("k1, k2"), and one past ASCII could not be hashed into the answer."""
+    try:
+        return len(base64.b64decode(key.encode("ascii"), validate=True)) == 16
+    except (UnicodeEncodeError, binascii.Error):
+        return False
 
 
 def _refusal(status: int, text: str) -> bytes:

@@ -15,7 +15,11 @@ most :data:`MAX_BODY`); keep-alive; a head larger than 16 KiB or of more than
 :data:`MAX_FIELDS` header lines is answered 431 (in its route's error shape) and
 its connection closed; requests slower than :data:`READ_TIMEOUT_S` and answers not
 read within it are dropped, and past ``max_connections`` open connections a new
-one gets 503 at once. Header names are looked up without case; a repeated header
+one gets 503 at once. A header line another parser could read otherwise (a folded
+line, whitespace before the colon, a name that is not a token, a CR, LF or NUL in a
+value) is answered 400, in its route's shape, and its connection closed: read leniently,
+it let a Content-Length a proxy never saw carry the next request in as a body. Header
+names are looked up without case; a repeated header
 is one, its values joined with ", " (RFC 9110 5.3); the fields as sent (names in
 their case) are kept too, for REST send's user properties. A query value may be
 blank (``?timeout=`` is a blank timeout, which its route judges, not no timeout).
@@ -30,17 +34,20 @@ import contextlib
 import dataclasses
 import json
 import logging
+import re
 import socket
 import struct
 from typing import Callable
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from kafka_wire.httpd import fault_control, replica_control
+from kafka_wire.log_lines import RepeatedWarnings, client_address
 from kafka_wire.rest import arm
 from kafka_wire.rest.http import Later, Request, Response, error
 from kafka_wire.whole_numbers import whole_number
 
 log = logging.getLogger(__name__)
+_repeats = RepeatedWarnings(log)  # a malformed head costs a client one line a minute here
 
 READ_TIMEOUT_S = 15.0
 _MAX_HEAD = 16 * 1024
@@ -63,6 +70,13 @@ _REASONS = {200: "OK", 201: "Created", 204: "No Content", 304: "Not Modified", 4
             431: "Request Header Fields Too Large", 500: "Internal Server Error", 503: "Service Unavailable"}
 _JSON = "application/json; charset=utf-8"
 _PRINTABLE_ASCII = "".join(map(chr, range(0x20, 0x7F)))
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 5.6.2's tchar
+_NOT_IN_A_VALUE = re.compile(r"[\r\n\x00]")  # RFC 9110 5.5: refuse, or read as SP
+
+
+class MalformedHead(ValueError):
+    """A header line this listener will not read one way while a proxy reads another
+    (RFC 9112 5.1, 5.2, 2.2): answered 400, its connection closed."""
 
 
 class HttpListener:
@@ -135,12 +149,16 @@ class HttpListener:
                     self._send(writer, 400, b"bad request line\n", "text/plain", False, False)
                     return
                 method, target, version = parts
-                fields = _fields(lines[1:-2])  # (the head ends with two empty lines)
+                try:
+                    fields = header_fields(lines[1:-2])  # (the head ends with two empty lines)
+                except MalformedHead as exc:
+                    self._refuse_head(writer, head.split(b"\r\n", 1)[0], 400, "BadRequest", str(exc))
+                    return
                 if len(fields) > MAX_FIELDS:
                     self._head_too_large(writer, head.split(b"\r\n", 1)[0], f"the request has "
                                          f"{len(fields)} header fields: at most {MAX_FIELDS} are taken")
                     return
-                headers, repeated = _headers(fields)
+                headers, repeated = header_map(fields)
                 if (self.websocket is not None and method == "GET" and not repeated  # (refused below)
                         and target.split("?", 1)[0] == "/$servicebus/websocket"
                         and headers.get("upgrade", "").lower() == "websocket"):
@@ -267,8 +285,16 @@ class HttpListener:
                         "internal error: see the broker log")
 
     def _head_too_large(self, writer, request_line: bytes | None, why: str) -> None:
-        """The 431 for a head past the listener's bounds, in the error shape of the route
-        its request line names (plain text where it names none), and one log line."""
+        """The 431 for a head past the listener's bounds, and one log line."""
+        log.warning("HTTP request from %s refused (431): %s (%r)", writer.get_extra_info("peername"),
+                    why, (request_line or b"")[:200])
+        self._refuse_head(writer, request_line, 431, "RequestHeaderFieldsTooLarge", why)
+
+    def _refuse_head(self, writer, request_line: bytes | None, status: int, code: str,
+                     why: str) -> None:
+        """Refuse a head not read as fields, in the error shape of the route its request
+        line names (plain text where it names none); a 400 is logged once a minute for a
+        client (each costs it only a connection)."""
         parts = (request_line or b"").decode("latin-1").split(" ")
         path, rest, control = "", False, False
         if len(parts) == 3 and parts[2].startswith("HTTP/1."):
@@ -276,9 +302,12 @@ class HttpListener:
             rest = self.rest is not None and self.rest.handles(parts[0], path)
             control = self.rest is not None and (fault_control.handles(path)
                                                  or replica_control.handles(path))
-        log.warning("HTTP request from %s refused (431): %s (%r)", writer.get_extra_info("peername"),
-                    why, (request_line or b"")[:200])
-        self._refuse(writer, path, rest, control, 431, "RequestHeaderFieldsTooLarge", why)
+        if status == 400:
+            peer = writer.get_extra_info("peername")
+            address = client_address(f"{peer[0]}:{peer[1]}") if peer else ""
+            _repeats.warn("http-malformed-head", address, f"HTTP request from {peer} refused "
+                          f"(400): {why} ({(request_line or b'')[:200]!r})")
+        self._refuse(writer, path, rest, control, status, code, why)
 
     def _refuse(self, writer, path: str, rest: bool, control: bool, status: int, code: str,
                 message: str) -> None:
@@ -366,19 +395,32 @@ async def _first_line(reader: asyncio.StreamReader) -> bytes | None:
         return None
 
 
-def _fields(lines: list[str]) -> list[tuple[str, str]]:
-    """The header fields as sent: (name in its case, value), in order. Only spaces and tabs
-    are trimmed (RFC 9110 5.5): the head is read as Latin-1, where U+00A0 is one byte of a
+def header_fields(lines: list[str]) -> list[tuple[str, str]]:
+    """The header fields of a head's lines (read as Latin-1): (name in its case, value), in
+    order; raises :class:`MalformedHead` for a line another parser could read otherwise:
+    an obs-fold (a line led by a space or tab, RFC 9112 5.2), a name that is not a token
+    (whitespace before the colon, RFC 9112 5.1; RFC 9110 5.1), a line without a colon, a
+    CR, LF or NUL in a value (RFC 9110 5.5; a bare CR is a line end to some, RFC 9112 2.2).
+    Only spaces and tabs are trimmed from a value (RFC 9110 5.5): U+00A0 is one byte of a
     UTF-8 character ("à" ends in 0xA0) that ``str.strip`` would cut."""
     out = []
     for line in lines:
+        if line[:1] in (" ", "\t"):
+            raise MalformedHead(f"a header line begins with whitespace (a folded line is not "
+                                f"taken): {line[:40]!r}")
         name, sep, value = line.partition(":")
-        if sep:
-            out.append((name.strip(" \t"), value.strip(" \t")))
+        if not sep:
+            raise MalformedHead(f"a header line without a colon: {line[:40]!r}")
+        if not _TOKEN.fullmatch(name):
+            raise MalformedHead(f"{name[:40]!r} is not an HTTP field name: a token (letters, "
+                                f"digits and !#$%&'*+-.^_`|~), no whitespace before the colon")
+        if _NOT_IN_A_VALUE.search(value):
+            raise MalformedHead(f"the {name[:40]} header's value holds a CR, LF or NUL")
+        out.append((name, value.strip(" \t")))
     return out
 
 
-def _headers(fields: list[tuple[str, str]]) -> tuple[dict[str, str], str | None]:
+def header_map(fields: list[tuple[str, str]]) -> tuple[dict[str, str], str | None]:
     """(lower-case name -> value, a repeated one's values joined with ", " as RFC 9110 5.3
     combines them; the first of :data:`_ONCE` sent more than once, else None)."""
     values: dict[str, list[str]] = {}
@@ -386,6 +428,9 @@ def _headers(fields: list[tuple[str, str]]) -> tuple[dict[str, str], str | None]
         values.setdefault(name.lower(), []).append(value)
     repeated = next((n for n in _ONCE if len(values.get(n, ())) > 1), None)
     return {name: ", ".join(v) for name, v in values.items()}, repeated
+
+
+_fields, _headers = header_fields, header_map  # (the names tests/rest import)
 
 
 def _request(writer, method: str, path: str, url, headers: dict, fields: list) -> Request:
