@@ -178,7 +178,8 @@ def test_a_repeated_property_counts_once_toward_the_limit(broker):
     (b"SharedAccessSignature sr=../../etc/passwd", b""), ("\u00e9\u00e0".encode("utf-8"), b"")])
 def test_without_one_good_credential_no_header_is_looked_at(broker, auth, why):
     at = end_offset(broker)
-    status, text = raw_post(broker, [b"X-Bad/Name: \xff", b"Content-Type: a, b", b"Alert: x"], auth=auth)
+    # (a name that is no HTTP token is the listener's 400 before any route: 21678e1)
+    status, text = raw_post(broker, [b"X-Bad: \xff", b"Content-Type: a, b", b"Alert: x"], auth=auth)
     assert status == 401 and text.startswith(b"<Error><Code>401</Code>") and why in text, text
     assert end_offset(broker) == at
 
