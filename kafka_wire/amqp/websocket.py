@@ -17,7 +17,7 @@ import binascii
 import hashlib
 import struct
 
-from kafka_wire.httpd.listener import MalformedHead, header_fields, header_map
+from kafka_wire.httpd.fields import MalformedHead, header_fields, header_map
 
 __all__ = ["PATH", "SUBPROTOCOL", "Handshake", "FrameReader", "FramedTransport", "WebSocketError",
            "frame", "unmask", "accept_key", "BINARY", "CLOSE", "PING", "PONG"]

@@ -34,13 +34,13 @@ import contextlib
 import dataclasses
 import json
 import logging
-import re
 import socket
 import struct
 from typing import Callable
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from kafka_wire.httpd import fault_control, replica_control
+from kafka_wire.httpd.fields import MalformedHead, header_fields, header_map
 from kafka_wire.log_lines import RepeatedWarnings, client_address
 from kafka_wire.rest import arm
 from kafka_wire.rest.http import Later, Request, Response, error
@@ -54,10 +54,6 @@ _MAX_HEAD = 16 * 1024
 # Header lines in a head: a client sends a dozen. Past this, 431 (a head of 16 KiB holds
 # up to 4,000 of "a:", each a dict entry and a list entry to make).
 MAX_FIELDS = 256
-# Header fields a request may send once only (RFC 9112 3.2 and 6.3; a credential is one
-# value, not a list): two that disagree would let this listener and a proxy in front of
-# it read different requests, or check one token and log another.
-_ONCE = ("host", "content-length", "authorization")
 HEALTHY = {"status": "healthy", "message": "Service is healthy."}
 UNHEALTHY = {"status": "unhealthy", "message": "Service not available. Please try after some time."}
 # A body larger than this is read only once its head passed the checks it can pass
@@ -70,13 +66,6 @@ _REASONS = {200: "OK", 201: "Created", 204: "No Content", 304: "Not Modified", 4
             431: "Request Header Fields Too Large", 500: "Internal Server Error", 503: "Service Unavailable"}
 _JSON = "application/json; charset=utf-8"
 _PRINTABLE_ASCII = "".join(map(chr, range(0x20, 0x7F)))
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # RFC 9110 5.6.2's tchar
-_NOT_IN_A_VALUE = re.compile(r"[\r\n\x00]")  # RFC 9110 5.5: refuse, or read as SP
-
-
-class MalformedHead(ValueError):
-    """A header line this listener will not read one way while a proxy reads another
-    (RFC 9112 5.1, 5.2, 2.2): answered 400, its connection closed."""
 
 
 class HttpListener:
@@ -393,44 +382,6 @@ async def _first_line(reader: asyncio.StreamReader) -> bytes | None:
     except (asyncio.LimitOverrunError, asyncio.IncompleteReadError, asyncio.TimeoutError,
             ConnectionError):
         return None
-
-
-def header_fields(lines: list[str]) -> list[tuple[str, str]]:
-    """The header fields of a head's lines (read as Latin-1): (name in its case, value), in
-    order; raises :class:`MalformedHead` for a line another parser could read otherwise:
-    an obs-fold (a line led by a space or tab, RFC 9112 5.2), a name that is not a token
-    (whitespace before the colon, RFC 9112 5.1; RFC 9110 5.1), a line without a colon, a
-    CR, LF or NUL in a value (RFC 9110 5.5; a bare CR is a line end to some, RFC 9112 2.2).
-    Only spaces and tabs are trimmed from a value (RFC 9110 5.5): U+00A0 is one byte of a
-    UTF-8 character ("à" ends in 0xA0) that ``str.strip`` would cut."""
-    out = []
-    for line in lines:
-        if line[:1] in (" ", "\t"):
-            raise MalformedHead(f"a header line begins with whitespace (a folded line is not "
-                                f"taken): {line[:40]!r}")
-        name, sep, value = line.partition(":")
-        if not sep:
-            raise MalformedHead(f"a header line without a colon: {line[:40]!r}")
-        if not _TOKEN.fullmatch(name):
-            raise MalformedHead(f"{name[:40]!r} is not an HTTP field name: a token (letters, "
-                                f"digits and !#$%&'*+-.^_`|~), no whitespace before the colon")
-        if _NOT_IN_A_VALUE.search(value):
-            raise MalformedHead(f"the {name[:40]} header's value holds a CR, LF or NUL")
-        out.append((name, value.strip(" \t")))
-    return out
-
-
-def header_map(fields: list[tuple[str, str]]) -> tuple[dict[str, str], str | None]:
-    """(lower-case name -> value, a repeated one's values joined with ", " as RFC 9110 5.3
-    combines them; the first of :data:`_ONCE` sent more than once, else None)."""
-    values: dict[str, list[str]] = {}
-    for name, value in fields:
-        values.setdefault(name.lower(), []).append(value)
-    repeated = next((n for n in _ONCE if len(values.get(n, ())) > 1), None)
-    return {name: ", ".join(v) for name, v in values.items()}, repeated
-
-
-_fields, _headers = header_fields, header_map  # (the names tests/rest import)
 
 
 def _request(writer, method: str, path: str, url, headers: dict, fields: list) -> Request:

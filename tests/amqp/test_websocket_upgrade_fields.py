@@ -1,5 +1,5 @@
 """The AMQP port's WebSocket door reads an upgrade's header lines as the HTTP listener
-does (one parser, kafka_wire.httpd.listener.header_fields): a folded line, whitespace
+does (one parser, kafka_wire.httpd.fields.header_fields): a folded line, whitespace
 before the colon or before the name, a name that is not a token, a CR in a value, a
 Host or Sec-WebSocket-Key sent twice are refused 400 and the connection closed, on the
 AMQP port as on the HTTP listener. It trimmed names with str.strip and kept a repeated

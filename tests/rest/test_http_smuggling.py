@@ -120,7 +120,7 @@ HOSTILE = TCHAR + " \t\r\n\x00\x0b\x0c\x7f:;,()\"/[]{}<>=?@\\\xa0\xe0\xff"
 @example([("Content-Length", " :", " 5")])
 @example([("X-Pad", ":", " a"), (" Content-Length", ":", " 5")])
 def test_the_field_parser_takes_only_tokens_and_clean_values(entries):
-    from kafka_wire.httpd.listener import MalformedHead, header_fields
+    from kafka_wire.httpd.fields import MalformedHead, header_fields
     lines = [name + sep + value for name, sep, value in entries]
     try:
         fields = header_fields(lines)

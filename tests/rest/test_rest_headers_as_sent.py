@@ -21,7 +21,7 @@ from kafka_wire.eventhubs.events import encode_value
 from kafka_wire.rest.send import MAX_HEADER_PROPERTIES, BadBody, header_value
 from kafka_wire.testing import EmulatedBroker
 from tests.amqp.conftest import MULTI_TOML, ROOT, receive
-from tests.amqp.test_cross_protocol import amqp_value, kafka_password
+from tests.amqp.test_cross_protocol import kafka_password
 from tests.amqp.test_sdk_python import consumer
 from tests.eventhubs.conftest import confluent_conf
 
@@ -200,7 +200,7 @@ def _cased(name: str, flips: list[bool]) -> str:
 def test_head_fields_and_properties_follow_the_model(entries):
     """The listener's fields keep names and order as sent; its lookups join a name's values
     in any case; a send's properties are the first spelling of each name, values joined."""
-    from kafka_wire.httpd.listener import _fields, _headers
+    from kafka_wire.httpd.fields import header_fields as _fields, header_map as _headers
     from kafka_wire.rest.send import _header_properties
     lines = [f"{_cased(name, flips)}: {value}" for name, flips, value in entries]
     fields = _fields(lines)
@@ -225,7 +225,7 @@ def test_head_fields_and_properties_follow_the_model(entries):
 
 @given(st.lists(st.sampled_from(["Host", "HOST", "content-LENGTH", "Authorization", "X-A"]), max_size=6))
 def test_host_content_length_and_authorization_may_be_sent_once(names):
-    from kafka_wire.httpd.listener import _headers
+    from kafka_wire.httpd.fields import header_map as _headers
     _headers_, repeated = _headers([(n, "v") for n in names])
     lows = [n.lower() for n in names]
     assert repeated == next((n for n in ("host", "content-length", "authorization")
