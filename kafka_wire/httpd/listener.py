@@ -47,7 +47,7 @@ from kafka_wire.rest.http import Later, Request, Response, error
 from kafka_wire.whole_numbers import whole_number
 
 log = logging.getLogger(__name__)
-_repeats = RepeatedWarnings(log)  # a malformed head costs a client one line a minute here
+_repeats = RepeatedWarnings(log)  # a refused head costs a client one line a minute here
 
 READ_TIMEOUT_S = 15.0
 _MAX_HEAD = 16 * 1024
@@ -274,16 +274,14 @@ class HttpListener:
                         "internal error: see the broker log")
 
     def _head_too_large(self, writer, request_line: bytes | None, why: str) -> None:
-        """The 431 for a head past the listener's bounds, and one log line."""
-        log.warning("HTTP request from %s refused (431): %s (%r)", writer.get_extra_info("peername"),
-                    why, (request_line or b"")[:200])
+        """The 431 for a head past the listener's bounds."""
         self._refuse_head(writer, request_line, 431, "RequestHeaderFieldsTooLarge", why)
 
     def _refuse_head(self, writer, request_line: bytes | None, status: int, code: str,
                      why: str) -> None:
         """Refuse a head not read as fields, in the error shape of the route its request
-        line names (plain text where it names none); a 400 is logged once a minute for a
-        client (each costs it only a connection)."""
+        line names (plain text where it names none), logged once a minute for a client and
+        status (each costs it only a connection: a flood of them must not flood the log)."""
         parts = (request_line or b"").decode("latin-1").split(" ")
         path, rest, control = "", False, False
         if len(parts) == 3 and parts[2].startswith("HTTP/1."):
@@ -291,11 +289,10 @@ class HttpListener:
             rest = self.rest is not None and self.rest.handles(parts[0], path)
             control = self.rest is not None and (fault_control.handles(path)
                                                  or replica_control.handles(path))
-        if status == 400:
-            peer = writer.get_extra_info("peername")
-            address = client_address(f"{peer[0]}:{peer[1]}") if peer else ""
-            _repeats.warn("http-malformed-head", address, f"HTTP request from {peer} refused "
-                          f"(400): {why} ({(request_line or b'')[:200]!r})")
+        peer = writer.get_extra_info("peername")
+        address = client_address(f"{peer[0]}:{peer[1]}") if peer else ""
+        _repeats.warn(f"http-refused-head-{status}", address, f"HTTP request from {peer} refused "
+                      f"({status}): {why} ({(request_line or b'')[:200]!r})")
         self._refuse(writer, path, rest, control, status, code, why)
 
     def _refuse(self, writer, path: str, rest: bool, control: bool, status: int, code: str,

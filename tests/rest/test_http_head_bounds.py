@@ -2,8 +2,8 @@
 lines) is answered 431 Request Header Fields Too Large in the error shape of the route its
 request line names, as the listener's other refusals are (the data plane's
 ``<Error><Code>`` for REST send, ARM's JSON for management, the Schema Registry and the
-control APIs, plain text elsewhere), with one log line; its connection is closed and the
-broker serves on. Whatever the head holds (no credential or a wrong one, non-ASCII or
+control APIs, plain text elsewhere), with one log line a minute for a client (a flood of
+them is counted, not written line by line); its connection is closed and the broker serves on. Whatever the head holds (no credential or a wrong one, non-ASCII or
 path-like names and values, a request line past the reader's 64 KiB) nothing is stored
 and nothing hangs."""
 from __future__ import annotations
@@ -18,6 +18,8 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from kafka_wire.eventhubs import sas
+from kafka_wire.httpd import listener
+from kafka_wire.log_lines import RepeatedWarnings
 from kafka_wire.testing import EmulatedBroker
 from tests.amqp.conftest import MULTI_TOML, ROOT
 from tests.amqp.test_cross_protocol import kafka_password
@@ -44,6 +46,21 @@ def broker(tmp_path_factory):
     with EmulatedBroker(tmp_path_factory.mktemp("http-head-bounds") / "data", config_file=MULTI_TOML,
                         http=True) as b:
         yield b
+
+
+class Clock:
+    now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(autouse=True)
+def clock(monkeypatch) -> Clock:
+    """A fresh count of refusals per test (all come from 127.0.0.1), on a clock the test moves."""
+    c = Clock()
+    monkeypatch.setattr(listener, "_repeats", RepeatedWarnings(listener.log, clock=c))
+    return c
 
 
 def token(key: str = ROOT[1]) -> str:
@@ -172,6 +189,18 @@ def test_a_request_line_past_the_readers_limit_is_a_plain_431(broker, caplog):
         status, headers, body = exchange(broker, line)
     assert (status, headers["content-type"].split(";")[0]) == (431, "text/plain"), body
     assert len([r for r in caplog.records if "(431)" in r.getMessage()]) == 1
+    assert health(broker) == 200
+
+
+def test_a_flood_of_431s_from_one_client_is_one_log_line_a_minute(broker, caplog, clock):
+    head = padded(SEND, 20 * 1024, token())
+    with caplog.at_level(logging.WARNING, logger="kafka_wire.httpd.listener"):
+        for _ in range(25):
+            assert_431(exchange(broker, head, b"{}"), SEND)
+        clock.now += 61
+        assert_431(exchange(broker, head, b"{}"), SEND)
+    logged = [r.getMessage() for r in caplog.records if "(431)" in r.getMessage()]
+    assert len(logged) == 2 and "and 24 more like it from 127.0.0.1" in logged[1], logged
     assert health(broker) == 200
 
 
