@@ -29,6 +29,7 @@ from kafka_wire.eventhubs import geo
 from kafka_wire.eventhubs.bounds import Bounds
 from kafka_wire.eventhubs.oauth import OAuthSettings
 from kafka_wire.log.config import LogConfig
+from kafka_wire.whole_numbers import whole_number
 from kafka_wire.eventhubs.model import (
     DEFAULT_CONSUMER_GROUP, EMULATOR_KEY, ROOT_POLICY, CaptureSettings, EventHub, EventHubsModel,
     Namespace, SasPolicy, Tier,
@@ -64,6 +65,18 @@ def _get(obj: dict, key: str, where: str, required: bool = True):
             return v
     if required:
         raise ValueError(f"{where} lacks {key!r}")
+    return None
+
+
+def _whole(count) -> int | None:
+    """A PartitionCount as the whole number it writes, else None: 2.7 is not 2, and
+    text is ASCII digits ("2"), not what ``int`` also reads ("2_0", " 2", "\u0661")."""
+    if isinstance(count, str):
+        return whole_number(count)
+    if isinstance(count, int) and not isinstance(count, bool):
+        return count
+    if isinstance(count, float) and count.is_integer():  # (not 1e999 or nan)
+        return int(count)
     return None
 
 
@@ -116,12 +129,9 @@ def load_config_json(data: dict) -> EventHubsModel:
         if not isinstance(hub_name, str):
             raise ValueError(f"{where}.Name must be text, not {_kind(hub_name)}")
         count = _get(ent, "PartitionCount", where)
-        try:
-            partitions = int(count) if not isinstance(count, (bool, list, dict)) else None
-        except (TypeError, ValueError, OverflowError):  # OverflowError: 1e999 is infinity
-            partitions = None
+        partitions = _whole(count)
         if partitions is None:
-            raise ValueError(f"{where}.PartitionCount {_shown(count)} is not a number: use 1-32")
+            raise ValueError(f"{where}.PartitionCount {_shown(count)} is not a whole number: use 1-32")
         if not 1 <= partitions <= 32:
             raise ValueError(f"{where}.PartitionCount {_shown(partitions)} is out of range: use 1-32")
         groups_raw = _get(ent, "ConsumerGroups", where, required=False) or []

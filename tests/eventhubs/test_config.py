@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kafka_wire.cli import main
 from kafka_wire.config import BrokerConfig
@@ -40,11 +42,34 @@ def test_official_config_json_loads_as_the_emulator_reads_it():
     assert model.namespace_for_host("192.168.1.20") == "emulatorNs1"
 
 
-def test_partition_count_may_be_a_number_and_names_are_optional():
-    data = official([{"Name": "a", "PartitionCount": 4}])
+@pytest.mark.parametrize("count", [4, 4.0, "4"], ids=repr)
+def test_partition_count_may_be_a_number_and_names_are_optional(count):
+    data = official([{"Name": "a", "PartitionCount": count}])
     del data["UserConfig"]["NamespaceConfig"][0]["Name"]
     model = load_config_json(data)
     assert model.namespaces["emulatorNs1"].hubs["a"].partitions == 4
+
+
+@pytest.mark.parametrize("count", [2.7, 1.5, "2.7", "2_0", " 2", "2 ", "\u0661", "\u00b2", "0x2", True,
+                                   float("inf"), float("nan"), [2], {"n": 2}, None],
+                         ids=repr)
+def test_a_partition_count_that_is_not_a_whole_number_is_refused_not_truncated(count):
+    with pytest.raises(ValueError, match=r"Entities\[0\]\.PartitionCount .* (is not a whole number|is missing)"):
+        load_config_json(official([{"Name": "a", "PartitionCount": count}]))
+
+
+@settings(max_examples=300, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(count=st.one_of(st.integers(-5, 40), st.floats(allow_nan=True), st.floats(0, 40), st.text(max_size=4),
+                       st.integers(1, 32).map(float), st.integers(1, 32).map(str), st.booleans()))
+def test_a_partition_count_is_taken_only_as_the_number_it_writes(count):
+    try:
+        model = load_config_json(official([{"Name": "a", "PartitionCount": count}]))
+    except ValueError as exc:
+        assert "PartitionCount" in str(exc), exc
+        return
+    taken = model.namespaces["emulatorNs1"].hubs["a"].partitions
+    assert 1 <= taken <= 32 and not isinstance(count, bool), (count, taken)
+    assert (str(taken) == count) if isinstance(count, str) else (taken == count), (count, taken)
 
 
 @pytest.mark.parametrize("data, why", [
