@@ -9,18 +9,12 @@ from __future__ import annotations
 
 import base64
 import socket
-import time
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
-from kafka_wire.eventhubs import sas
-from kafka_wire.testing import EmulatedBroker
-from tests.amqp.conftest import MULTI_TOML, ROOT
-from tests.amqp.test_cross_protocol import kafka_password
-from tests.eventhubs.conftest import confluent_conf
+from kafka_wire.testing.http_raw import read_to_close
+from tests.rest.helpers import HOST, end_offset, http_broker, token
 
-HOST = "contoso.servicebus.windows.net"
 KEY = base64.b64encode(bytes(range(16))).decode()
 UPGRADE = ["GET /$servicebus/websocket HTTP/1.1", "Host: x", "Upgrade: websocket",
            "Connection: Upgrade", f"Sec-WebSocket-Key: {KEY}", "Sec-WebSocket-Protocol: AMQPWSB10"]
@@ -34,36 +28,12 @@ CASES = {  # the head's last lines: each upgraded (101) on the AMQP port before
     "host-twice": [VERSION, "Host: y"],
     "key-twice": [VERSION, "Sec-WebSocket-Key: " + base64.b64encode(bytes(16)).decode()],
 }
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    with EmulatedBroker(tmp_path_factory.mktemp("ws-fields") / "data", config_file=MULTI_TOML,
-                        amqp=True, http=True) as b:
-        yield b
+broker = http_broker("ws-fields", amqp=True)
 
 
 def rest_send(body: bytes) -> bytes:
-    token = sas.generate(sas.resource_uri(HOST), ROOT[0], ROOT[1], int(time.time()) + 600)
-    return (f"POST /payments/messages HTTP/1.1\r\nHost: {HOST}\r\nAuthorization: {token}\r\n"
+    return (f"POST /payments/messages HTTP/1.1\r\nHost: {HOST}\r\nAuthorization: {token()}\r\n"
             f"Content-Type: text/plain\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
-
-
-def read_to_close(port: int, data: bytes) -> bytes:
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
-        s.sendall(data)
-        out = b""
-        while chunk := s.recv(65536):  # a connection left open fails with socket.timeout
-            out += chunk
-    return out
-
-
-def end_offset(broker) -> int:
-    c = Consumer(confluent_conf(broker.bootstrap_servers, kafka_password(broker), **{"group.id": "ends"}))
-    try:
-        return c.get_watermark_offsets(TopicPartition("payments", 0), timeout=15)[1]  # (1 partition)
-    finally:
-        c.close()
 
 
 @pytest.mark.parametrize("port", ["amqp_port", "http_port"])

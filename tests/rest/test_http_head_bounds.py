@@ -10,23 +10,14 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
-import threading
-import time
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
-from kafka_wire.eventhubs import sas
 from kafka_wire.httpd import listener
 from kafka_wire.log_lines import RepeatedWarnings
-from kafka_wire.testing import EmulatedBroker
-from tests.amqp.conftest import MULTI_TOML, ROOT
-from tests.amqp.test_cross_protocol import kafka_password
-from tests.eventhubs.conftest import confluent_conf
+from kafka_wire.testing.http_raw import Answer, answer
+from tests.rest.helpers import HOST, MG, end_offset, http_broker, token
 
-HOST = "contoso.servicebus.windows.net"
-MG = "/subscriptions/s/resourceGroups/g/providers/Microsoft.EventHub/namespaces/contoso"
 MAX_HEAD = 16 * 1024  # the listener's bounds, written out: pinned here
 MAX_FIELDS = 256
 SEND = "POST /payments/messages"
@@ -39,13 +30,7 @@ ROUTES = {  # request line -> (content type, how its error body starts)
     "GET /api/namespaces": ("text/plain", b"the request "),
     "GET /health": ("text/plain", b"the request "),
 }
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    with EmulatedBroker(tmp_path_factory.mktemp("http-head-bounds") / "data", config_file=MULTI_TOML,
-                        http=True) as b:
-        yield b
+broker = http_broker("http-head-bounds")
 
 
 class Clock:
@@ -63,35 +48,10 @@ def clock(monkeypatch) -> Clock:
     return c
 
 
-def token(key: str = ROOT[1]) -> str:
-    return sas.generate(sas.resource_uri(HOST), ROOT[0], key, int(time.time()) + 600)
-
-
-def exchange(broker, head: bytes, body: bytes = b"") -> tuple[int, dict[str, str], bytes]:
-    """(status, headers, body) of the answer to ``head`` + ``body``, read to the close. The
-    request is written from a thread: the broker stops reading a head past its bound, so a
-    large one is never all taken, and the answer comes meanwhile."""
-    with socket.create_connection(("127.0.0.1", broker.http_port), timeout=20) as s:
-        def write():
-            try:
-                s.sendall(head + body)
-            except OSError:  # (the broker closed while the rest was unsent)
-                pass
-        writer = threading.Thread(target=write, daemon=True)
-        writer.start()
-        out = b""
-        try:
-            while chunk := s.recv(65536):
-                out += chunk
-        except ConnectionResetError:
-            pass
-        writer.join(20)
-    top, _, rest = out.partition(b"\r\n\r\n")
-    lines = top.decode("latin-1").split("\r\n")
-    assert lines[0].startswith("HTTP/1.1 "), out[:200]
-    headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in lines[1:])}
-    assert len(rest) == int(headers["content-length"]), (headers, rest)
-    return int(lines[0].split(" ")[1]), headers, rest
+def exchange(broker, head: bytes, body: bytes = b"") -> Answer:
+    """(status, headers, body) of the one answer to ``head`` + ``body``, read to the close
+    (a head past the bound is never all taken: http_raw writes it from a thread)."""
+    return answer(broker.http_port, head + body, timeout=20)
 
 
 def head_of(request_line: str, extra: list[bytes], auth: str | None = None) -> bytes:
@@ -106,14 +66,6 @@ def padded(request_line: str, size: int, auth: str | None = None, fill: bytes = 
     base = head_of(request_line, [b"X-Pad: "], auth)
     assert size >= len(base)
     return head_of(request_line, [b"X-Pad: " + (fill * size)[:size - len(base)]], auth)
-
-
-def end_offset(broker) -> int:
-    c = Consumer(confluent_conf(broker.bootstrap_servers, kafka_password(broker), **{"group.id": "ends"}))
-    try:
-        return c.get_watermark_offsets(TopicPartition("payments", 0), timeout=15)[1]  # (1 partition)
-    finally:
-        c.close()
 
 
 def health(broker) -> int:

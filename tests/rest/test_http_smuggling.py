@@ -7,22 +7,13 @@ REST send: one answer for two requests, the second stored as an event. Here the 
 gets exactly one 400, the connection closes, and the hub holds nothing new."""
 from __future__ import annotations
 
-import socket
-import time
-
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from kafka_wire.eventhubs import sas
-from kafka_wire.testing import EmulatedBroker
-from tests.amqp.conftest import MULTI_TOML, ROOT
-from tests.amqp.test_cross_protocol import kafka_password
-from tests.eventhubs.conftest import confluent_conf
+from kafka_wire.testing.http_raw import answers as read_answers, read_to_close
+from tests.rest.helpers import HOST, MG, end_offset, http_broker, token
 
-HOST = "contoso.servicebus.windows.net"
-MG = "/subscriptions/s/resourceGroups/g/providers/Microsoft.EventHub/namespaces/contoso"
 SECOND = b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n"  # what a proxy sends next, as its own request
 N = len(SECOND)
 CASES = {  # the lines that end the head: each hides "Content-Length: N" from an RFC reader
@@ -40,47 +31,19 @@ CASES = {  # the lines that end the head: each hides "Content-Length: N" from an
     "non-token-name": b"Content-Length: 0\r\nX(A): b",
     "latin1-name": b"Content-Length: 0\r\nX-\xe0: b",
 }
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    with EmulatedBroker(tmp_path_factory.mktemp("http-smuggling") / "data", config_file=MULTI_TOML,
-                        http=True) as b:
-        yield b
+broker = http_broker("http-smuggling")
 
 
 def send_head(request_line: str = "POST /payments/messages") -> bytes:
-    token = sas.generate(sas.resource_uri(HOST), ROOT[0], ROOT[1], int(time.time()) + 600)
-    return (f"{request_line} HTTP/1.1\r\nHost: {HOST}\r\nAuthorization: {token}\r\n"
+    return (f"{request_line} HTTP/1.1\r\nHost: {HOST}\r\nAuthorization: {token()}\r\n"
             f"Content-Type: text/plain\r\n").encode()
 
 
 def answers(broker, data: bytes) -> list[tuple[int, str, bytes]]:
     """(status, content type, body) of each answer to ``data``, read until the broker
     closes (a connection left open fails with socket.timeout)."""
-    with socket.create_connection(("127.0.0.1", broker.http_port), timeout=10) as s:
-        s.sendall(data)
-        out = b""
-        while chunk := s.recv(65536):
-            out += chunk
-    got = []
-    while out:
-        top, sep, out = out.partition(b"\r\n\r\n")
-        assert sep, top
-        lines = top.decode("latin-1").split("\r\n")
-        headers = {k.strip().lower(): v.strip() for k, _, v in (h.partition(":") for h in lines[1:])}
-        size = int(headers["content-length"])
-        got.append((int(lines[0].split(" ")[1]), headers["content-type"].split(";")[0], out[:size]))
-        out = out[size:]
-    return got
-
-
-def end_offset(broker) -> int:
-    c = Consumer(confluent_conf(broker.bootstrap_servers, kafka_password(broker), **{"group.id": "ends"}))
-    try:
-        return c.get_watermark_offsets(TopicPartition("payments", 0), timeout=15)[1]  # (1 partition)
-    finally:
-        c.close()
+    return [(status, headers["content-type"].split(";")[0], body)
+            for status, headers, body in read_answers(read_to_close(broker.http_port, data))]
 
 
 @pytest.mark.parametrize("lines", list(CASES.values()), ids=list(CASES))
