@@ -6,39 +6,12 @@ they cannot read: management's ``?api-version=`` and the Schema Registry's are a
 shape, the console API's ``?count=`` a 400 in its own."""
 from __future__ import annotations
 
-import time
-
 import pytest
 import requests
-from confluent_kafka import Consumer, TopicPartition
 
-from kafka_wire.eventhubs import sas
-from kafka_wire.testing import EmulatedBroker
-from tests.amqp.conftest import MULTI_TOML, ROOT
-from tests.amqp.test_cross_protocol import kafka_password
-from tests.eventhubs.conftest import confluent_conf
+from tests.rest.helpers import HOST, MG, end_offset, http_broker, token
 
-HOST = "contoso.servicebus.windows.net"
-MG = "/subscriptions/s/resourceGroups/g/providers/Microsoft.EventHub/namespaces/contoso"
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    with EmulatedBroker(tmp_path_factory.mktemp("http-blank-query") / "data", config_file=MULTI_TOML,
-                        http=True) as b:
-        yield b
-
-
-def token(key: str = ROOT[1]) -> str:
-    return sas.generate(sas.resource_uri(HOST), ROOT[0], key, int(time.time()) + 600)
-
-
-def end_offset(broker) -> int:
-    c = Consumer(confluent_conf(broker.bootstrap_servers, kafka_password(broker), **{"group.id": "ends"}))
-    try:
-        return c.get_watermark_offsets(TopicPartition("payments", 0), timeout=15)[1]
-    finally:
-        c.close()
+broker = http_broker("http-blank-query")
 
 
 def send(broker, query: str, auth: str | None = "good") -> requests.Response:

@@ -7,44 +7,27 @@ in the same shape."""
 from __future__ import annotations
 
 import json
-import socket
-import time
 
 import pytest
 
-from kafka_wire.eventhubs import sas
-from kafka_wire.testing import EmulatedBroker
-from tests.amqp.conftest import MULTI_TOML, ROOT
+from kafka_wire.testing.http_raw import answer as read_answer
+from tests.rest.helpers import HOST, MG, http_broker, token
 
-HOST = "contoso.servicebus.windows.net"
-MG = "/subscriptions/s/resourceGroups/g/providers/Microsoft.EventHub/namespaces/contoso"
 ARM_PUT = f"PUT {MG}/eventhubs/x?api-version=2024-01-01"
 SR_PUT = "PUT /$schemaGroups/g/schemas/s?api-version=2023-07-01"
 SEND = "POST /orders/messages"
 FAULTS = "POST /$faults"
 CHUNKED = "Transfer-Encoding: chunked"
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    with EmulatedBroker(tmp_path_factory.mktemp("listener-refusals") / "data", config_file=MULTI_TOML,
-                        http=True) as b:
-        yield b
+broker = http_broker("listener-refusals")
 
 
 def answer(broker, request_line: str, header: str) -> tuple[int, str, bytes]:
     """(status, content type, body) of the answer to a head with no body sent."""
-    token = sas.generate(sas.resource_uri(HOST), ROOT[0], ROOT[1], int(time.time()) + 600)
-    with socket.create_connection(("127.0.0.1", broker.http_port), timeout=15) as s:
-        s.sendall(f"{request_line} HTTP/1.1\r\nHost: {HOST}\r\nAuthorization: {token}\r\n{header}\r\n\r\n"
-                  .encode())
-        out = b""
-        while chunk := s.recv(65536):
-            out += chunk
-    head, _, body = out.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    ctype = next(h.split(":", 1)[1].strip() for h in lines if h.lower().startswith("content-type:"))
-    return int(lines[0].split(" ")[1]), ctype, body
+    status, headers, body = read_answer(
+        broker.http_port,
+        f"{request_line} HTTP/1.1\r\nHost: {HOST}\r\nAuthorization: {token()}\r\n{header}\r\n\r\n".encode(),
+        timeout=15)
+    return status, headers["content-type"], body
 
 
 @pytest.mark.parametrize("request_line, header, status, code", [

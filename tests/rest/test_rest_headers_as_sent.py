@@ -9,35 +9,27 @@ are no valid one. A value is the bytes sent, UTF-8: one ending in "à" (0xC3 0xA
 from __future__ import annotations
 
 import json
-import socket
 import time
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from hypothesis import example, given, settings, strategies as st
 
-from kafka_wire.eventhubs import sas
 from kafka_wire.eventhubs.events import encode_value
 from kafka_wire.rest.send import MAX_HEADER_PROPERTIES, BadBody, header_value
-from kafka_wire.testing import EmulatedBroker
-from tests.amqp.conftest import MULTI_TOML, ROOT, receive
+from kafka_wire.testing.http_raw import answer
+from tests.amqp.conftest import ROOT, receive
 from tests.amqp.test_cross_protocol import kafka_password
 from tests.amqp.test_sdk_python import consumer
 from tests.eventhubs.conftest import confluent_conf
+from tests.rest.helpers import HOST, end_offset, http_broker, token as sas_token
 
-HOST = "contoso.servicebus.windows.net"
 BATCH = "application/vnd.microsoft.servicebus.json"
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    with EmulatedBroker(tmp_path_factory.mktemp("rest-headers-as-sent") / "data",
-                        config_file=MULTI_TOML, amqp=True, http=True) as b:
-        yield b
+broker = http_broker("rest-headers-as-sent", amqp=True)
 
 
 def token(key: str = ROOT[1]) -> bytes:
-    return sas.generate(sas.resource_uri(HOST), ROOT[0], key, int(time.time()) + 600).encode()
+    return sas_token(key).encode()
 
 
 def raw_post(broker, lines: list[bytes], body: bytes = b"raw", *, host: bool = True,
@@ -50,21 +42,9 @@ def raw_post(broker, lines: list[bytes], body: bytes = b"raw", *, host: bool = T
         head.append(b"Content-Length: %d" % len(body))
     if auth is not None:
         head.append(b"Authorization: " + auth)
-    with socket.create_connection(("127.0.0.1", broker.http_port), timeout=30) as s:
-        s.sendall(b"\r\n".join(head + lines) + b"\r\n\r\n" + body)
-        answer = b""
-        while chunk := s.recv(65536):  # (to the close: Connection: close)
-            answer += chunk
-    top, _, rest = answer.partition(b"\r\n\r\n")
-    return int(top.split(b" ", 2)[1]), rest
-
-
-def end_offset(broker) -> int:
-    c = Consumer(confluent_conf(broker.bootstrap_servers, kafka_password(broker), **{"group.id": "ends"}))
-    try:
-        return c.get_watermark_offsets(TopicPartition("payments", 0), timeout=15)[1]
-    finally:
-        c.close()
+    status, _h, rest = answer(broker.http_port, b"\r\n".join(head + lines) + b"\r\n\r\n" + body,
+                              timeout=30)  # (to the close: Connection: close)
+    return status, rest
 
 
 def kafka_headers(broker, offset: int) -> list[tuple[str, bytes]]:
