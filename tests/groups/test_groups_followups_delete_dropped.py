@@ -11,11 +11,9 @@ from __future__ import annotations
 import kafka.errors as Errors
 
 from kafka_wire import codec
-from tests.groups.test_kip848_empty_group_restart import _commit, _join_and_leave
+from tests.groups.kip848_member import GROUP_NOT_FOUND, UNKNOWN_MEMBER, commit, emptied_group, restarted
 from tests.rawclient import RawClient
 
-UNKNOWN_MEMBER = Errors.UnknownMemberIdError.errno
-GROUP_NOT_FOUND = Errors.GroupIdNotFoundError.errno
 ILLEGAL_GENERATION = Errors.IllegalGenerationError.errno
 
 
@@ -25,34 +23,24 @@ def _delete(client, group="g") -> int:
 
 
 def test_deleting_a_group_that_emptied_deletes_it(broker_factory):
-    first = broker_factory()
-    port = first.port
-    first.create_hub("orders", partitions=1)
-    _join_and_leave(first)  # its old member is UNKNOWN_MEMBER_ID: the group is Empty
+    first = emptied_group(broker_factory)  # its old member is UNKNOWN_MEMBER_ID: the group is Empty
     with RawClient(first.bootstrap_servers) as c:
         assert _delete(c) == 0
-        assert _commit(c) == GROUP_NOT_FOUND
-        assert _commit(c, version=8) == ILLEGAL_GENERATION
+        assert commit(c) == GROUP_NOT_FOUND
+        assert commit(c, version=8) == ILLEGAL_GENERATION
         assert _delete(c) == GROUP_NOT_FOUND  # gone
-    first.stop()
-    second = broker_factory(listen_port=port)
+    second = restarted(broker_factory, first)
     with RawClient(second.bootstrap_servers) as c:
-        assert _commit(c) == GROUP_NOT_FOUND  # the deletion was kept
+        assert commit(c) == GROUP_NOT_FOUND  # the deletion was kept
 
 
 def test_deleting_it_after_a_restart_deletes_it_for_good(broker_factory):
-    first = broker_factory()
-    port = first.port
-    first.create_hub("orders", partitions=1)
-    _join_and_leave(first)
-    first.stop()
-    second = broker_factory(listen_port=port)
+    second = restarted(broker_factory, emptied_group(broker_factory))
     with RawClient(second.bootstrap_servers) as c:
-        assert _commit(c) == UNKNOWN_MEMBER  # remembered across the restart
+        assert commit(c) == UNKNOWN_MEMBER  # remembered across the restart
         assert _delete(c) == 0
-        assert _commit(c) == GROUP_NOT_FOUND
-    second.stop()
-    third = broker_factory(listen_port=port)
+        assert commit(c) == GROUP_NOT_FOUND
+    third = restarted(broker_factory, second)
     with RawClient(third.bootstrap_servers) as c:
-        assert _commit(c) == GROUP_NOT_FOUND
+        assert commit(c) == GROUP_NOT_FOUND
         assert _delete(c) == GROUP_NOT_FOUND

@@ -9,48 +9,29 @@ from __future__ import annotations
 import kafka.errors as Errors
 
 from kafka_wire import codec
+from tests.groups.kip848_member import commit, heartbeat, heartbeat_in, restarted
 from tests.rawclient import RawClient
-
-HEARTBEAT = 68
-
-
-def _heartbeat(client, **fields):
-    base = dict(group_id="g", member_id="m-1", member_epoch=0, instance_id=None, rack_id=None,
-                rebalance_timeout_ms=30_000, subscribed_topic_names=["orders"],
-                server_assignor=None, topic_partitions=[], subscribed_topic_regex=None)
-    base.update(fields)
-    return client.request(HEARTBEAT, 1, **base)
-
-
-def _commit(client, version, member, epoch, group="g", offset=3) -> int:
-    r = client.request(codec.ApiKey.OffsetCommit, version, group_id=group,
-                       generation_id_or_member_epoch=epoch, member_id=member,
-                       group_instance_id=None, topics=[("orders", [(0, offset, -1, "")])])
-    return r.topics[0].partitions[0].error_code
 
 
 def test_a_member_commits_in_its_epoch_after_a_restart_and_errors_are_kafkas(broker_factory):
     first = broker_factory()
-    port = first.port
     first.create_hub("orders", partitions=2)
     with RawClient(first.bootstrap_servers) as c:
-        joined = _heartbeat(c)
+        joined = heartbeat(c)
         assert (joined.error_code, joined.member_epoch) == (0, 1), joined
-        assert _commit(c, 9, "m-1", 1) == 0
-    first.stop()
-    second = broker_factory(listen_port=port)
+        assert commit(c, "m-1", 1) == 0
+    second = restarted(broker_factory, first)
     with RawClient(second.bootstrap_servers) as c:
         # Before any heartbeat: the member and its epoch were loaded.
-        assert _commit(c, 9, "m-1", 1, offset=4) == 0
-        assert _commit(c, 9, "m-2", 1) == Errors.UnknownMemberIdError.errno
-        assert _commit(c, 9, "m-1", 2) == Errors.StaleMemberEpochError.errno
-        assert _commit(c, 9, "m-1", 0) == Errors.StaleMemberEpochError.errno
-        assert _commit(c, 8, "m-1", 1) == Errors.UnsupportedVersionError.errno
-        assert _commit(c, 9, "m-1", 1, group="gone") == Errors.GroupIdNotFoundError.errno
-        assert _commit(c, 8, "m-1", 1, group="gone") == Errors.IllegalGenerationError.errno
+        assert commit(c, "m-1", 1, offset=4) == 0
+        assert commit(c, "m-2", 1) == Errors.UnknownMemberIdError.errno
+        assert commit(c, "m-1", 2) == Errors.StaleMemberEpochError.errno
+        assert commit(c, "m-1", 0) == Errors.StaleMemberEpochError.errno
+        assert commit(c, "m-1", 1, version=8) == Errors.UnsupportedVersionError.errno
+        assert commit(c, "m-1", 1, group="gone") == Errors.GroupIdNotFoundError.errno
+        assert commit(c, "m-1", 1, version=8, group="gone") == Errors.IllegalGenerationError.errno
         # Its heartbeat in the old epoch goes on (nothing to change: no assignment sent).
-        again = _heartbeat(c, member_epoch=1, rebalance_timeout_ms=-1,
-                           subscribed_topic_names=None, topic_partitions=None)
+        again = heartbeat_in(c, 1)
         assert (again.error_code, again.member_epoch, again.assignment) == (0, 1, None), again
         r = c.request(codec.ApiKey.OffsetFetch, 9, groups=[("g", "m-1", 1, None)],
                       require_stable=False)
@@ -60,16 +41,14 @@ def test_a_member_commits_in_its_epoch_after_a_restart_and_errors_are_kafkas(bro
 
 def test_a_member_id_past_the_coordinators_bound_is_refused_and_not_kept(broker_factory):
     first = broker_factory()
-    port = first.port
     first.create_hub("orders", partitions=1)
     with RawClient(first.bootstrap_servers) as c:
-        r = _heartbeat(c, member_id="m" * 600_000)
+        r = heartbeat(c, member_id="m" * 600_000)
         assert r.error_code == Errors.InvalidRequestError.errno, r
         assert "bytes the coordinator keeps for a member" in r.error_message
-        r = _heartbeat(c, subscribed_topic_names=["x" * 100 + str(i) for i in range(6_000)])
+        r = heartbeat(c, subscribed_topic_names=["x" * 100 + str(i) for i in range(6_000)])
         assert r.error_code == Errors.InvalidRequestError.errno, r
-    first.stop()
-    second = broker_factory(listen_port=port)
+    second = restarted(broker_factory, first)
     groups = second.broker.services.default.groups
     assert second.call(lambda: groups.consumer.group_ids()) == []
 
@@ -81,13 +60,12 @@ def test_a_member_outlives_a_kill_9_of_the_broker(broker_process):
         r = c.request(codec.ApiKey.CreateTopics, 4, topics=[("orders", 2, 1, [], [])],
                       timeout_ms=5000, validate_only=False)
         assert r.topics[0].error_code == 0, r
-        joined = _heartbeat(c)
+        joined = heartbeat(c)
         assert (joined.error_code, joined.member_epoch) == (0, 1), joined
-        assert _commit(c, 9, "m-1", 1) == 0
+        assert commit(c, "m-1", 1) == 0
     proc.kill()
-    restarted = broker_process(port=proc.port)
-    with RawClient(restarted.bootstrap_servers) as c:
-        assert _commit(c, 9, "m-1", 1, offset=7) == 0
-        again = _heartbeat(c, member_epoch=1, rebalance_timeout_ms=-1,
-                           subscribed_topic_names=None, topic_partitions=None)
+    back = broker_process(port=proc.port)
+    with RawClient(back.bootstrap_servers) as c:
+        assert commit(c, "m-1", 1, offset=7) == 0
+        again = heartbeat_in(c, 1)
         assert (again.error_code, again.member_epoch, again.assignment) == (0, 1, None), again
