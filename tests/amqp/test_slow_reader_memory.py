@@ -1,7 +1,7 @@
 """A receiver that grants credit and does not read its socket costs the broker a bounded
 buffer (``SEND_BUDGET`` in kafka_wire/amqp/connection.py, the transport's high-water mark,
-one event), on plain AMQP, on a WebSocket on the AMQP port and on a WebSocket through the
-HTTP listener's upgrade; the broker buffered the whole credit window (123 MB of a 123 MB
+one event), on plain AMQP, on AMQPS, on a WebSocket on the AMQP port and on a WebSocket
+through the HTTP listener's upgrade; the broker buffered the whole credit window (123 MB of a 123 MB
 partition). Once the client reads it gets every event, in order, and other connections are
 served all the while."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ from proton import Described, Message, symbol
 from kafka_wire.amqp import connection
 from kafka_wire.amqp.websocket import FramedTransport
 from kafka_wire.testing import EmulatedBroker
-from kafka_wire.testing.raw_amqp import RawAmqp, WsRawAmqp
+from kafka_wire.testing.raw_amqp import RawAmqp, TlsRawAmqp, WsRawAmqp
 
 from .conftest import produce, wait_for
 from .test_hostile_amqp import on_loop, server_side
@@ -28,7 +28,7 @@ def body(i: int) -> bytes:
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    with EmulatedBroker(tmp_path_factory.mktemp("slow") / "data", amqp=True, http=True) as b:
+    with EmulatedBroker(tmp_path_factory.mktemp("slow") / "data", amqp=True, http=True, tls=True) as b:
         b.create_hub(HUB, 1)
         produce(b, HUB, {0: [body(i) for i in range(EVENTS)]})
         yield b
@@ -36,6 +36,7 @@ def broker(tmp_path_factory):
 
 TRANSPORTS = {
     "plain": lambda b: RawAmqp(b.amqp_port),
+    "tls": lambda b: TlsRawAmqp(b.amqps_port, b.ca_file),
     "websocket-amqp-port": lambda b: WsRawAmqp(b.amqp_port),
     "websocket-http-listener": lambda b: WsRawAmqp(b.http_port),
 }
