@@ -3,7 +3,8 @@
 This is the only module that knows the byte layout of a Kafka record batch.
 Batches stay opaque: we read the 61-byte header, check the CRC-32C with the C
 ``crc32c`` package, and patch the few fields the broker owns (base offset,
-log-append time). Records inside a batch are never decoded here.
+partition leader epoch, log-append time). Records inside a batch are never
+decoded here.
 
 Layout (big-endian)::
 
@@ -31,6 +32,7 @@ assert HEADER_SIZE == 61
 
 LOG_OVERHEAD = 12  # baseOffset + batchLength: the part not counted in batchLength
 MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD  # 49
+PARTITION_LEADER_EPOCH_OFFSET = 12
 MAGIC_OFFSET = 16
 CRC_OFFSET = 17
 ATTRIBUTES_OFFSET = 21  # the CRC covers everything from here to the end of the batch
@@ -74,6 +76,7 @@ CREATE_TIME = 0
 LOG_APPEND_TIME = 1
 
 _INT64 = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
 _INT16 = struct.Struct(">h")
 _UINT32 = struct.Struct(">I")
 _LENGTH_MAGIC = struct.Struct(">ixxxxb")  # batchLength @8 .. magic @16
@@ -258,6 +261,12 @@ def validate_records(buf) -> list[BatchHeader]:
 def patch_base_offset(buf, pos: int, base_offset: int) -> None:
     """Set baseOffset in place; it lies outside the CRC so nothing else changes."""
     _INT64.pack_into(buf, pos, base_offset)
+
+
+def patch_leader_epoch(buf, pos: int, epoch: int) -> None:
+    """Set partitionLeaderEpoch in place, as Kafka's LogValidator stamps the leader's
+    epoch on every batch it appends; outside the CRC, so nothing else changes."""
+    _INT32.pack_into(buf, pos + PARTITION_LEADER_EPOCH_OFFSET, epoch)
 
 
 def set_log_append_time(buf, pos: int, ts_ms: int) -> None:

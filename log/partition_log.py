@@ -31,7 +31,6 @@ from __future__ import annotations
 import bisect
 import logging
 import operator
-import struct
 import threading
 from pathlib import Path
 from typing import NamedTuple
@@ -55,10 +54,6 @@ logger = logging.getLogger(__name__)
 
 _EMPTY = memoryview(b"")
 _BASE = operator.attrgetter("base_offset")
-# partitionLeaderEpoch, after baseOffset and batchLength: outside the CRC, so a 4-byte patch
-# (a helper beside rb.patch_base_offset would be its natural home).
-_LEADER_EPOCH = struct.Struct(">i")
-_LEADER_EPOCH_OFFSET = 12
 _unpack_header = rb.HEADER.unpack_from
 _make_header = BatchHeader._make
 
@@ -272,7 +267,7 @@ class PartitionLog:
             for header in headers:
                 rb.patch_base_offset(buf, pos, offset)
                 if leader_epoch is not None and header.partition_leader_epoch != leader_epoch:
-                    _LEADER_EPOCH.pack_into(buf, pos + _LEADER_EPOCH_OFFSET, leader_epoch)  # outside the CRC
+                    rb.patch_leader_epoch(buf, pos, leader_epoch)
                 size = header.batch_length + rb.LOG_OVERHEAD
                 # A batch the broker built already stamped (Event Hubs sends) keeps its CRC: no second pass.
                 if log_append_time and (header.max_timestamp != append_time
@@ -381,8 +376,9 @@ class PartitionLog:
             offset = self.log_end_offset
             buf = rec.control_batch(
                 base_offset=offset, producer_id=producer_id, producer_epoch=producer_epoch, commit=commit,
-                coordinator_epoch=coordinator_epoch, timestamp=append_time, partition_leader_epoch=leader_epoch,
+                coordinator_epoch=coordinator_epoch, timestamp=append_time,
             )
+            rb.patch_leader_epoch(buf, 0, leader_epoch)  # stamped as append() stamps a produced batch
             if self.config.log_append_time:
                 rb.set_log_append_time(buf, 0, append_time)
             header = rb.parse_header(buf)
