@@ -9,6 +9,14 @@ nothing is tiered, so both are offset -1, timestamp -1, no error, as Kafka's
 UnifiedLog answers a log without remote storage. Positive timestamps go
 through the time index. v0 is not served.
 
+The leader epoch answered is Kafka's (UnifiedLog.fetchOffsetByTimestamp,
+Partition.fetchOffsetForTimestamp): for a timestamp or max timestamp (-3) the
+epoch of the batch holding the offset found, for earliest (-2, -4) the epoch of
+the log start offset, for latest (-1) the leader's current epoch; -1 where no
+offset is found. Every appended batch is stamped with the epoch it was appended
+in (TopicManager.append), so the epochs' history (Kafka's leader-epoch cache)
+answers without reading the batch.
+
 Latest is the last fetchable offset: the high watermark, or the last stable
 offset under read_committed. Every other lookup but earliest (-2, -4) that
 finds an offset at or past it is answered offset -1, timestamp -1, no error, as
@@ -42,7 +50,7 @@ LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -5, -6  # KIP-1005, KIP-1023
 # The first version serving each special timestamp (Kafka's ReplicaManager).
 _MIN_VERSION = {LATEST: 1, EARLIEST: 1, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8,
                 LATEST_TIERED: 9, EARLIEST_PENDING_UPLOAD: 11}
-_NONE = (-1, -1)
+_NONE = (-1, -1, -1)
 
 
 def _part(index, error, timestamp=-1, offset=-1, epoch=-1):
@@ -54,20 +62,36 @@ def _unsupported(ts: int, version: int) -> bool:
     return ts < 0 and version < _MIN_VERSION.get(ts, 1 << 15)
 
 
-def lookup(ctx, name: str, partition: int, ts: int, read_committed: bool) -> tuple[int, int]:
-    """(timestamp, offset) for one partition; raises nothing, returns (-1, -1) if none."""
-    plog = ctx.topics.log(name, partition)
+def epoch_for_offset(topics, name: str, partition: int, offset: int) -> int:
+    """The leader epoch ``offset`` was appended in: the last epoch begun at or before it
+    (Kafka's LeaderEpochFileCache.epochForOffset). Walks the epochs' history back from the
+    current one with OffsetForLeaderEpoch's look-up (an epoch's end is the next one's
+    start): one step for a partition whose leader never moved."""
+    epoch = topics.leader_epoch(name, partition)
+    while True:
+        previous, next_start = topics.end_offset_for_epoch(name, partition, epoch - 1)
+        if previous < 0 or offset >= next_start:
+            return epoch
+        epoch = previous
+
+
+def lookup(ctx, name: str, partition: int, ts: int, read_committed: bool) -> tuple[int, int, int]:
+    """(timestamp, offset, leader epoch) for one partition; raises nothing, returns
+    (-1, -1, -1) if none."""
+    topics = ctx.topics
+    plog = topics.log(name, partition)
     if ts in (EARLIEST, EARLIEST_LOCAL):
-        return -1, plog.log_start_offset
+        start = plog.log_start_offset
+        return -1, start, epoch_for_offset(topics, name, partition, start)
     fetchable = plog.last_stable_offset if read_committed else plog.high_watermark
     if ts == LATEST:
-        return -1, fetchable
+        return -1, fetchable, topics.leader_epoch(name, partition)
     if ts in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
         return _NONE
     found = plog.max_timestamp() if ts == MAX_TIMESTAMP else plog.offset_for_timestamp(ts)
     if found is None or not 0 <= found[1] < fetchable:
         return _NONE
-    return found
+    return found[0], found[1], epoch_for_offset(topics, name, partition, found[1])
 
 
 def _duplicates(topics) -> set:
@@ -113,8 +137,6 @@ def list_offsets(request, ctx):
             if code:
                 parts.append(_part(idx, code))
                 continue
-            ts, offset = lookup(ctx, view.name, idx, p.timestamp, read_committed)
-            parts.append(_part(idx, 0, ts, offset,
-                               ctx.topics.leader_epoch(view.name, idx) if offset >= 0 else -1))
+            parts.append(_part(idx, 0, *lookup(ctx, view.name, idx, p.timestamp, read_committed)))
         topics_out.append(_TopicResp(name=t.name, partitions=parts))
     return _Response(version=version, throttle_time_ms=0, topics=topics_out)
