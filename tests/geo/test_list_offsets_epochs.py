@@ -13,9 +13,8 @@ before the current one.
 """
 from __future__ import annotations
 
-from confluent_kafka import Producer
+from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
-from confluent_kafka import TopicPartition
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaTopicPartition
 
