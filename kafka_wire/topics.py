@@ -9,10 +9,11 @@ import uuid
 import kafka.errors as Errors
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from types import MappingProxyType
+from typing import ClassVar, Iterable, Mapping
 
 from kafka_wire.log.config import LogConfig
-from kafka_wire.log.manager import LogManager, collision_key, topic_name_error  # noqa: F401  (re-exported)
+from kafka_wire.log.manager import LogManager, TopicInfo, collision_key, topic_name_error  # noqa: F401  (re-exported)
 from kafka_wire.log.partition_log import PartitionLog
 
 log = logging.getLogger(__name__)
@@ -29,6 +30,20 @@ class TopicView:
     internal: bool = False
 
 
+def is_internal(name: str) -> bool:
+    """Kafka's own topics (``__consumer_offsets``...): named, but no event hub."""
+    return name.startswith("__")
+
+
+@dataclass(frozen=True, slots=True)
+class HubSize:
+    """An event hub as the door counts it when another is made or grown
+    (:class:`kafka_wire.eventhubs.policy.SizedHub`): its name and partition count."""
+    name: str
+    partitions: int
+    internal: ClassVar[bool] = False  # Kafka's own topics are not counted at all
+
+
 class TopicManager:
     """Thin layer over :class:`log.manager.LogManager` for the Kafka APIs."""
 
@@ -39,43 +54,100 @@ class TopicManager:
         self.auto_create = auto_create
         self.topic_defaults = dict(topic_defaults or {})
         self._waiters: dict[tuple[str, int], list[asyncio.Future]] = {}
+        # Indexes of the log manager's topics, kept by create, delete and create_partitions
+        # (each changes one entry: a namespace of 10,000 hubs makes one more without a walk)
+        # and rebuilt when the topics are loaded (here, switch_logs). The log manager is
+        # changed through these methods only, or switch_logs follows.
         self._by_id: dict[uuid.UUID, str] = {}
         # Event Hubs' names are case-insensitive (Kafka's are not): each name, lower-cased,
         # to the name it was made with; None for two names in one case (a data directory
         # from before such twins were refused), which no other case then names.
         self._folded: dict[str, str | None] = {}
+        # collision_key -> the topics of that key ('.' and '_' clash), in creation order:
+        # one, but for a data directory written by hand
+        self._colliding: dict[str, list[str]] = {}
+        # The event hubs (Kafka's internal topics left out) and their partitions' total:
+        # what the door counts when a hub is made or grown ([limits], the tier's quotas).
+        self._hubs: dict[str, HubSize] = {}
+        self._hub_partitions = 0
         self._views: dict[str, tuple[object, TopicView]] = {}
-        # (topic, partition) -> [(epoch, start offset)], only for partitions whose leader
+        # topic -> partition -> [(epoch, start offset)], only for partitions whose leader
         # moved (a geo promotion, kept durable by it; a test fault, in memory only); all
-        # others stay at LEADER_EPOCH from offset 0.
-        self._epochs: dict[tuple[str, int], list[tuple[int, int]]] = {}
+        # others stay at LEADER_EPOCH from offset 0. By topic: a deletion drops its own.
+        self._epochs: dict[str, dict[int, list[tuple[int, int]]]] = {}
         # Hooks the Event Hubs layer and metrics attach to.
         self.on_append = None
         self.on_delete: list = []  # called with a deleted topic's name (the groups' offsets go)
         # A geo-replicated namespace's replication (kafka_wire.replication.geo): told of
         # every append and hub change; None otherwise (one attribute check per append).
         self.replication = None
-        self._refresh_ids()
+        self._index_all()
 
     def switch_logs(self, logs: LogManager) -> None:
         """Serve from ``logs`` from now on (a geo-replicated namespace's new primary):
         cached views and ids are rebuilt, waiting fetches are woken."""
         self.logs = logs
         self._views.clear()
-        self._refresh_ids()
+        self._index_all()
         for key in list(self._waiters):
             self._wake(key)
 
-    # -- naming and lookup --------------------------------------------------
-    def _refresh_ids(self) -> None:
-        topics = self.logs.topics()
-        self._by_id = {uuid.UUID(t.topic_id): name for name, t in topics.items()}
-        folded: dict[str, str | None] = {}
-        for name in topics:
-            low = name.lower()
-            folded[low] = None if low in folded else name
-        self._folded = folded
+    # -- the indexes ----------------------------------------------------------
+    def _index_all(self) -> None:
+        """Every index from the log manager's topics (a start, another log manager)."""
+        self._by_id, self._folded, self._colliding = {}, {}, {}
+        self._hubs, self._hub_partitions = {}, 0
+        for info in self.logs.topics().values():
+            self._index(info)
 
+    def _index(self, info: TopicInfo) -> None:
+        name = info.name
+        self._by_id[uuid.UUID(info.topic_id)] = name
+        low = name.lower()
+        self._folded[low] = None if low in self._folded else name
+        self._colliding.setdefault(collision_key(name), []).append(name)
+        if not is_internal(name):
+            self._hubs[name] = HubSize(name, info.partitions)
+            self._hub_partitions += info.partitions
+
+    def _unindex(self, info: TopicInfo) -> None:
+        name = info.name
+        self._by_id.pop(uuid.UUID(info.topic_id), None)
+        low = name.lower()
+        if self._folded.get(low, name) is None:  # one of twins (a walk: only they have no name)
+            twins = [n for n in self.logs.topics() if n.lower() == low]
+            if twins:
+                self._folded[low] = twins[0] if len(twins) == 1 else None
+            else:
+                del self._folded[low]
+        else:
+            self._folded.pop(low, None)
+        key = collision_key(name)
+        clashing = self._colliding.get(key, [])
+        if name in clashing:
+            clashing.remove(name)
+        if not clashing:
+            self._colliding.pop(key, None)
+        hub = self._hubs.pop(name, None)
+        if hub is not None:
+            self._hub_partitions -= hub.partitions
+
+    def _resized(self, info: TopicInfo) -> None:
+        hub = self._hubs.get(info.name)
+        if hub is not None:
+            self._hubs[info.name] = HubSize(info.name, info.partitions)
+            self._hub_partitions += info.partitions - hub.partitions
+
+    def hub_sizes(self) -> Mapping[str, HubSize]:
+        """The event hubs (Kafka's internal topics left out) by name, each with its partition
+        count: a read-only view that follows the topics, for a count without a walk."""
+        return MappingProxyType(self._hubs)
+
+    def hub_partitions(self) -> int:
+        """The partitions of every event hub (:meth:`hub_sizes`'s total)."""
+        return self._hub_partitions
+
+    # -- naming and lookup --------------------------------------------------
     def get(self, name: str) -> TopicView | None:
         info = self.logs.topic(name)
         if info is None:
@@ -87,7 +159,7 @@ class TopicManager:
         if cached is not None and cached[0] is info:
             return cached[1]
         view = TopicView(info.name, uuid.UUID(info.topic_id), info.partitions,
-                         dict(info.configs), name.startswith("__"))
+                         dict(info.configs), is_internal(name))
         self._views[name] = (info, view)
         return view
 
@@ -137,11 +209,7 @@ class TopicManager:
 
     def collision(self, name: str) -> str | None:
         """An existing topic whose name clashes with ``name`` ('.' vs '_'), as Kafka refuses."""
-        key = collision_key(name)
-        for other in self.logs.topics():
-            if other != name and collision_key(other) == key:
-                return other
-        return None
+        return next((other for other in self._colliding.get(collision_key(name), ()) if other != name), None)
 
     def validate_configs(self, overrides: dict[str, str]) -> LogConfig:
         """The config a topic with ``overrides`` would get; ValueError says what is wrong."""
@@ -157,14 +225,18 @@ class TopicManager:
         return LogConfig.from_kafka(overrides, base=self.logs.default_config)
 
     # -- leader epochs ------------------------------------------------------
+    def _history(self, topic: str, partition: int) -> list[tuple[int, int]] | None:
+        partitions = self._epochs.get(topic)
+        return partitions.get(partition) if partitions else None
+
     def leader_epoch(self, topic: str, partition: int) -> int:
-        history = self._epochs.get((topic, partition))
+        history = self._history(topic, partition)
         return history[-1][0] if history else LEADER_EPOCH
 
     def bump_leader_epoch(self, topic: str, partition: int) -> int:
         """A new leader epoch starting at the log end, as after a leader election."""
         plog = self.log(topic, partition)
-        history = self._epochs.setdefault((topic, partition), [(LEADER_EPOCH, 0)])
+        history = self._epochs.setdefault(topic, {}).setdefault(partition, [(LEADER_EPOCH, 0)])
         epoch = history[-1][0] + 1
         history.append((epoch, plog.log_end_offset if plog is not None else 0))
         log.info("leader epoch of %s-%d is now %d", topic, partition, epoch)
@@ -175,8 +247,8 @@ class TopicManager:
         :meth:`bump_leader_epoch` recorded them (the caller keeps them durable: geo-replication's
         state file; Kafka's leader-epoch-checkpoint). A longer history known already is kept."""
         history = [(LEADER_EPOCH, 0), *((LEADER_EPOCH + 1 + i, start) for i, start in enumerate(starts))]
-        if len(history) > len(self._epochs.get((topic, partition), ())):
-            self._epochs[(topic, partition)] = history
+        if len(history) > len(self._history(topic, partition) or ()):
+            self._epochs.setdefault(topic, {})[partition] = history
 
     def epoch_error(self, topic: str, partition: int, requested: int | None) -> int:
         """Kafka's check of a client's current_leader_epoch: 0 when it matches."""
@@ -192,7 +264,7 @@ class TopicManager:
     def end_offset_for_epoch(self, topic: str, partition: int, epoch: int) -> tuple[int, int]:
         """OffsetForLeaderEpoch: (largest epoch <= ``epoch``, its end offset), or (-1, -1)."""
         plog = self.log(topic, partition)
-        history = self._epochs.get((topic, partition)) or [(LEADER_EPOCH, 0)]
+        history = self._history(topic, partition) or [(LEADER_EPOCH, 0)]
         found = None
         for i, (e, _start) in enumerate(history):
             if e <= epoch:
@@ -215,19 +287,19 @@ class TopicManager:
             raise ValueError(error)
         merged = dict(self.topic_defaults)
         merged.update(configs or {})
-        self.logs.create_topic(name, partitions or self.num_partitions, merged)
-        self._refresh_ids()  # the log manager logs the creation, once
+        self._index(self.logs.create_topic(name, partitions or self.num_partitions, merged))
+        # (the log manager logs the creation, once)
         if self.replication is not None:
             self.replication.changed()
         return self.get(name)
 
     def delete(self, name: str) -> None:
-        self.logs.delete_topic(name)
-        self._refresh_ids()
+        info = self.logs.topic(name)
+        self.logs.delete_topic(name)  # (raises for a topic it does not hold)
+        self._unindex(info)
         # A topic made again with this name is a new topic (Kafka: a new topic id) whose
         # epochs start at LEADER_EPOCH: the old one's history goes with it.
-        for key in [k for k in self._epochs if k[0] == name]:
-            del self._epochs[key]
+        self._epochs.pop(name, None)
         for hook in list(self.on_delete):
             hook(name)
         for key in [k for k in self._waiters if k[0] == name]:
@@ -239,7 +311,7 @@ class TopicManager:
     def create_partitions(self, name: str, total: int) -> None:
         """Grow a topic to ``total`` partitions; on failure it keeps its old count
         and the new partitions' directories are removed."""
-        self.logs.create_partitions(name, total)
+        self._resized(self.logs.create_partitions(name, total))
         if self.replication is not None:
             self.replication.changed()
 
@@ -259,7 +331,7 @@ class TopicManager:
         """``headers``: the batch headers from validating ``records``, when done already."""
         plog = self.logs.get_log(topic, partition)
         key = (topic, partition)
-        history = self._epochs.get(key) if self._epochs else None
+        history = self._history(topic, partition) if self._epochs else None
         # Records are views of the request frame, which nothing else reads: patch in place.
         # Every batch gets the leader's epoch (Kafka's LogValidator): what OffsetForLeaderEpoch
         # answers is the epochs' history, and a consumer validates its position with the one read.

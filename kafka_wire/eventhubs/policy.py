@@ -12,13 +12,14 @@ errors in one place (:mod:`kafka_wire.apis.refusals` for Kafka).
 
 Whether a hub may be made (:func:`new_hub`) and take another consumer group
 (:func:`consumer_group_refusal`) are pure functions of the namespace's model and
-the hubs it holds: the live door asks them with its topics, the config loader
-with the hubs a file configures, so that both answer alike.
+the hubs it holds: the live door asks them with the count its topics keep
+(:class:`HubCount`), the config loader with the hubs a file configures, so that
+both answer alike.
 """
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Callable, Iterable, NamedTuple, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Mapping, NamedTuple, Protocol, Sequence
 
 from kafka_wire.eventhubs import tier_rules
 from kafka_wire.eventhubs.app_groups import GroupLimiter, group_for
@@ -70,6 +71,25 @@ class SizedHub(Protocol):
     def internal(self) -> bool: ...  # Kafka's own ``__`` topics: named, but counted in no quota
 
 
+class HubCount(NamedTuple):
+    """The hubs a namespace holds as the door counts them when one is made or grown:
+    ``hubs`` by name (Kafka's internal topics left out) and their ``partitions``' total.
+    The live door's comes from its TopicManager, which keeps both as hubs come and go
+    (no walk of the namespace); :meth:`among` counts a list (the config loader's)."""
+    hubs: Mapping[str, SizedHub]
+    partitions: int
+
+    @classmethod
+    def among(cls, existing: Iterable[SizedHub]) -> HubCount:
+        hubs = {h.name: h for h in existing if not h.internal}
+        return cls(hubs, sum(h.partitions for h in hubs.values()))
+
+    def partitions_but(self, name: str) -> int:
+        """The partitions of every hub but ``name`` (the one made or grown)."""
+        own = self.hubs.get(name)
+        return self.partitions - (own.partitions if own is not None else 0)
+
+
 class HubVerdict(NamedTuple):
     """The door's answer to a new hub: ``refusal`` whatever the mode (a case twin, the
     broker's [limits]); else ``violation``, a tier rule's, refused in strict namespaces and
@@ -78,24 +98,26 @@ class HubVerdict(NamedTuple):
     violation: Denial | None = None
 
 
-def new_hub(namespace: str, ns: Namespace | None, existing: Sequence[SizedHub], name: str,
+def new_hub(namespace: str, ns: Namespace | None, existing: Sequence[SizedHub] | HubCount, name: str,
             partitions: int, config: LogConfig, bounds: Bounds,
             twin_of: Callable[[str], str | None] | None = None) -> HubVerdict:
     """What the door answers to hub ``name`` of ``partitions`` partitions and effective log
     ``config`` made in namespace ``namespace`` (its model ``ns``; None: no Event Hubs model)
     that holds the hubs ``existing``. A pure function of the model: the live door asks it
-    with the namespace's topics (:meth:`NamespacePolicy.create_topic`), the config loader
+    with the count its topics keep (:meth:`NamespacePolicy.create_topic`), the config loader
     with the hubs its file configured before this one, so a file makes nothing the
     management API would refuse. ``twin_of(name)``: the existing hub named ``name`` in
     another case, if any (default: a search of ``existing``; the door looks it up in its
     topics' case-folded index)."""
-    twin = twin_of(name) if twin_of is not None else _twin_among(existing, name)
-    refusal = _twin_denial(twin, name) or beyond_bounds(bounds, namespace, existing, name, partitions,
+    counted = existing if isinstance(existing, HubCount) else HubCount.among(existing)
+    twin = twin_of(name) if twin_of is not None else _twin_among(counted.hubs.values(), name)
+    refusal = _twin_denial(twin, name) or beyond_bounds(bounds, namespace, counted, name, partitions,
                                                         new_hub=True)
     if refusal is not None or ns is None:
         return HubVerdict(refusal)
-    hubs = [h for h in existing if not h.internal]
-    return HubVerdict(None, tier_rules.hub_creation(ns, hubs, name, partitions)
+    # The tier's rules take the hubs (a view, not a copy): they count them, and sum their
+    # partitions only below the tier's hub limit.
+    return HubVerdict(None, tier_rules.hub_creation(ns, counted.hubs.values(), name, partitions)
                       or tier_rules.topic_config(ns, name, config))
 
 
@@ -115,22 +137,22 @@ def _twin_denial(twin: str | None, name: str) -> Denial | None:
                   "hub-name")
 
 
-def beyond_bounds(bounds: Bounds, namespace: str, existing: Iterable[SizedHub], name: str,
+def beyond_bounds(bounds: Bounds, namespace: str, counted: HubCount, name: str,
                   partitions: int, new_hub: bool) -> Denial | None:
     """Why hub ``name`` may not have ``partitions`` partitions (or, ``new_hub``, exist at
-    all) in namespace ``namespace`` holding ``existing``, whatever the mode: the broker's
-    [limits]."""
+    all) in namespace ``namespace`` holding the hubs ``counted``, whatever the mode: the
+    broker's [limits]."""
     b = bounds
     if partitions > b.partitions_per_hub:
         return Denial(Refusal.LIMIT, f"event hub {name!r}: {partitions} partitions are more than "
                                      f"this broker allows per event hub ({b.partitions_per_hub}; "
                                      "[limits] partitions_per_hub)", "partitions-per-hub")
-    hubs = [h for h in existing if not h.internal]
-    if new_hub and len(hubs) >= b.hubs_per_namespace:
-        return Denial(Refusal.LIMIT, f"namespace {namespace!r} already has {len(hubs)} event "
+    hubs = len(counted.hubs)
+    if new_hub and hubs >= b.hubs_per_namespace:
+        return Denial(Refusal.LIMIT, f"namespace {namespace!r} already has {hubs} event "
                                      f"hubs, as many as this broker allows ([limits] hubs_per_namespace)",
                       "hubs-per-namespace")
-    total = sum(h.partitions for h in hubs if h.name != name) + partitions
+    total = counted.partitions_but(name) + partitions
     if total > b.partitions_per_namespace:
         return Denial(Refusal.LIMIT, f"namespace {namespace!r} would have {total} partitions, "
                                      f"more than this broker allows ({b.partitions_per_namespace}; "
@@ -273,20 +295,24 @@ class NamespacePolicy:
     def _new_hub(self, name: str, partitions: int, config: LogConfig, client_id: str | None) -> Denial | None:
         """:func:`new_hub` over the namespace's topics: its refusal, or its tier rule's
         violation recorded (and refused in strict mode)."""
-        verdict = new_hub(self.runtime.name, self.runtime.model, list(self.runtime.topics.all()),
+        verdict = new_hub(self.runtime.name, self.runtime.model, self._counted(),
                           name, partitions, config, self.bounds, twin_of=self._twin_of)
         return verdict.refusal or self._enforce(verdict.violation, name, client_id)
 
+    def _counted(self) -> HubCount:
+        topics = self.runtime.topics  # (kept as hubs come and go: no walk)
+        return HubCount(topics.hub_sizes(), topics.hub_partitions())
+
     def create_partitions(self, principal, name: str, count: int,
                           client_id: str | None) -> Denial | None:
-        existing = list(self.runtime.topics.all())
+        counted = self._counted()
         beyond = self._need(principal, MANAGE, name, "adding partitions") or \
-            beyond_bounds(self.bounds, self.runtime.name, existing, name, count, new_hub=False)
+            beyond_bounds(self.bounds, self.runtime.name, counted, name, count, new_hub=False)
         if beyond:
             return beyond
-        hubs = [h for h in existing if not h.internal]
         return self._managed(principal, name, name, "adding partitions",
-                             lambda ns: tier_rules.partition_growth(ns, hubs, name, count), client_id)
+                             lambda ns: tier_rules.partition_growth(ns, counted.hubs.values(), name, count),
+                             client_id)
 
     def hub_name_taken(self, name: str) -> Denial | None:
         """Whether a hub of the namespace has ``name`` in another case (see :func:`new_hub`)."""
