@@ -32,13 +32,17 @@ covers it. Until then it is unresolved, and :meth:`PartitionReader.stable_end`
 
 Validated batch headers are cached per segment file (keyed by inode, so a
 segment the cleaner replaced is read afresh): a reader polled every few
-seconds checks each byte once.
+seconds checks each byte once. With them each segment keeps what
+:meth:`PartitionReader.ends` needs of it (its open transactions, its
+markers' producers), updated as batches are added: a poll costs what is
+new, not the retained log.
 """
 
 from __future__ import annotations
 
 import bisect
 import logging
+import operator
 import os
 import re
 from array import array
@@ -77,7 +81,8 @@ class StoredBatch(NamedTuple):
 
 @dataclass
 class _Segment:
-    """What has been validated of one segment file so far."""
+    """What has been validated of one segment file so far, and what ends() needs of
+    it, kept as batches are added (a poll then walks the new batches, not all)."""
 
     base_offset: int
     inode: int
@@ -86,6 +91,30 @@ class _Segment:
     complete: bool = False  # sealed and fully read: nothing more will appear
     controls: dict[int, int] = field(default_factory=dict)  # a marker's file position -> its control kind
     index_prefix: bytes = b""  # the .batches bytes the cached batches were read from (header included)
+    # producer id -> its transactional data batches that no marker of its follows in this segment
+    open_txns: dict[int, list[StoredBatch]] = field(default_factory=dict)
+    markers: dict[int, int] = field(default_factory=dict)  # producer id -> next offset of its last marker here
+    ordered: bool = True  # each batch starts at or past the previous one's end (as the broker writes them)
+
+    def add(self, b: StoredBatch) -> None:
+        h = b.header
+        if self.batches and b.base_offset < self.batches[-1].next_offset:
+            self.ordered = False  # (never written so: ends() and scan() then walk the batches)
+        self.batches.append(b)
+        if h.is_control:
+            self.open_txns.pop(h.producer_id, None)  # its marker follows them: resolved
+            self.markers[h.producer_id] = b.next_offset
+        elif h.records_count and h.is_transactional:
+            self.open_txns.setdefault(h.producer_id, []).append(b)
+
+    def from_offset(self, start: int) -> list[StoredBatch]:
+        """The batches holding an offset at or past ``start``."""
+        if self.ordered:  # next offsets increase: bisect, not a walk of the segment
+            return self.batches[bisect.bisect_right(self.batches, start, key=_NEXT_OFFSET):]
+        return [b for b in self.batches if b.next_offset > start]
+
+
+_NEXT_OFFSET = operator.attrgetter("next_offset")
 
 
 class PartitionReader:
@@ -93,6 +122,7 @@ class PartitionReader:
 
     def __init__(self, directory: str | os.PathLike):
         self.directory = Path(directory)
+        self._path = os.fspath(self.directory)
         self._segments: dict[int, _Segment] = {}
         self._txn_files: dict[int, tuple[tuple, list[tuple[int, int, int]]]] = {}  # base -> (stat key, entries)
         self._aborted: tuple[tuple, _Aborted] | None = None  # built from the files of these stat keys
@@ -128,17 +158,25 @@ class PartitionReader:
         """Every valid batch (data, control, transactional alike; headers only)
         from the one holding ``start`` to the first invalid or incomplete one
         (``names``: the directory's listing, if just taken)."""
+        for seg, lo in self._walk(start, names):
+            yield from seg.from_offset(lo)
+
+    def _walk(self, start: int, names: list[str] | None = None) -> Iterator[tuple[_Segment, int]]:
+        """The readable segments from the one holding ``start``, each with the
+        offset its batches are taken from (moved up when a segment vanished)."""
         for _ in range(3):  # a segment vanishing under us (retention, cleaner) means: list again
             try:
-                yield from self._scan(start, _segment_bases(self._names() if names is None else names))
+                for seg in self._readable(start, self._names() if names is None else names):
+                    yield seg, start
                 return
             except LogChanged as gone:
                 start = max(start, gone.resume_at)
                 names = None
         logger.warning("%s: segments keep changing under the reader; stopping this scan", self.directory)
 
-    def _scan(self, start: int, bases: list[int]) -> Iterator[StoredBatch]:
-        for stale in set(self._segments) - set(bases):
+    def _readable(self, start: int, names: list[str]) -> Iterator[_Segment]:
+        bases = _segment_bases(names)
+        for stale in self._segments.keys() - set(bases):
             del self._segments[stale]
         expected = None  # the next offset the previous segment ended at
         for n, base in enumerate(bases):
@@ -154,16 +192,14 @@ class PartitionReader:
             if expected is not None and seg.batches and seg.batches[0].base_offset < expected:
                 logger.warning("%s: segment %d overlaps the previous one; stopping", self.directory, base)
                 return
-            for b in seg.batches:
-                if b.next_offset > start:
-                    yield b
+            yield seg
             if not seg.complete:
                 return  # an unfinished segment: nothing after it is readable yet
             expected = seg.batches[-1].next_offset if seg.batches else expected
 
     def _load(self, base: int, *, last: bool) -> _Segment | None:
         """Validate what is new in segment ``base``; None if it is gone."""
-        log_path = self.directory / f"{base:020d}.log"
+        log_path = os.path.join(self._path, f"{base:020d}.log")  # (not a Path: built for every segment at each pass)
         try:
             fd = os.open(log_path, os.O_RDONLY)
         except FileNotFoundError:
@@ -231,7 +267,7 @@ class PartitionReader:
                 header.base_offset, header.next_offset, position, append_ms, header.size, seg.base_offset, header,
                 file_position=pos,
             )
-            seg.batches.append(prev)
+            seg.add(prev)
             i += 1
         seg.index_prefix = index[: hdr + i * _ENTRY.size] if seg.batches else b""
 
@@ -276,9 +312,45 @@ class PartitionReader:
     def ends(self, start: int = 0) -> tuple[int, StoredBatch | None]:
         """:meth:`stable_end`, and the last valid batch the same scan reached
         (None if none from ``start``): where the listed log ends, without a
-        second scan."""
+        second scan.
+
+        Answered from the segments' summaries (their open transactions and
+        markers), not by walking their batches: Capture asks at every poll,
+        and a walk from the log start cost what the log retains."""
         names = self._names()  # one listing for the log start, the scan and the .txnindex files
         start = max(start, self.log_start_offset(names))
+        walked = list(self._walk(start, names))
+        if not all(seg.ordered for seg, _ in walked):
+            return self._ends_by_walk(start, names)
+        tail = None
+        for seg, lo in walked:
+            if seg.batches and seg.batches[-1].next_offset > lo:
+                tail = seg.batches[-1]
+        # The first unresolved transactional batch: one no marker of its producer follows
+        # in the readable log and no .txnindex entry covers. Found from the last segment
+        # back, gathering the producers with a marker after the segment looked at.
+        first, later, aborted = None, set(), None
+        for seg, lo in reversed(walked):
+            for pid, txn in seg.open_txns.items():
+                if pid in later:
+                    continue
+                aborted = self._aborted_index(names) if aborted is None else aborted
+                for b in txn:
+                    if b.next_offset > lo and not aborted.holds(pid, b.base_offset):
+                        if first is None or b.base_offset < first.base_offset:
+                            first = b
+                        break
+            if seg.batches and seg.batches[0].base_offset >= lo:
+                later.update(seg.markers)
+            else:  # the segment holding lo: its markers below it were not reached
+                later.update(pid for pid, nxt in seg.markers.items() if nxt > lo)
+        if first is not None:
+            return first.base_offset, tail
+        return (tail.next_offset if tail is not None else start), tail
+
+    def _ends_by_walk(self, start: int, names: list[str]) -> tuple[int, StoredBatch | None]:
+        """ends() by a walk of every batch from ``start``: for a segment whose batches
+        overlap (never written so), where the summaries' order does not hold."""
         end, tail = start, [None]
         for b, keep in self._resolved(start, tail, names):
             if keep is None:
@@ -348,9 +420,9 @@ class PartitionReader:
         present = set(names)
         files, seen = self._txn_files, []
         for base in _segment_bases(names):
-            path = self.directory / f"{base:020d}.txnindex"
-            if path.name not in present:
+            if f"{base:020d}.txnindex" not in present:
                 continue
+            path = self.directory / f"{base:020d}.txnindex"
             try:
                 # Stat before reading: a change racing the read leaves a key that no longer
                 # matches, so it is read again next time (never old entries under a new key).
@@ -374,8 +446,9 @@ class PartitionReader:
         batches show (a write in flight counts as not written)."""
         bases = self.segment_bases()
         end = bases[-1] if bases else 0
-        for batch in self.scan(end):
-            end = batch.next_offset
+        for seg, lo in self._walk(end):
+            if held := seg.from_offset(lo):
+                end = held[-1].next_offset
         return end
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 
+from kafka_wire.log.batch import BatchHeader
 from kafka_wire.log.cleaner import LogCleaner
 from kafka_wire.log.config import LogConfig
 from kafka_wire.log.manager import LogManager
@@ -33,6 +34,24 @@ def io(monkeypatch):
         yield seen
     finally:
         monkeypatch.setattr(os, "pread", real)
+
+
+@contextmanager
+def headers_looked_at(monkeypatch):
+    """Batch headers looked at inside the block: every walk of batches (resolving
+    transactions, or summing up a segment's) asks each header is_control first."""
+    seen = {"headers": 0}
+    real = BatchHeader.is_control
+
+    def counting(header):
+        seen["headers"] += 1
+        return real.fget(header)
+
+    monkeypatch.setattr(BatchHeader, "is_control", property(counting))
+    try:
+        yield seen
+    finally:
+        monkeypatch.setattr(BatchHeader, "is_control", real)
 
 
 def poll(reader: PartitionReader, checkpoint: int) -> tuple[int, list[int], int]:
@@ -119,3 +138,41 @@ def test_a_kept_reader_polled_from_its_checkpoint_answers_as_a_new_one(tmp_path)
         check(reader)
     finally:
         m.close()
+
+
+def test_a_poll_with_nothing_new_looks_at_no_retained_header(tmp_path, monkeypatch):
+    """ends() walked every cached header from the log start in Python (2,000 batches:
+    3 ms a poll; 6,000: 8 ms): it now sums up each segment once, as its batches are
+    first read, and a poll looks at the headers from its checkpoint only, however
+    long the log. A transaction open across segments is still seen, and resolved."""
+    looked = {}
+    for n in (150, 900):
+        m = LogManager(tmp_path / str(n), LogConfig(segment_bytes=16 * 1024))
+        try:
+            m.create_topic("t", 1)
+            log = m.get_log("t", 0)
+            log.append(make_batch(1, producer_id=7, base_sequence=0, transactional=True), now_ms=1_000)
+            for i in range(n):
+                log.append(make_batch(5, value_size=40), now_ms=1_000 + i)
+                if i == n // 2:
+                    log.write_pending_entries()
+                    reader = PartitionReader(log.directory)
+                    assert reader.ends()[0] == 0  # held back by the open transaction
+                if i == n - 20:
+                    log.append_control(7, 0, True, 0, now_ms=1_000 + i)  # segments after it
+            log.write_pending_entries()
+            assert len(list(log.directory.glob("*.log"))) >= n // 60
+            end = log.log_end_offset
+            assert poll(reader, end - 10) == fresh_poll(log.directory, end - 10)
+            assert poll(reader, end - 10)[0] == end
+            with headers_looked_at(monkeypatch) as seen:
+                assert poll(reader, end - 10) == fresh_poll(log.directory, end - 10)
+                fresh = seen["headers"]
+                seen["headers"] = 0
+                poll(reader, end - 10)
+            looked[n] = seen["headers"]
+            assert fresh > n  # (a new reader reads every header once)
+        finally:
+            m.close()
+    # The batches from the checkpoint (end - 10: two of 5 records), for 150 batches as for 900.
+    assert looked[150] == looked[900] <= 2, f"headers looked at a poll with nothing new: {looked}"
