@@ -32,7 +32,7 @@ from importlib import import_module
 # so ``capture.naming`` (the name format's rule, for the broker's Event Hubs layer too)
 # costs no pyarrow, fastavro or proton import.
 _EXPORTS = {
-    "events": ("EventBatch", "arrow_table", "avro_records", "decode_batch", "format_enqueued_time"),
+    "events": ("EventBatch", "UnreadableBatch", "arrow_table", "avro_records", "decode_batch", "format_enqueued_time"),
     "naming": ("DEFAULT_NAME_FORMAT", "TOKENS", "check_name_format", "file_name", "file_name_error",
                "name_format_error"),
     "notifications": ("EVENTS_FILE", "append_events", "capture_file_created"),

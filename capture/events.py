@@ -20,7 +20,8 @@ The mapping of a Kafka record onto an Event Hubs event:
 - value -> ``Body`` (null for a tombstone).
 
 Decoding is ``kafka_wire.log.records.read_event_columns`` (the log's own codecs:
-gzip, snappy raw or in Kafka's xerial framing, lz4, zstd).
+gzip, snappy raw or in Kafka's xerial framing, lz4, zstd). A batch that cannot be
+read (``UnreadableBatch``) is left out, logged and counted; Capture goes on past it.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import pyarrow as pa
 from proton import Data
 
 from kafka_wire.log.batch import AMQP_HEADERS_BIT, AMQP_PROPERTIES_HEADER, EVENTS_PER_POSITION, parse_header
+from kafka_wire.log.errors import CorruptRecord
 from kafka_wire.log.records import read_event_columns
 
 from .schema import ARROW_SCHEMA, PROPERTY_MAP, UNION_VALUE, union_member
@@ -70,14 +72,28 @@ class EventBatch:
         return self.sequence_numbers, self.offsets, self.enqueued_ms, self.keys, self.headers, self.bodies
 
 
+@dataclass(frozen=True)
+class UnreadableBatch:
+    """A stored batch whose records cannot be read (they do not decompress, a
+    decompression bomb past log.records.decompressed_limit, or they do not parse):
+    Capture leaves its events out and goes on. Produce refuses such a batch since
+    it checks compressed ones; an older broker stored some."""
+
+    first_sequence_number: int
+    last_sequence_number: int
+    reason: str
+
+
 def decode_batch(data: bytes, position: int, append_time_ms: int, out: EventBatch | None = None,
-                 first_offset: int = 0) -> EventBatch:
+                 first_offset: int = 0, unreadable: list[UnreadableBatch] | None = None) -> EventBatch:
     """Append the records of one stored RecordBatch v2 to ``out`` (a new
     EventBatch if None), those at or past ``first_offset`` only: a read
     starting inside a batch (DeleteRecords moves the log start to any offset;
     a range may start anywhere) is served the whole stored batch, whose
     records below that start are not the reader's. Control batches hold no
-    events and add nothing."""
+    events and add nothing. A batch whose records cannot be read adds nothing
+    either: it is logged and entered in ``unreadable`` (a codec library that is
+    missing still raises UnsupportedCodec: those events can be read)."""
     out = EventBatch() if out is None else out
     header = parse_header(data, 0)
     if header.is_control:
@@ -85,7 +101,15 @@ def decode_batch(data: bytes, position: int, append_time_ms: int, out: EventBatc
     seqs, offs, times, keys, hdrs, bodies = out.columns()
     start = len(keys)
     deltas: list[int] = []
-    read_event_columns(data, header, deltas, keys, hdrs, bodies)
+    try:
+        read_event_columns(data, header, deltas, keys, hdrs, bodies)
+    except CorruptRecord as exc:
+        del keys[start:], hdrs[start:], bodies[start:]  # (what was read before the fault)
+        logger.warning("capture leaves out sequence numbers %d..%d: their batch cannot be read: %s",
+                       header.base_offset, header.last_offset, exc)
+        if unreadable is not None:
+            unreadable.append(UnreadableBatch(header.base_offset, header.last_offset, str(exc)))
+        return out
     base = header.base_offset
     if base < first_offset:
         _drop_below(first_offset - base, deltas, keys, hdrs, bodies, start)

@@ -24,7 +24,7 @@ from kafka_wire.capture.windows import DEFAULT_INTERVAL_SECONDS, DEFAULT_SIZE_LI
 from kafka_wire.capture.writers import normalize_encoding, remove_leftovers
 
 from .session import get_session, register
-from .sink import SINK_NAME
+from .sink import SINK_NAME, UNREADABLE_FILE
 from .source import SOURCE_NAME
 
 logger = logging.getLogger(__name__)
@@ -85,6 +85,7 @@ class CaptureTotals:
     files: int = 0
     empty_files: int = 0
     bytes: int = 0
+    unreadable_batches: int = 0  # left out: their records cannot be read (sink.UNREADABLE_FILE)
 
 
 class ProgressWatcher:
@@ -94,16 +95,28 @@ class ProgressWatcher:
         self.path = Path(out_dir) / EVENTS_FILE
         self._pos = self.path.stat().st_size if self.path.exists() else 0
         self._partial = b""
+        self.unreadable_path = Path(out_dir) / UNREADABLE_FILE
+        self._unreadable_pos = self.unreadable_path.stat().st_size if self.unreadable_path.exists() else 0
         self.totals = CaptureTotals()
 
     def poll(self) -> bool:
         """Read new records; True if the totals changed."""
+        try:  # (whole lines only: the sink appends each commit's lines at once)
+            with open(self.unreadable_path, "rb") as f:
+                f.seek(self._unreadable_pos)
+                data = f.read()
+            data = data[:data.rfind(b"\n") + 1]
+            self._unreadable_pos += len(data)
+            skipped = data.count(b"\n")
+            self.totals.unreadable_batches += skipped
+        except FileNotFoundError:
+            skipped = 0
         try:
             with open(self.path, "rb") as f:
                 f.seek(self._pos)
                 data = f.read()
         except FileNotFoundError:
-            return False
+            return bool(skipped)
         self._pos += len(data)
         lines = (self._partial + data).split(b"\n")
         self._partial = lines.pop()
@@ -114,7 +127,7 @@ class ProgressWatcher:
                 self.totals.files += 1
                 self.totals.empty_files += d["eventCount"] == 0
                 self.totals.bytes += d["sizeInBytes"]
-        return bool(lines)
+        return bool(lines) or bool(skipped)
 
 
 def start_query(spark, settings: CaptureJobSettings):
@@ -200,6 +213,9 @@ def run(
         on_progress(watcher.totals)
     logger.info("capture done in %.1f s after Spark start: %d events in %d files", time.monotonic() - started,
                 watcher.totals.events, watcher.totals.files)
+    if watcher.totals.unreadable_batches:
+        logger.warning("capture left out %d batches that cannot be read (listed in %s)",
+                       watcher.totals.unreadable_batches, watcher.unreadable_path)
     return watcher.totals
 
 

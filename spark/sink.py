@@ -19,7 +19,9 @@ capture.blob).
 Commit (driver, once every task of micro-batch N succeeded): the
 CaptureFileCreated records are first saved in ``journal/N.json``, then
 appended to ``<path>/_capture_events.jsonl``, then ``journal/N.done`` is
-written. A commit repeated for the same N (Spark replays the last batch
+written. Batches whose records cannot be read are left out of the files: each
+one is logged and appended to ``<path>/_capture/unreadable_batches.jsonl``
+(the job's ``CaptureTotals.unreadable_batches`` counts them). A commit repeated for the same N (Spark replays the last batch
 after a crash) finds ``N.done`` and does nothing, or finds ``N.json`` and
 re-appends the same records only if they are not already the file's tail.
 """
@@ -35,7 +37,7 @@ from pathlib import Path
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamArrowWriter, WriterCommitMessage
 
-from kafka_wire.capture.events import EventBatch, decode_batch
+from kafka_wire.capture.events import EventBatch, UnreadableBatch, decode_batch
 from kafka_wire.capture.naming import DEFAULT_NAME_FORMAT, check_name_format, file_name
 from kafka_wire.capture.windows import PlannedFile
 from kafka_wire.capture.notifications import EVENTS_FILE, append_events, capture_file_created
@@ -58,6 +60,8 @@ JOURNAL_KEEP = 100  # micro-batches whose journal entries are kept (Spark keeps 
 @dataclass
 class CaptureCommit(WriterCommitMessage):
     files: list[tuple[str, str, FileInfo]] = field(default_factory=list)  # (namespace, hub, info)
+    # batches left out because they cannot be read: (namespace, hub, partition, UnreadableBatch)
+    unreadable: list[tuple[str, str, int, UnreadableBatch]] = field(default_factory=list)
 
 
 class EventHubsCaptureSink(DataSource):
@@ -93,13 +97,14 @@ class CaptureStreamWriter(DataSourceStreamArrowWriter):
             logger.warning("%s=%s: this write task waits before it starts", TASK_DELAY, delay)
             time.sleep(float(delay))
         done: list[tuple[str, str, FileInfo]] = []
+        unreadable: list[tuple[str, str, int, UnreadableBatch]] = []
         writer: CaptureWriter | None = None
         current = None  # (namespace, hub, partition, capture_file)
         try:
             for rb in iterator:
                 if "files" in rb.schema.names:  # plan rows: read the log here
                     for plan in rb.to_pylist():
-                        done.extend(self._write_plan(plan))
+                        done.extend(self._write_plan(plan, unreadable))
                     continue
                 cols = {name: rb.column(name).to_pylist() for name in rb.schema.names}
                 files, parts, hubs = cols["capture_file"], cols["partition"], cols["event_hub"]
@@ -125,15 +130,16 @@ class CaptureStreamWriter(DataSourceStreamArrowWriter):
             if writer is not None:
                 writer.abort()
             raise
-        return CaptureCommit(done)
+        return CaptureCommit(done, unreadable)
 
     def _writer(self, namespace: str, hub: str, partition: int, capture_file: int) -> CaptureWriter:
         name = file_name(self.name_format, namespace, hub, partition, capture_file, self.encoding)
         return CaptureWriter(self.out_dir, name, partition, self.encoding, partition_key=self.partition_key)
 
-    def _write_plan(self, plan: dict) -> list[tuple[str, str, FileInfo]]:
+    def _write_plan(self, plan: dict, unreadable: list) -> list[tuple[str, str, FileInfo]]:
         """The files of one partition's micro-batch, read from the log (or
-        Kafka) here: the planned files in order, each from its batches."""
+        Kafka) here: the planned files in order, each from its batches; the
+        batches that cannot be read are left out and entered in ``unreadable``."""
         from .backend import first_offset, open_backend
         from .source import Peekable
 
@@ -159,6 +165,7 @@ class CaptureStreamWriter(DataSourceStreamArrowWriter):
                 done.append((ns, hub, self._published(info)))
         finally:
             backend.close()
+        unreadable.extend((ns, hub, p, u) for u in pending.unreadable)
         return done
 
     def _published(self, info: FileInfo) -> FileInfo:
@@ -190,11 +197,21 @@ class CaptureStreamWriter(DataSourceStreamArrowWriter):
             infos = [f for m in messages if m is not None for f in m.files]
             infos.sort(key=lambda x: (x[1], x[2].partition, x[2].name))
             records = [capture_file_created(info, ns, hub, now) for ns, hub, info in infos]
-            write_atomic(entry, json.dumps({"batch": batchId, "records": records}).encode())
+            unreadable = sorted(unreadable_entry(batchId, *u) for m in messages if m is not None
+                                for u in getattr(m, "unreadable", ()))
+            write_atomic(entry, json.dumps({"batch": batchId, "records": records,
+                                            "unreadable": unreadable}).encode())
         append_events(Path(self.out_dir) / EVENTS_FILE, records)
+        unreadable = json.loads(entry.read_text()).get("unreadable", [])
+        if unreadable:
+            append_unreadable(Path(self.out_dir) / UNREADABLE_FILE, unreadable)
         write_atomic(done_marker, b"")
         events = sum(r["data"]["eventCount"] for r in records)
         logger.info("micro-batch %d: %d events in %d capture files", batchId, events, len(records))
+        for u in unreadable:
+            logger.warning("micro-batch %d left out %s/%s/%d sequence numbers %d..%d: their batch cannot be "
+                           "read: %s", batchId, u["namespace"], u["eventHub"], u["partition"],
+                           u["firstSequenceNumber"], u["lastSequenceNumber"], u["reason"])
         for old in journal.glob("*.json"):
             stem = old.stem
             if stem.isdigit() and int(stem) < batchId - JOURNAL_KEEP:
@@ -217,6 +234,31 @@ def _events(cols: dict, i: int, j: int) -> EventBatch:
                       cols["body"][i:j])
 
 
+UNREADABLE_FILE = "_capture/unreadable_batches.jsonl"  # one line a batch Capture left out
+
+
+def unreadable_entry(batch_id: int, namespace: str, hub: str, partition: int, u: UnreadableBatch) -> dict:
+    return {"namespace": namespace, "eventHub": hub, "partition": partition,
+            "firstSequenceNumber": u.first_sequence_number, "lastSequenceNumber": u.last_sequence_number,
+            "reason": u.reason, "microBatch": batch_id}
+
+
+def append_unreadable(path: Path, entries: list[dict]) -> None:
+    """Append the journal's entries, unless a replayed commit appended them already
+    (they are then the file's tail: the journal entry is the same)."""
+    lines = b"".join(json.dumps(e).encode() + b"\n" for e in entries)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a+b") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size >= len(lines):
+            f.seek(size - len(lines))
+            if f.read() == lines:
+                return
+        f.write(lines)
+        f.flush()
+        os.fsync(f.fileno())
+
+
 class _Pending:
     """Decoded events, handed to the writer in the rhythm event rows had: Spark
     gave the sink Arrow batches of ARROW_BATCH_ROWS rows
@@ -228,9 +270,10 @@ class _Pending:
         self.events = EventBatch()
         self.first = first  # events below it are not the range's (backend.first_offset)
         self.budget = ARROW_BATCH_ROWS  # rows left in the Arrow batch the event rows would be in
+        self.unreadable: list[UnreadableBatch] = []  # batches left out: they cannot be read
 
     def add(self, data: bytes, position: int, append_time_ms: int, writer: CaptureWriter) -> None:
-        decode_batch(data, position, append_time_ms, self.events, self.first)
+        decode_batch(data, position, append_time_ms, self.events, self.first, self.unreadable)
         while len(self.events) >= self.budget:
             head, self.events = _split(self.events, self.budget)
             writer.write(head)

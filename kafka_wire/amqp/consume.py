@@ -20,6 +20,7 @@ from bisect import bisect_right
 from collections import deque
 from itertools import accumulate, chain, repeat
 from typing import TYPE_CHECKING
+from weakref import WeakKeyDictionary
 
 from cproton import ffi as _ffi
 from cproton import lib as _pn
@@ -57,6 +58,16 @@ READ_BYTES = 1024 * 1024
 HIDDEN_READS = 8  # reads a turn may make that find nothing to send (all hidden)
 _SELECTOR = re.compile(r"^\s*amqp\.annotation\.x-opt-(offset|sequence-number|enqueued-time)\s*"
                        r"(>=|>)\s*'([^']*)'\s*$", re.IGNORECASE)
+
+
+# Batches of a partition log whose records cannot be read (they do not decompress, a
+# decompression bomb included, or do not parse: Produce refuses such compressed batches, but
+# an older broker stored some, and uncompressed ones are stored as sent). The first receiver
+# to meet one is detached with amqp:internal-error naming it; every read after that (the
+# SDK's re-attach included) goes on past it, so one bad batch does not stop the partition's
+# receivers for good. Forgotten with the log (a hub deleted and made again starts afresh).
+_UNREADABLE: WeakKeyDictionary = WeakKeyDictionary()  # PartitionLog -> {base offset}
+UNREADABLE_PER_LOG = 1024  # past it, a further bad batch detaches each receiver that meets it
 
 
 # A selector's number: ASCII digits (str.isdigit() takes '²', which int() refuses), one
@@ -629,7 +640,20 @@ class ConsumeLink(LinkHandler):
                 else:
                     events += batch_events(data, header, skip, position, append_ms, amqp_headers, metric,
                                            offsets)
-            except log_errors.LogError as exc:  # a codec that is not installed, or bit rot
+            except log_errors.CorruptRecord as exc:  # records that do not decompress or parse
+                known = _UNREADABLE.setdefault(plog, set())
+                if header.base_offset in known:  # reported once: every reader goes on past it
+                    nbytes -= header.size
+                    self.next_offset = header.last_offset + 1
+                    continue
+                if len(known) < UNREADABLE_PER_LOG:
+                    known.add(header.base_offset)
+                log.error("AMQP receiver of %s-%d: the batch at offset %d cannot be read: %s; receivers "
+                          "go on past it", self.hub, self.partition, header.base_offset, exc)
+                self.detach(INTERNAL, f"the batch at sequence number {header.base_offset} cannot "
+                                      f"be read: {exc}")
+                return None
+            except log_errors.LogError as exc:  # a codec that is not installed: the events are there
                 log.error("AMQP receiver of %s-%d: the batch at offset %d cannot be read: %s",
                           self.hub, self.partition, header.base_offset, exc)
                 self.detach(INTERNAL, f"the batch at sequence number {header.base_offset} cannot "

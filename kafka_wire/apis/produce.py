@@ -1,8 +1,10 @@
 """Produce (key 0), v3–v13.
 
 Batches stay opaque: the log validates length, magic and CRC-32C, assigns
-offsets and (for LogAppendTime topics) stamps the append time. acks=0 gets
-no response at all; acks=1 and acks=all are the same thing on one broker.
+offsets and (for LogAppendTime topics) stamps the append time. Compressed
+batches are also decompressed and their records read, as Kafka's LogValidator
+does (INVALID_RECORD if they do not decompress or parse: _records_checked).
+acks=0 gets no response at all; acks=1 and acks=all are the same thing on one broker.
 v13 names topics by id. Not emulated: replication (min.insync.replicas is
 always met by the single replica).
 """
@@ -23,7 +25,7 @@ from kafka_wire.errors import for_log_error
 from kafka_wire.eventhubs.publication import injected_storage_fault
 from kafka_wire.log import errors as log_errors
 from kafka_wire.log.batch import COMPRESSION_MASK, HEADER_SIZE, LOG_OVERHEAD, MAGIC_OFFSET, summarize, validate_records
-from kafka_wire.log.records import ZSTD, record_keys
+from kafka_wire.log.records import ZSTD, UnsupportedCodec, check_records, record_keys
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +47,7 @@ def produce(request, ctx):
     bad_acks = acks not in (0, 1, -1)
     unissued = ctx.services.producer_ids.first_unissued  # idempotent batches need an id below it
     responses = []
+    unchecked = []  # publications whose compressed batch is checked in a thread
     # What passes the checks that need no policy, in request order: (view, index, records,
     # headers, invalid, the topic's answers, this partition's place in them).
     publications = []
@@ -82,15 +85,73 @@ def produce(request, ctx):
                     raise log_errors.UnsupportedCompression(
                         f"Produce v{version} may not carry zstd batches: zstd needs Produce v7 or later")
                 _verify_producer(ctx, headers, view.name, idx, unissued)
+                if (headers and headers[0].attributes & COMPRESSION_MASK
+                        and not _records_checked(records, headers[0])):
+                    unchecked.append(len(publications))
             except log_errors.LogError as exc:
                 headers, invalid = None, exc
             publications.append((view, idx, records, headers, invalid, parts, len(parts)))
             parts.append(None)  # answered below
+    if unchecked:  # large compressed batches: checked in a thread, the loop serving others meanwhile
+        return _checked_then_published(unchecked, publications, responses, request, ctx, faults)
+    return _published(publications, responses, request, ctx, faults)
+
+
+def _published(publications: list, responses: list, request, ctx, faults):
     held_ms = _publish(publications, request.timeout_ms, ctx, faults) if publications else 0
-    if acks == 0:
+    if request.acks == 0:
         return None
-    response = encode_produce(version, responses, ctx.throttle_ms)
+    response = encode_produce(ctx.version, responses, ctx.throttle_ms)
     return _held(response, held_ms, ctx.clock) if held_ms else response
+
+
+# A compressed batch of at most this many records, decompressing to at most this many KiB,
+# is checked on the event loop (~1.5 ms at most); a larger one in a thread.
+CHECKED_ON_LOOP = 1024
+
+
+def _records_checked(records, header) -> bool:
+    """Kafka's LogValidator: a compressed batch is decompressed and its records read at
+    produce, and refused with INVALID_RECORD if they do not decompress (a decompression
+    bomb past log.records.decompressed_limit included) or parse, so that no reader
+    (AMQP receivers, Capture, the console, the cleaner) meets a batch it cannot read.
+    (Not CORRUPT_MESSAGE: the Java producer and librdkafka retry that one until their
+    delivery timeout, and this refusal is the same each time.) Uncompressed batches stay
+    opaque. False when the batch is too large to check on the loop."""
+    if header.is_control:
+        return True  # (a producer may not write markers: validate_records refuses them)
+    try:
+        return check_records(records, header, CHECKED_ON_LOOP)
+    except UnsupportedCodec:
+        return True  # no library to check it with: stored as before, Kafka consumers read it
+    except log_errors.CorruptRecord as exc:
+        raise log_errors.InvalidRecord(str(exc)) from None
+
+
+def _check_in_thread(records, header) -> log_errors.LogError | None:
+    try:
+        check_records(records, header)
+    except UnsupportedCodec:
+        pass
+    except log_errors.CorruptRecord as exc:
+        return log_errors.InvalidRecord(str(exc))
+    return None
+
+
+async def _checked_then_published(unchecked: list[int], publications: list, responses: list, request, ctx,
+                                  faults):
+    """Check the compressed batches of ``unchecked`` (indexes into ``publications``) in a
+    thread (decompression releases the GIL; the walk of records shares it), then admit
+    and append. The connection's next request waits (the server serves a connection's
+    requests in order), so a producer's batches stay in order."""
+    loop = asyncio.get_running_loop()
+    for i in unchecked:
+        view, idx, records, headers, invalid, parts, slot = publications[i]
+        invalid = await loop.run_in_executor(None, _check_in_thread, records, headers[0])
+        if invalid is not None:
+            publications[i] = (view, idx, records, None, invalid, parts, slot)
+    result = _published(publications, responses, request, ctx, faults)
+    return await result if asyncio.iscoroutine(result) else result
 
 
 def _verify_producer(ctx, headers, topic: str, partition: int, unissued: int) -> None:

@@ -1,0 +1,106 @@
+"""log.records.check_records, what Produce runs on a compressed batch (Kafka's
+LogValidator): it passes every batch a client writes, and whatever it passes, every
+reader of the log reads whole (the cleaner's read_records, Capture's and the console's
+read_event_columns, the AMQP receivers' batch_events) with records_count records. It
+refuses bombs, streams that do not decompress and records that do not parse."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafka_wire.amqp.outgoing import batch_events
+from kafka_wire.log import batch as rb
+from kafka_wire.log import records as rec
+from kafka_wire.log.errors import CorruptRecord
+from tests.undecodable_batches import UNDECODABLE, batch
+
+CODECS = [rec.GZIP, rec.SNAPPY, rec.LZ4, rec.ZSTD]
+blobs = st.one_of(st.none(), st.binary(max_size=64))
+records_ = st.lists(st.tuples(blobs, blobs, st.lists(st.tuples(st.binary(max_size=8), blobs), max_size=3)),
+                    min_size=1, max_size=30)
+
+
+def _encode(codec_id, recs, deltas=None) -> tuple[bytes, rb.BatchHeader]:
+    body = b"".join(rec.encode_record(i if deltas is None else deltas[i], 7 * i, k, v, h)
+                    for i, (k, v, h) in enumerate(recs))
+    data = batch([None] * len(recs), codec_id=codec_id, body=rec.compress(codec_id, body))
+    return data, rb.parse_header(data, 0)
+
+
+def _every_reader_reads(data, header) -> None:
+    assert len(rec.read_records(data, header)) == header.records_count
+    offsets: list = []
+    rec.read_event_columns(data, header, offsets, [], [], [])
+    assert len(offsets) == header.records_count
+    # (records whose offset delta is below 0 are not sent: a byte changed may make one)
+    assert len(batch_events(data, header, 0, 0, 0, False, b"", None)) <= header.records_count
+
+
+@given(codec_id=st.sampled_from(CODECS), recs=records_)
+def test_every_batch_a_client_writes_passes_and_every_reader_reads_it(codec_id, recs):
+    data, header = _encode(codec_id, recs)
+    assert rec.check_records(data, header) is True
+    assert rec.check_records(data, header, most=1024) is True
+    _every_reader_reads(data, header)
+    assert len(batch_events(data, header, 0, 0, 0, False, b"", None)) == header.records_count
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=300)
+@given(codec_id=st.sampled_from([rec.ZSTD, rec.GZIP]), recs=records_, data=st.data())
+def test_whatever_passes_every_reader_reads(codec_id, recs, data):
+    """Records damaged anywhere (a byte changed, bytes cut or added, a wrong count):
+    either refused, or read whole by every reader."""
+    body = bytearray(b"".join(rec.encode_record(i, 0, k, v, h) for i, (k, v, h) in enumerate(recs)))
+    how = data.draw(st.sampled_from(["byte", "cut", "extra", "count"]))
+    count = len(recs)
+    if how == "byte":
+        body[data.draw(st.integers(0, len(body) - 1))] = data.draw(st.integers(0, 255))
+    elif how == "cut":
+        del body[data.draw(st.integers(0, len(body) - 1)):]
+    elif how == "extra":
+        body += data.draw(st.binary(min_size=1, max_size=8))
+    else:
+        count = data.draw(st.integers(1, 40))
+    blob = batch([None] * count, codec_id=codec_id, body=rec.compress(codec_id, bytes(body)))
+    header = rb.parse_header(blob, 0)
+    try:
+        rec.check_records(blob, header)
+    except CorruptRecord:
+        return
+    _every_reader_reads(blob, header)
+
+
+@pytest.mark.parametrize("name", sorted(UNDECODABLE))
+def test_undecodable_batches_are_refused(name):
+    data = UNDECODABLE[name]()
+    header = rb.parse_header(data, 0)
+    with pytest.raises(CorruptRecord):
+        rec.check_records(data, header)
+
+
+def test_a_bomb_is_left_to_the_unbounded_check_not_decompressed_on_the_loop():
+    data = UNDECODABLE["bomb"]()
+    assert rec.check_records(data, rb.parse_header(data, 0), most=1024) is False
+
+
+def test_a_batch_of_more_records_than_the_loop_checks_is_left_to_the_unbounded_check():
+    data, header = _encode(rec.ZSTD, [(b"k", b"v", [])] * 1025)
+    assert rec.check_records(data, header, most=1024) is False
+    assert rec.check_records(data, header) is True
+
+
+@pytest.mark.parametrize("record, why", [  # (length, attributes, deltas, key, value, headers)
+    (b"\x10\x00\x00\x00\x01\x01\x00" + b"\x00\x00", "fields end"),  # a length past its fields
+    (b"\x10\x00\x00\x00\x01\x01\x02\x01\x01", "negative"),  # a header name of length -1
+    (b"\x0c\x00\x00\x00\x05\x01\x00", "length is -3"),  # a key of length -3
+    (b"\x0c\x00\x00\x00\x01\x01\x00" + b"\x00", "follow the last"),  # a byte after the last record
+    (b"\x0c\x00\x00\x00\x01\x01\x00", None),  # (the same record alone: passes)
+])
+def test_records_kafka_would_not_read_are_refused(record, why):
+    data = batch([None], codec_id=rec.ZSTD, body=rec.compress(rec.ZSTD, record))
+    if why is None:
+        assert rec.check_records(data, rb.parse_header(data, 0)) is True
+        return
+    with pytest.raises(CorruptRecord, match=why):
+        rec.check_records(data, rb.parse_header(data, 0))
