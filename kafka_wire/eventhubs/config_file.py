@@ -448,7 +448,7 @@ def _check_at_the_door(model: EventHubsModel, bounds: Bounds) -> None:
     tier's rules, refused in strict mode; consumer_group_refusal), in the file's order,
     each hub against those before it, so that a config makes nothing the management API
     would refuse; what a relaxed namespace lets pass is a warning, once a rule."""
-    from kafka_wire.eventhubs.policy import consumer_group_refusal, new_hub  # policy imports the model
+    from kafka_wire.eventhubs.policy import HubCount, consumer_group_refusal, new_hub  # policy imports the model
 
     beyond = bounds.namespaces_error(len(model.namespaces))
     if beyond:
@@ -460,14 +460,20 @@ def _check_at_the_door(model: EventHubsModel, bounds: Bounds) -> None:
                              f"is more than this broker allows per event hub ({bounds.partitions_per_hub}; "
                              "[limits] partitions_per_hub)")
         defaults = ns.topic_defaults()  # what the broker gives every hub of the namespace
-        made: list[EventHub] = []
+        # The hubs before this one, counted as they come (a file of 10,000 hubs is not
+        # 50 million comparisons), and by case-folded name for the twin check.
+        made: dict[str, EventHub] = {}
+        partitions = 0
+        folded: dict[str, str] = {}
         for hub in ns.hubs.values():
             where = f"namespace {ns.name!r}, event hub {hub.name!r}"
             try:  # the log's own check of what the hub's settings mean
                 config = LogConfig.from_kafka({**defaults, **hub.topic_configs()})
             except ValueError as exc:
                 raise ValueError(f"{where}: {exc}") from None
-            verdict = new_hub(ns.name, ns, made, hub.name, hub.partitions, config, bounds)
+            twin = folded.get(hub.name.lower())
+            verdict = new_hub(ns.name, ns, HubCount(made, partitions), hub.name, hub.partitions, config,
+                              bounds, twin_of=lambda _name, twin=twin: twin)
             denial = verdict.refusal or (verdict.violation if ns.strict else None)
             if denial is not None:
                 rule = f" (rule {denial.rule})" if denial.rule else ""
@@ -482,7 +488,9 @@ def _check_at_the_door(model: EventHubsModel, bounds: Bounds) -> None:
             refused = consumer_group_refusal(ns, bounds, hub.name, len(groups) - 1)
             if refused is not None:
                 raise ValueError(f"{where}: {len(groups)} consumer groups (with $Default): {refused}")
-            made.append(hub)
+            made[hub.name] = hub
+            partitions += hub.partitions
+            folded[hub.name.lower()] = hub.name
 
 
 def apply_config_file(config, path: Path) -> None:

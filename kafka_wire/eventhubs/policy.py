@@ -115,9 +115,7 @@ def new_hub(namespace: str, ns: Namespace | None, existing: Sequence[SizedHub] |
                                                         new_hub=True)
     if refusal is not None or ns is None:
         return HubVerdict(refusal)
-    # The tier's rules take the hubs (a view, not a copy): they count them, and sum their
-    # partitions only below the tier's hub limit.
-    return HubVerdict(None, tier_rules.hub_creation(ns, counted.hubs.values(), name, partitions)
+    return HubVerdict(None, tier_rules.hub_creation(ns, counted, name, partitions)
                       or tier_rules.topic_config(ns, name, config))
 
 
@@ -311,7 +309,7 @@ class NamespacePolicy:
         if beyond:
             return beyond
         return self._managed(principal, name, name, "adding partitions",
-                             lambda ns: tier_rules.partition_growth(ns, counted.hubs.values(), name, count),
+                             lambda ns: tier_rules.partition_growth(ns, counted, name, count),
                              client_id)
 
     def hub_name_taken(self, name: str) -> Denial | None:

@@ -15,7 +15,6 @@ and our choice where Microsoft documents none) is the Kafka front end's table,
 from __future__ import annotations
 
 import logging
-from typing import Sequence
 
 from kafka_wire.eventhubs.refusals import Denial, Refusal
 from kafka_wire.eventhubs.model import HOUR_MS, MIN_RETENTION_HOURS, Namespace, hub_name_error
@@ -104,24 +103,22 @@ def transactions(ns: Namespace) -> Denial | None:
 # -- management ------------------------------------------------------------------
 # ``hubs``: the namespace's hubs (Kafka's internal topics left out), each with a name and
 # a partition count: live topics, or the hubs a config file configured before (policy.new_hub).
-def _partition_total(hubs: Sequence, skip: str | None = None) -> int:
-    return sum(v.partitions for v in hubs if v.name != skip)
-
-
-def hub_creation(ns: Namespace, hubs: Sequence, name: str, partitions: int) -> Denial | None:
+def hub_creation(ns: Namespace, counted, name: str, partitions: int) -> Denial | None:
+    """``counted``: the namespace's hubs as policy.HubCount counts them (kept as hubs come
+    and go: nothing here walks the namespace)."""
     tier = ns.tier.value
     problem = hub_name_error(name)
     if problem:
         return _violation("hub-name", Refusal.INVALID, problem)
-    count = len(hubs)
+    count = len(counted.hubs)
     if count >= ns.hub_limit():
         return _violation("hubs-per-namespace", Refusal.LIMIT,
                           f"namespace {ns.name!r} already has {count} event hubs, the {tier} limit "
                           f"is {ns.hub_limit()}: delete one or use another namespace")
-    return _partitions_quota(ns, hubs, name, partitions)
+    return _partitions_quota(ns, counted, name, partitions)
 
 
-def _partitions_quota(ns: Namespace, hubs: Sequence, name: str, partitions: int) -> Denial | None:
+def _partitions_quota(ns: Namespace, counted, name: str, partitions: int) -> Denial | None:
     lim = ns.limits
     tier = ns.tier.value
     if partitions > lim.partitions_per_hub:
@@ -130,7 +127,7 @@ def _partitions_quota(ns: Namespace, hubs: Sequence, name: str, partitions: int)
                           f"of {lim.partitions_per_hub} per event hub")
     total_limit = ns.namespace_partition_limit()
     if total_limit is not None:
-        total = _partition_total(hubs, skip=name) + partitions
+        total = counted.partitions_but(name) + partitions
         if total > total_limit:
             return _violation("namespace-partitions", Refusal.LIMIT,
                               f"namespace {ns.name!r} would have {total} partitions, the {tier} "
@@ -138,13 +135,13 @@ def _partitions_quota(ns: Namespace, hubs: Sequence, name: str, partitions: int)
     return None
 
 
-def partition_growth(ns: Namespace, hubs: Sequence, name: str, count: int) -> Denial | None:
+def partition_growth(ns: Namespace, counted, name: str, count: int) -> Denial | None:
     if not ns.limits.partitions_can_grow:
         return _violation("partition-growth", Refusal.UNSUPPORTED,
                           f"event hub {name!r}: the partition count is fixed at creation on the "
                           f"{ns.tier.value} tier (Premium and Dedicated may add partitions): "
                           "create a new event hub instead")
-    return _partitions_quota(ns, hubs, name, count)
+    return _partitions_quota(ns, counted, name, count)
 
 
 def topic_config(ns: Namespace, name: str, config) -> Denial | None:
