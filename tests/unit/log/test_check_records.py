@@ -104,3 +104,19 @@ def test_records_kafka_would_not_read_are_refused(record, why):
         return
     with pytest.raises(CorruptRecord, match=why):
         rec.check_records(data, rb.parse_header(data, 0))
+
+
+@pytest.mark.parametrize("name", sorted(UNDECODABLE))
+def test_what_produce_asks_decompression_only_refuses_what_does_not_decompress(name):
+    """Produce checks with parse=False: a bomb and bytes that do not decompress are refused,
+    on the loop's bound and unbounded; records that do not parse pass (the readers skip them)."""
+    data = UNDECODABLE[name]()
+    header = rb.parse_header(data, 0)
+    if name == "not-parsing":
+        assert rec.check_records(data, header, parse=False) is True
+        assert rec.check_records(data, header, most=1024, parse=False) is True
+        return
+    with pytest.raises(CorruptRecord):
+        rec.check_records(data, header, parse=False)
+    if name != "bomb":  # (a bomb is left to the thread: False on the loop's bound)
+        assert rec.check_records(data, header, most=1024, parse=False) is False
