@@ -725,8 +725,13 @@ class AmqpConnection(asyncio.BufferedProtocol):
             delivery = event.delivery
             link = delivery.link
             handler = getattr(link, "kw_node", None)
-            if link.is_receiver and not self._admit_transfer(delivery, handler):
-                return
+            if link.is_receiver:
+                if getattr(delivery, "kw_format", None) is None:  # first seen: its transfer's format
+                    tag = _pn.pn_delivery_tag(delivery._impl)  # (bytes: Delivery.tag decodes UTF-8)
+                    tag = _ffi.unpack(tag.start, tag.size)
+                    delivery.kw_format = self.scanner.take_format(link.name, tag) or 0
+                if not self._admit_transfer(delivery, handler):
+                    return
             if handler is not None:
                 handler.on_delivery(delivery)
         elif kind in (Event.LINK_REMOTE_CLOSE, Event.LINK_REMOTE_DETACH):
@@ -957,6 +962,8 @@ class AmqpConnection(asyncio.BufferedProtocol):
         self._partial_bytes -= self._partial.pop(delivery, 0)
 
     def _forget_deliveries(self, link) -> None:
+        if self.scanner is not None:
+            self.scanner.forget_link(link.name)
         for delivery in [d for d in self._partial if d.link == link]:
             self._forget(delivery)
 

@@ -4,11 +4,15 @@
 ``attach``'s desired capabilities), drops frames the service ignores (on a
 channel the client has ended), sizes proton's frames for the padder
 (:mod:`kafka_wire.amqp.frames`), passes transfers on as they come, and says
-when what it passed on needs handling (:attr:`InputFrames.ended`).
+when what it passed on needs handling (:attr:`InputFrames.ended`). It also keeps each
+delivery's message-format (a transfer's fourth field, which the binding does not
+expose either): Event Hubs takes a transfer of format 0x80013700 as a batch, of
+format 0 as one event, whatever its body holds (:meth:`InputFrames.take_format`).
 """
 from __future__ import annotations
 
 import struct
+from collections import deque
 
 from kafka_wire.amqp.frames import PAD_ROOM, rewrite_performative
 from kafka_wire.amqp.messages import _skip
@@ -66,6 +70,99 @@ _TRANSFER_FIELDS = (_UINT, _UINT + b"\x40", b"\xa0\xb0\x40", _UINT + b"\x40", _B
                     _BOOLEAN, b"\x50\x40", b"\x00\x40", _BOOLEAN + b"\x40", _BOOLEAN + b"\x40")
 
 
+def _number(buf, p: int) -> int | None:
+    """The unsigned integer encoded at ``p`` (null: None); raises on another type."""
+    code = buf[p]
+    if code in (0x43, 0x44):
+        return 0
+    if code in (0x50, 0x52, 0x53):
+        return buf[p + 1]
+    if code == 0x60:
+        return int.from_bytes(buf[p + 1:p + 3], "big")
+    if code == 0x70:
+        return _U32.unpack_from(buf, p + 1)[0]
+    if code == 0x80:
+        return int.from_bytes(buf[p + 1:p + 9], "big")
+    if code == 0x40:
+        return None
+    raise ValueError(f"not an unsigned integer: 0x{code:02x}")
+
+
+def _flag(buf, p: int) -> bool:
+    code = buf[p]
+    if code == 0x56:
+        return buf[p + 1] != 0
+    if code in (0x41, 0x42, 0x40):
+        return code == 0x41
+    raise ValueError(f"not a boolean: 0x{code:02x}")
+
+
+def _transfer_fields(buf, body: int, stop: int) -> tuple | None:
+    """(handle, delivery-tag, message-format, more, aborted) of the transfer whose
+    performative starts at ``body``, read from its bytes up to ``stop``; None when they
+    do not hold all of its first ten fields, or hold one of a type not read here."""
+    try:
+        code = buf[body + 3]
+        if code == 0xC0:    # list8: size, count
+            count, p = buf[body + 5], body + 6
+        elif code == 0xD0:  # list32
+            count, p = _U32.unpack_from(buf, body + 8)[0], body + 12
+        else:               # list0, or not a list: no handle (proton refuses it)
+            return None
+        at = []
+        for _ in range(min(count, 10)):
+            if p >= stop:
+                return None
+            at.append(p)
+            p = _skip(buf, p)
+        if p > stop or not at:
+            return None
+        at += [None] * (10 - len(at))
+        tag = None
+        if at[2] is not None:
+            code = buf[at[2]]
+            if code == 0xA0:
+                tag = bytes(buf[at[2] + 2:at[2] + 2 + buf[at[2] + 1]])
+            elif code == 0xB0:
+                tag = bytes(buf[at[2] + 5:at[2] + 5 + _U32.unpack_from(buf, at[2] + 1)[0]])
+            elif code != 0x40:
+                return None
+        handle = _number(buf, at[0])
+        if handle is None:
+            return None
+        return (handle, tag, None if at[3] is None else _number(buf, at[3]),
+                at[5] is not None and _flag(buf, at[5]), at[9] is not None and _flag(buf, at[9]))
+    except Exception:  # noqa: BLE001 - cut short, or a value of another type
+        return None
+
+
+def _transfer_fields_decoded(performative: bytes) -> tuple | None:
+    """:func:`_transfer_fields` by proton's decoder, for encodings that one does not
+    read (proton refuses the frame when this cannot read it either)."""
+    from proton import Data
+
+    data = Data()
+    try:
+        data.decode(performative)
+        data.rewind()
+        data.next()
+        fields = list(data.get_object().value)
+    except Exception:  # noqa: BLE001 - proton reports the bad frame itself
+        return None
+    fields += [None] * (10 - len(fields))
+    handle, tag, message_format = fields[0], fields[2], fields[3]
+    if (not _unsigned(handle) or not (tag is None or isinstance(tag, (bytes, memoryview)))
+            or not (message_format is None or _unsigned(message_format))):
+        return None  # (of another type than the field's: proton refuses the frame)
+    return (int(handle), None if tag is None else bytes(tag),
+            None if message_format is None else int(message_format),
+            fields[5] is True, fields[9] is True)
+
+
+def _unsigned(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 def _smaller_frames(frame: bytes, doff: int) -> bytes | None:
     """The client's ``open`` with a max-frame-size :data:`PAD_ROOM` smaller (at
     least 512), for proton to size its frames by: the padder lengthens frames
@@ -110,6 +207,11 @@ class InputFrames:
         self._ended: set[bytes] = set()
         self.capabilities: dict[str, set[str]] = {}
         self.dropped = 0
+        # (channel, handle) -> [link name, a delivery's frames still to come?], from the
+        # client's attaches; and per link name, the (delivery-tag, message-format) of each
+        # delivery begun on it that take_format has not yet taken, in order.
+        self._links: dict[tuple[bytes, int], list] = {}
+        self._formats: dict[str, deque] = {}
 
     def feed(self, data) -> bytes:
         return b"".join(self.feed_parts(data))
@@ -148,7 +250,8 @@ class InputFrames:
                 pos, self.ended = end, True
                 break
             if end - pos < size:
-                if self._transfer(buf, pos, size):
+                # (passed on once its first ten fields are here to be read: else held)
+                if self._transfer(buf, pos, size) and self._note_transfer(buf, pos, end):
                     self._through = pos + size - end
                     self._through_size = size
                     self._through_continued = _continued(buf, pos + buf[pos + 4] * 4, end)
@@ -207,13 +310,69 @@ class InputFrames:
             return False
         if code == 0x10:          # open
             return _smaller_frames(bytes(buf[pos:pos + size]), doff) or True
-        if code == 0x17:          # end
+        if code == 0x14:          # transfer
+            if not self._note_transfer(buf, pos, pos + size):
+                self._note(_transfer_fields_decoded(bytes(buf[body:pos + size])), channel)
+        elif code == 0x17:        # end
             self._ended.add(channel)
+            for key in [key for key in self._links if key[0] == channel]:
+                del self._links[key]
         elif code == 0x12:        # attach
-            self._attach(bytes(buf[body:pos + size]))
+            self._attach(bytes(buf[body:pos + size]), channel)
+        elif code == 0x16 and buf[body + 3] in (0xC0, 0xD0):  # detach: the handle may name another link
+            try:
+                self._links.pop((channel, _number(buf, body + (6 if buf[body + 3] == 0xC0 else 12))), None)
+            except Exception:  # noqa: BLE001 - proton reports the bad frame itself
+                pass
         return True
 
-    def _attach(self, performative: bytes) -> None:
+    def _note_transfer(self, buf, pos: int, stop: int) -> bool:
+        """Keep the message-format of the delivery the transfer frame at ``pos`` begins (if
+        it begins one); False when its first ten fields are not all read from its bytes up
+        to ``stop``."""
+        fields = _transfer_fields(buf, pos + buf[pos + 4] * 4, stop)
+        if fields is None:
+            return False
+        self._note(fields, bytes(buf[pos + 6:pos + 8]))
+        return True
+
+    def _note(self, fields: tuple | None, channel: bytes) -> None:
+        if fields is None:
+            return
+        handle, tag, message_format, more, aborted = fields
+        link = self._links.get((channel, handle))
+        if link is None:  # (not attached: proton refuses the transfer)
+            return
+        if not link[1]:  # the first transfer of a delivery: a continuation may omit the format
+            queue = self._formats.get(link[0])
+            if queue is None:
+                queue = self._formats[link[0]] = deque()
+            queue.append((tag, message_format or 0))
+        link[1] = more and not aborted
+
+    def take_format(self, link_name: str, tag: bytes) -> int | None:
+        """The message-format of the next delivery proton made on the link (proton makes
+        them in the order their transfers came; each is asked for once, when first seen),
+        checked by its delivery-tag; None if none was read for it (then a delivery made
+        without a transfer read here, or the other way round, is skipped by its tag)."""
+        queue = self._formats.get(link_name)
+        if not queue:
+            return None
+        for i, (kept, message_format) in enumerate(queue):
+            if kept == tag or (kept is None and not tag):
+                for _ in range(i + 1):
+                    queue.popleft()
+                if not queue:
+                    del self._formats[link_name]
+                return message_format
+        return None
+
+    def forget_link(self, link_name: str) -> None:
+        """The link has ended: formats kept for it and never taken (none, as clients
+        behave) go."""
+        self._formats.pop(link_name, None)
+
+    def _attach(self, performative: bytes, channel: bytes) -> None:
         from proton import Data
 
         data = Data()
@@ -226,6 +385,8 @@ class InputFrames:
             return
         if not isinstance(fields, list):  # (a described null or number: proton refuses it)
             return
+        if len(fields) > 1 and isinstance(fields[0], str) and isinstance(fields[1], int):
+            self._links[(channel, int(fields[1]))] = [fields[0], False]
         if len(fields) > 12 and fields[0] is not None and fields[12] is not None:
             wanted = fields[12]
             values = wanted if isinstance(wanted, (list, tuple)) or hasattr(wanted, "elements") else [wanted]

@@ -299,10 +299,11 @@ def decode_message(raw: bytes) -> Incoming:
 
 
 def is_batch(message: Incoming) -> bool:
-    """Is this the batch format (0x80013700), each data section one encoded
-    message? Proton's Python binding does not expose a transfer's message
-    format, so the sections are checked: every one must decode whole as
-    message sections holding a body, which user bytes practically never do."""
+    """Does this read as the batch format (0x80013700), each data section one encoded
+    message (each must decode whole as message sections holding a body)? For where no
+    transfer's format is at hand: the send path goes by the transfer's format (read by
+    :class:`~kafka_wire.amqp.input_frames.InputFrames`), as a plain message's body may
+    be encoded messages."""
     sections = message.data_sections
     return (bool(sections) and all(map(_is_encoded_message, sections))
             and (len(sections) > 1 or len(sections[0]) > 0))
@@ -335,9 +336,10 @@ def _is_encoded_message(raw: bytes) -> bool:
     return body and pos == end
 
 
-def batch_messages(outer: Incoming) -> list[Incoming] | None:
+def batch_messages(outer: Incoming, batch_format: bool = False) -> list[Incoming] | None:
     """The messages of a batch-format message, or None when it is not one (see
-    :func:`is_batch`): each data section decoded once, strictly."""
+    :func:`is_batch`): each data section decoded once, strictly. With ``batch_format``
+    (the transfer said 0x80013700), one empty data section is one event without a body."""
     sections = outer.data_sections
     if not sections:
         return None
@@ -347,7 +349,7 @@ def batch_messages(outer: Incoming) -> list[Incoming] | None:
                  for section in sections]
     except Exception:
         return None
-    if len(inner) == 1 and inner[0] is _NO_BODY:
+    if len(inner) == 1 and inner[0] is _NO_BODY and not batch_format:
         return None  # one empty data section: a plain message's empty body
     return [m if m.partition_key is not None or outer.partition_key is None
             else m._replace(partition_key=outer.partition_key) for m in inner]

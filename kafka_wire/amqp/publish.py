@@ -3,13 +3,17 @@ Event Hubs' hash), ``HUB/Partitions/ID``, or ``HUB/Publishers/NAME`` (each event
 keyed with the publisher's name, which an event's own key must equal, and stamped
 ``x-opt-publisher``).
 
-Each transfer (one message, or a batch-format message of many) is one
-RecordBatch appended to the partition's log, after the namespace's policy
-admits it (the Send right, the tier's rules, a publisher's key, the
-throughput units shared with Kafka traffic). It is settled ``accepted`` once
-the append returned, which is when a Kafka ``acks=all`` produce is answered;
-a throttled publication is settled after the throttle time, as the service
-holds a throttled send.
+Each transfer is one RecordBatch: a message of format 0 is one event, whatever its
+body holds (a bridge may forward encoded AMQP messages as bodies); one of the batch
+format 0x80013700 (what the SDKs' ``send_batch`` sends) is the events its data
+sections encode, and refused (``amqp:decode-error``) if they do not; any other
+format is refused (``amqp:not-implemented``). The format is the transfer's, read by
+:class:`~kafka_wire.amqp.input_frames.InputFrames`. The RecordBatch is appended to
+the partition's log after the namespace's policy admits it (the Send right, the
+tier's rules, a publisher's key, the throughput units shared with Kafka traffic).
+It is settled ``accepted`` once the append returned, which is when a Kafka
+``acks=all`` produce is answered; a throttled publication is settled after the
+throttle time, as the service holds a throttled send.
 """
 from __future__ import annotations
 
@@ -19,7 +23,8 @@ from proton import Condition, Delivery
 
 from kafka_wire.amqp.connection import (DECODE_ERROR, NOT_ALLOWED, NOT_FOUND, RESOURCE_LIMIT,
                                         SERVER_BUSY, UNAUTHORIZED, LinkHandler, condition_for, refuse)
-from kafka_wire.amqp.messages import MessageError, batch_messages, decode_message, plain_batch
+from kafka_wire.amqp.messages import (BATCH_FORMAT, MessageError, batch_messages, decode_message,
+                                      plain_batch)
 from kafka_wire.amqp.nodes import hub_for, open_link, received_view
 from kafka_wire.eventhubs.refusals import Denial
 from kafka_wire.eventhubs.rights import SEND
@@ -32,6 +37,7 @@ if TYPE_CHECKING:
 CREDIT = 500
 _SEND_FAULTS = ("server-busy", "quota-exceeded", "detach-sender", "connection-forced",
                 "delay-disposition", "withhold-flow")
+NOT_IMPLEMENTED = "amqp:not-implemented"
 SEND_TIMEOUT_MS = 60_000  # the SDKs' default operation timeout: a longer throttle is refused
 
 
@@ -96,17 +102,29 @@ class PublishLink(LinkHandler):
         it is kept past the append); None when done (settled here or after a throttle)."""
         conn = self.conn
         runtime = conn.namespace
+        message_format = delivery.kw_format  # (set when the delivery was first seen)
+        if message_format != BATCH_FORMAT and message_format != 0:
+            return Condition(NOT_IMPLEMENTED, f"message format {message_format:#x} is not taken: "
+                                              f"send 0 (one event) or {BATCH_FORMAT:#x} (a batch)")
         # Nearly every transfer is a batch of events that are a body and at most a
         # partition key: read in one pass. Any other goes through the general decoder.
-        messages = plain_batch(raw) if self.publisher is None else None
+        batch = message_format == BATCH_FORMAT
+        messages = plain_batch(raw) if batch and self.publisher is None else None
         if messages is not None:
             key = messages.key
         else:
             try:
                 outer = decode_message(raw)
-                messages = batch_messages(outer) or [outer]
             except MessageError as exc:
                 return Condition(DECODE_ERROR, str(exc))
+            if batch:
+                messages = batch_messages(outer, batch_format=True)
+                if messages is None:
+                    return Condition(DECODE_ERROR, f"a message of the batch format ({BATCH_FORMAT:#x}) "
+                                                   "must hold data sections that each encode one "
+                                                   "message: send another format for one event")
+            else:
+                messages = [outer]
             if not messages:
                 return Condition(NOT_ALLOWED, "an empty batch")
             if self.publisher is not None:
