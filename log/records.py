@@ -129,6 +129,7 @@ def decompress(codec: int, data, limit: int | None = None) -> bytes:
         if codec == ZSTD:
             import zstandard
 
+            _zstd_frames_whole(data)
             with zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=True) as reader:
                 parts, total, step = [], 0, _step(data)
                 while chunk := reader.read(step):
@@ -156,6 +157,47 @@ def _step(data: bytes) -> int:
     compressible data, without sizing a buffer by the limit (that costs more than a
     16 KiB batch's decompression)."""
     return max(1 << 18, 8 * len(data))
+
+
+_ZSTD_MAGIC = 0xFD2FB528
+_U32LE = struct.Struct("<I")
+
+
+def _zstd_frames_whole(data) -> None:
+    """Raise ValueError unless ``data`` is whole zstd frames (RFC 8878: a frame's header,
+    then blocks to the one marked last, then its checksum if it has one; skippable frames
+    by their size). Block headers only, nothing decompressed: zstd's stream reader gives
+    what a frame cut short holds (nothing for a short first frame) as if it were whole."""
+    p, end = 0, len(data)
+    while p < end:
+        if p + 4 > end:
+            raise ValueError("a zstd frame is cut short")
+        magic = _U32LE.unpack_from(data, p)[0]
+        if magic & 0xFFFFFFF0 == 0x184D2A50:  # skippable: its size, then that many bytes
+            if p + 8 > end:
+                raise ValueError("a skippable zstd frame is cut short")
+            p += 8 + _U32LE.unpack_from(data, p + 4)[0]
+            if p > end:
+                raise ValueError("a skippable zstd frame is cut short")
+            continue
+        if magic != _ZSTD_MAGIC or p + 5 > end:
+            raise ValueError("not a zstd frame")
+        fhd = data[p + 4]
+        single = fhd >> 5 & 1
+        p += 5 + (0 if single else 1) + (0, 1, 2, 4)[fhd & 3] + ((1 if single else 0), 2, 4, 8)[fhd >> 6]
+        while True:
+            if p + 3 > end:
+                raise ValueError("the zstd frame ends before its last block")
+            head = data[p] | data[p + 1] << 8 | data[p + 2] << 16
+            kind = head >> 1 & 3
+            if kind == 3:
+                raise ValueError("a zstd block of the reserved type")
+            p += 3 + (1 if kind == 1 else head >> 3)
+            if head & 1:
+                break
+        p += 4 if fhd & 4 else 0  # the content checksum
+        if p > end:
+            raise ValueError("the zstd frame ends before its last block")
 
 
 def _lz4_decompress(data: bytes, limit: int) -> bytes:
