@@ -141,8 +141,9 @@ def batch_events(data, header: BatchHeader, skip: int, position: int, append_ms:
                     if last is None:
                         last = tails[n] = tail + (_DATA8[n] if n < 256 else _DATA32 + _I32.pack(n))
                     add(b"".join((head, pack(sequence, _OFFSET_STR8, size), text, last, value)))
-        if p > len(recs):
-            raise IndexError("records run past the batch")
+        if p != len(recs):  # (Kafka's iterator too: garbage after the last record is refused, not sent)
+            raise IndexError("records run past the batch" if p > len(recs) else
+                             "bytes are left after the last record")
     except (IndexError, UnicodeDecodeError) as exc:
         raise CorruptRecord(f"records of the batch at offset {header.base_offset} do not parse: {exc}") from None
     return out
@@ -208,6 +209,8 @@ def _uniform(recs, count: int, base: int, skip: int, position_base: int, tail: b
             return None
         groups.append((at, step, into, m))
         at = end
+    if at != len(recs):  # more bytes after the last record: the loop refuses them
+        return None
     if skip >= count:
         return []
     # The values from ``skip`` on, as bytes, by a struct's iter_unpack over each group's

@@ -276,19 +276,26 @@ class ConsoleApi:
         start = explorer.start_sequence(plog, query.get("from", "earliest"), query.get("value"))
         if query.get("from", "earliest") == "latest" and before is None:
             before = str(start)  # the newest events: the page that ends at the partition's end
+        unreadable: list = []
         events, nxt, scanned = explorer.page(
             plog, start, count, before=None if before is None else _number(before, "before"),
-            query=query.get("q") or None)
+            query=query.get("q") or None, unreadable=unreadable)
         shown = explorer.page_json(events, schemas, newest=before is not None)
         if before is None and len(shown) < len(events):  # the page's budget ended it early
             scanned -= nxt - events[len(shown)].sequence_number
             nxt = events[len(shown)].sequence_number
+            unreadable = [u for u in unreadable if u.first < nxt]
+        elif before is not None and len(shown) < len(events):  # its oldest events left out
+            since = events[len(events) - len(shown)].sequence_number
+            unreadable = [u for u in unreadable if u.last >= since]
         head = answer({
             "namespace": ns, "hub": hub, "partition": partition,
             "first_sequence_number": plog.log_start_offset,
             "last_sequence_number": plog.log_end_offset - 1,
             "next_sequence_number": nxt,
             "scanned": scanned,
+            # batches among the page's events that cannot be read (gone on past: not a 500)
+            "unreadable_batches": [u.as_json() for u in unreadable],
         })
         # The events are JSON already (page_json measured them against the page's size).
         return head._replace(body=b"".join((head.body[:-1], b',"events":[',

@@ -102,6 +102,25 @@ class Skipped(NamedTuple):
     next_offset: int
 
 
+class Unreadable(NamedTuple):
+    """What :func:`walk` yields for a batch whose records cannot be read (they do not
+    decompress, a decompression bomb included, or do not parse: stored by a broker before
+    Produce checked compressed batches, or sent uncompressed; or its codec's library is
+    missing), and goes on past: one bad batch does not hide the partition's other events."""
+    first: int             # the batch's sequence numbers, first..last
+    last: int
+    reason: str
+
+    @property
+    def next_offset(self) -> int:
+        return self.last + 1
+
+    def as_json(self) -> dict:
+        return {"first_sequence_number": self.first, "last_sequence_number": self.last,
+                "error": f"the batch at sequence numbers {self.first}..{self.last} cannot be read: "
+                         f"{self.reason}"}
+
+
 # -- positions --------------------------------------------------------------------------
 def start_sequence(plog, start: str, value: str | None) -> int:
     """The sequence number a start names, clamped to the partition."""
@@ -146,7 +165,8 @@ def walk(plog, start: int, upper: int | None = None, holding: bytes | None = Non
     """The partition's events from sequence number ``start`` up to ``upper`` (default:
     the last stable offset), batch by batch, each with its first ``read_headers`` headers.
     ``holding`` (lower-case ASCII): skip, unparsed, the batches whose records do not
-    hold it anywhere (a search's fast path: most batches hold no match)."""
+    hold it anywhere (a search's fast path: most batches hold no match), yielding
+    :class:`Skipped`; a batch that cannot be read yields :class:`Unreadable`."""
     stop = plog.last_stable_offset if upper is None else min(upper, plog.last_stable_offset)
     offset = max(start, plog.log_start_offset)
     while offset < stop:
@@ -176,9 +196,12 @@ def walk(plog, start: int, upper: int | None = None, holding: bytes | None = Non
                 deltas, keys, headers, values, counts = [], [], [], [], {}
                 read_event_columns(data, header, deltas, keys, headers, values,
                                    max_headers=read_headers, header_counts=counts)
-            except log_errors.LogError as exc:  # a codec that is not installed, or bit rot
-                raise ExplorerError(500, f"the batch at sequence number {header.base_offset} "
-                                         f"cannot be read: {exc}") from None
+            except log_errors.LogError as exc:  # bad records, or a codec that is not installed
+                log.warning("console: the batch at sequence numbers %d..%d of %s cannot be read: %s",
+                            header.base_offset, header.last_offset, plog, exc)
+                offset = header.last_offset + 1
+                yield Unreadable(header.base_offset, header.last_offset, str(exc))
+                continue
             amqp = bool(header.attributes & rb.AMQP_HEADERS_BIT)
             base = header.base_offset
             for i, delta in enumerate(deltas):
@@ -196,8 +219,9 @@ def _holds(needle: bytes, data, header) -> bool:
 
 
 def page(plog, start: int, count: int, *, before: int | None = None,
-         query: str | None = None) -> tuple[list[Stored], int, int]:
-    """(events, next sequence number, events looked at).
+         query: str | None = None, unreadable: list | None = None) -> tuple[list[Stored], int, int]:
+    """(events, next sequence number, events looked at); the :class:`Unreadable`
+    batches met on the way are added to ``unreadable`` (in order).
 
     Forward from ``start``; with ``before``, the ``count`` events before that
     sequence number; with ``query``, only events that contain it (a
@@ -206,8 +230,9 @@ def page(plog, start: int, count: int, *, before: int | None = None,
     sequence number says where to go on).
     """
     count = max(1, min(count, PAGE_MAX))
+    unreadable = [] if unreadable is None else unreadable
     if before is not None:
-        return _page_before(plog, before, count, query)
+        return _page_before(plog, before, count, query, unreadable)
     match = matcher(query) if query else None
     out: list[Stored] = []
     deadline = time.perf_counter() + SCAN_BUDGET_S
@@ -215,6 +240,9 @@ def page(plog, start: int, count: int, *, before: int | None = None,
     for event in walk(plog, nxt, holding=_ascii(query)):
         if type(event) is Skipped:
             nxt = event.next_offset
+        elif type(event) is Unreadable:
+            nxt = event.next_offset
+            unreadable.append(event)
         else:
             nxt = event.sequence_number + 1
             if match is None or match(event):
@@ -223,7 +251,7 @@ def page(plog, start: int, count: int, *, before: int | None = None,
                     break
         scanned = nxt - first  # batches skipped unparsed were looked at too
         if match is not None and (scanned >= SCAN_EVENTS or
-                                  ((scanned & 255 == 0 or type(event) is Skipped)
+                                  ((scanned & 255 == 0 or type(event) is not Stored)
                                    and time.perf_counter() > deadline)):
             break
     else:
@@ -236,18 +264,27 @@ def _ascii(query: str | None) -> bytes | None:
     return needle.encode() if needle and needle.isascii() else None
 
 
-def _page_before(plog, before: int, count: int, query: str | None) -> tuple[list[Stored], int, int]:
+def _page_before(plog, before: int, count: int, query: str | None,
+                 unreadable: list) -> tuple[list[Stored], int, int]:
     first = plog.log_start_offset
     before = min(before, plog.log_end_offset)
     match = matcher(query) if query else None
     span = count
     while True:
         lo = max(first, before - span)
-        found = [e for e in walk(plog, lo, before, holding=_ascii(query))
-                 if type(e) is not Skipped and (match is None or match(e))]
-        # Gaps (transaction markers, aborted records) or a search: widen, bounded.
+        found, bad = [], []
+        for e in walk(plog, lo, before, holding=_ascii(query)):
+            if type(e) is Stored:
+                if match is None or match(e):
+                    found.append(e)
+            elif type(e) is Unreadable:
+                bad.append(e)
+        # Gaps (transaction markers, aborted records, unreadable batches) or a search: widen, bounded.
         if len(found) >= count or lo <= first or span >= SCAN_EVENTS // 4:
-            return found[-count:], before, before - lo
+            found = found[-count:]
+            since = found[0].sequence_number if len(found) == count else lo  # what the page covers
+            unreadable.extend(u for u in bad if u.last >= since)
+            return found, before, before - lo
         span *= 4
 
 
@@ -256,6 +293,9 @@ def find(plog, sequence_number: int) -> Stored:
         raise ExplorerError(404, f"sequence number {sequence_number} is not in the partition "
                                  f"({plog.log_start_offset}..{plog.log_end_offset - 1})")
     for event in walk(plog, sequence_number, sequence_number + 1, read_headers=HEADERS_WHOLE):
+        if type(event) is Unreadable:  # bad data: not a 500
+            raise ExplorerError(422, f"sequence number {sequence_number} is in an unreadable batch: "
+                                     f"{event.as_json()['error']}")
         if event.sequence_number == sequence_number:
             return event
     raise ExplorerError(404, f"sequence number {sequence_number} is a transaction marker or "
