@@ -6,7 +6,6 @@ hold what ``take_format`` answers to what was sent; the scanner's reading of a
 transfer's fields is held to proton's codec, and nothing it is fed makes it raise."""
 from __future__ import annotations
 
-import struct
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
