@@ -18,7 +18,9 @@ from tests.amqp.conftest import receive
 
 @pytest.fixture(scope="module")
 def broker(module_tmp):
-    with EmulatedBroker(module_tmp / "data", amqp=True) as b:
+    # (the background cleaner's rounds off: a round between a test's writes and its clean_now
+    # took the records first, and clean_now removed none: 'assert 0 >= 2' in make test)
+    with EmulatedBroker(module_tmp / "data", amqp=True, log_cleaner_interval_ms=3_600_000) as b:
         b.create_hub("five", 1)
         b.create_hub("empty", 1)
         producer = EventHubProducerClient.from_connection_string(b.amqp_connection_string(),
