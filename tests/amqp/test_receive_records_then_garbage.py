@@ -8,7 +8,6 @@ by the record-by-record loop and by its fast path for uniform batches alike."""
 from __future__ import annotations
 
 import pytest
-from azure.eventhub import EventHubConsumerClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,11 +15,9 @@ from kafka_wire.amqp.outgoing import batch_events
 from kafka_wire.log import batch as rb
 from kafka_wire.log import records as rec
 from kafka_wire.log.errors import CorruptRecord
-from kafka_wire.testing import EmulatedBroker
-from tests.rawclient import RawClient
-from tests.undecodable_batches import batch, produce, stored_unchecked
+from tests.undecodable_batches import batch
 
-from .conftest import receive
+from .batch_between import amqp_broker, received_bodies, store_between
 
 
 def _records(values, key=None) -> bytes:
@@ -38,31 +35,15 @@ KINDS = {  # (the record-by-record loop: a key; its fast path _uniform: no key, 
         [b"x"], codec_id=rec.GZIP, body=rec.compress(rec.GZIP, _records([b"x", b"y"], b"k"))),
 }
 
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    with EmulatedBroker(tmp_path_factory.mktemp("garbage") / "data", amqp=True) as b:
-        yield b
-
-
-def _bodies(broker, hub: str) -> list[str]:
-    client = EventHubConsumerClient.from_connection_string(
-        broker.amqp_connection_string(), consumer_group="$Default", eventhub_name=hub, load_balancing_interval=1)
-    got = receive(client, 2, timeout=60, starting_position="-1", partition_id="0")
-    return [event.body_as_str() for _, event in got]
+broker = pytest.fixture(scope="module", name="broker")(amqp_broker)
 
 
 @pytest.mark.parametrize("kind", sorted(KINDS))
 def test_receivers_do_not_deliver_records_followed_by_garbage(broker, monkeypatch, kind):
     hub = f"garbage-{kind}"
-    broker.create_hub(hub, 1)
-    stored_unchecked(monkeypatch)
-    with RawClient(broker.bootstrap_servers) as c:
-        assert produce(c, hub, batch([b"before"])).error_code == 0
-        assert produce(c, hub, KINDS[kind]()).error_code == 0  # stored unchecked
-        assert produce(c, hub, batch([b"after"], codec_id=rec.GZIP)).error_code == 0
-    assert _bodies(broker, hub) == ["before", "after"]
-    assert _bodies(broker, hub) == ["before", "after"]  # again, from the start
+    store_between(broker, monkeypatch, hub, KINDS[kind]())
+    assert received_bodies(broker, hub) == ["before", "after"]
+    assert received_bodies(broker, hub) == ["before", "after"]  # again, from the start
 
 
 @settings(max_examples=200, deadline=None, derandomize=True)
