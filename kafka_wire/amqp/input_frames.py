@@ -29,38 +29,6 @@ _U32 = struct.Struct(">I")
 DEFERRED_BYTES = 1 << 20
 
 
-def _continued(buf: bytes, body: int, stop: int) -> bool:
-    """Is the transfer whose performative starts at ``body`` (its bytes up to ``stop``
-    at hand) a message's part with ``more`` to come, not ``aborted``, each of its first
-    ten fields of the type the specification gives it (as a client writes them)? False
-    when in doubt: the frame is then handled at once, as any other."""
-    try:
-        code = buf[body + 3]
-        if code == 0xC0:    # list8: size, count
-            count, p = buf[body + 5], body + 6
-        elif code == 0xD0:  # list32
-            count, p = _U32.unpack_from(buf, body + 8)[0], body + 12
-        else:               # list0 (more absent: false), or not a list
-            return False
-        if count < 6:       # (more absent: false)
-            return False
-        for field in range(min(count, 10)):
-            if p >= stop:
-                return False
-            value = buf[p]
-            allowed = _TRANSFER_FIELDS[field]
-            if value not in allowed:
-                return False
-            if field == 5 and not (value == 0x41 or (value == 0x56 and buf[p + 1] == 1)):
-                return False  # more: true
-            if field == 9 and (value == 0x41 or (value == 0x56 and buf[p + 1] != 0)):
-                return False  # aborted: not true
-            p = _skip(buf, p)
-        return p <= stop
-    except Exception:  # noqa: BLE001 - cut short, or a value _skip cannot size
-        return False
-
-
 # The constructors each of a transfer's first ten fields may have (null allowed but for
 # the handle and ``more``): handle, delivery-id, delivery-tag, message-format (uints,
 # binary), settled, more (booleans), rcv-settle-mode (ubyte), state (a described
@@ -98,9 +66,14 @@ def _flag(buf, p: int) -> bool:
 
 
 def _transfer_fields(buf, body: int, stop: int) -> tuple | None:
-    """(handle, delivery-tag, message-format, more, aborted) of the transfer whose
-    performative starts at ``body``, read from its bytes up to ``stop``; None when they
-    do not hold all of its first ten fields, or hold one of a type not read here."""
+    """(handle, delivery-tag, message-format, more, aborted, continued) of the transfer
+    whose performative starts at ``body``, read from its bytes up to ``stop``; None when
+    they do not hold all of its first ten fields, or hold one of a type not read here.
+
+    ``continued``: is the transfer a message's part with ``more`` to come, not
+    ``aborted``, each of its first ten fields of the type the specification gives it (as
+    a client writes them)? False when in doubt: the frame is then handled at once, as any
+    other (see DEFERRED_BYTES). One walk answers both, as the frame's bytes come once."""
     try:
         code = buf[body + 3]
         if code == 0xC0:    # list8: size, count
@@ -110,10 +83,13 @@ def _transfer_fields(buf, body: int, stop: int) -> tuple | None:
         else:               # list0, or not a list: no handle (proton refuses it)
             return None
         at = []
-        for _ in range(min(count, 10)):
+        typed = count >= 6  # (more absent: not continued)
+        for field in range(min(count, 10)):
             if p >= stop:
                 return None
             at.append(p)
+            if typed and buf[p] not in _TRANSFER_FIELDS[field]:
+                typed = False
             p = _skip(buf, p)
         if p > stop or not at:
             return None
@@ -130,15 +106,21 @@ def _transfer_fields(buf, body: int, stop: int) -> tuple | None:
         handle = _number(buf, at[0])
         if handle is None:
             return None
-        return (handle, tag, None if at[3] is None else _number(buf, at[3]),
-                at[5] is not None and _flag(buf, at[5]), at[9] is not None and _flag(buf, at[9]))
+        more = at[5] is not None and _flag(buf, at[5])
+        aborted = at[9] is not None and _flag(buf, at[9])
+        # (more written true as 0x41 or as 0x56 0x01: another byte is a client's oddity)
+        continued = (typed and not aborted
+                     and (buf[at[5]] == 0x41 or (buf[at[5]] == 0x56 and buf[at[5] + 1] == 1)))
+        return (handle, tag, None if at[3] is None else _number(buf, at[3]), more, aborted,
+                continued)
     except Exception:  # noqa: BLE001 - cut short, or a value of another type
         return None
 
 
 def _transfer_fields_decoded(performative: bytes) -> tuple | None:
     """:func:`_transfer_fields` by proton's decoder, for encodings that one does not
-    read (proton refuses the frame when this cannot read it either)."""
+    read (proton refuses the frame when this cannot read it either); never ``continued``
+    (such a frame is handled at once)."""
     from proton import Data
 
     data = Data()
@@ -156,7 +138,7 @@ def _transfer_fields_decoded(performative: bytes) -> tuple | None:
         return None  # (of another type than the field's: proton refuses the frame)
     return (int(handle), None if tag is None else bytes(tag),
             None if message_format is None else int(message_format),
-            fields[5] is True, fields[9] is True)
+            fields[5] is True, fields[9] is True, False)
 
 
 def _unsigned(value) -> bool:
@@ -251,20 +233,25 @@ class InputFrames:
                 break
             if end - pos < size:
                 # (passed on once its first ten fields are here to be read: else held)
-                if self._transfer(buf, pos, size) and self._note_transfer(buf, pos, end):
-                    self._through = pos + size - end
-                    self._through_size = size
-                    self._through_continued = _continued(buf, pos + buf[pos + 4] * 4, end)
-                    pos = end
+                if self._transfer(buf, pos, size):
+                    fields = self._note_transfer(buf, pos, end)
+                    if fields is not None:
+                        self._through = pos + size - end
+                        self._through_size = size
+                        self._through_continued = fields[5]
+                        pos = end
                 break
+            if self._transfer(buf, pos, size):  # passed on whole, its fields noted
+                self._ended_frame(size, self._whole_transfer(buf, pos, size))
+                pos += size
+                continue
             keep = self._frame(buf, pos, size)
             if keep is not True:  # dropped (False), or written anew (bytes)
                 out.append(view[start:pos])
                 if keep:
                     out.append(keep)
                 start = pos + size
-            self._ended_frame(size, keep is True and self._transfer(buf, pos, size)
-                              and _continued(buf, pos + buf[pos + 4] * 4, pos + size))
+            self._ended_frame(size, False)
             pos += size
         out.append(view[start:pos])
         if pos < end:
@@ -310,10 +297,7 @@ class InputFrames:
             return False
         if code == 0x10:          # open
             return _smaller_frames(bytes(buf[pos:pos + size]), doff) or True
-        if code == 0x14:          # transfer
-            if not self._note_transfer(buf, pos, pos + size):
-                self._note(_transfer_fields_decoded(bytes(buf[body:pos + size])), channel)
-        elif code == 0x17:        # end
+        if code == 0x17:          # end (a transfer is read by _whole_transfer)
             self._ended.add(channel)
             for key in [key for key in self._links if key[0] == channel]:
                 del self._links[key]
@@ -326,20 +310,29 @@ class InputFrames:
                 pass
         return True
 
-    def _note_transfer(self, buf, pos: int, stop: int) -> bool:
-        """Keep the message-format of the delivery the transfer frame at ``pos`` begins (if
-        it begins one); False when its first ten fields are not all read from its bytes up
-        to ``stop``."""
-        fields = _transfer_fields(buf, pos + buf[pos + 4] * 4, stop)
-        if fields is None:
+    def _whole_transfer(self, buf, pos: int, size: int) -> bool:
+        """Keep the message-format of the delivery the whole transfer frame at ``pos``
+        begins (if it begins one): is the frame a message's part with more to come?"""
+        fields = self._note_transfer(buf, pos, pos + size)
+        if fields is None:  # (an encoding read by proton's decoder alone)
+            body = pos + buf[pos + 4] * 4
+            self._note(_transfer_fields_decoded(bytes(buf[body:pos + size])), bytes(buf[pos + 6:pos + 8]))
             return False
-        self._note(fields, bytes(buf[pos + 6:pos + 8]))
-        return True
+        return fields[5]
+
+    def _note_transfer(self, buf, pos: int, stop: int) -> tuple | None:
+        """Keep the message-format of the delivery the transfer frame at ``pos`` begins (if
+        it begins one); its :func:`_transfer_fields`, None when its first ten fields are
+        not all read from its bytes up to ``stop``."""
+        fields = _transfer_fields(buf, pos + buf[pos + 4] * 4, stop)
+        if fields is not None:
+            self._note(fields, bytes(buf[pos + 6:pos + 8]))
+        return fields
 
     def _note(self, fields: tuple | None, channel: bytes) -> None:
         if fields is None:
             return
-        handle, tag, message_format, more, aborted = fields
+        handle, tag, message_format, more, aborted, _ = fields
         link = self._links.get((channel, handle))
         if link is None:  # (not attached: proton refuses the transfer)
             return

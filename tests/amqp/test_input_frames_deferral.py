@@ -10,9 +10,15 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from proton import Data, Described, ubyte, uint, ulong
 
-from kafka_wire.amqp.input_frames import InputFrames, _continued
+from kafka_wire.amqp.input_frames import InputFrames, _transfer_fields
 
 HEADER = b"AMQP\x00\x01\x00\x00"
+
+
+def _continued(buf, body: int, stop: int) -> bool:
+    """The scanner's answer: is the transfer at ``body`` a message's part with more to come?"""
+    fields = _transfer_fields(buf, body, stop)
+    return fields is not None and fields[5]
 
 
 def frame(code: int, fields: list, payload: bytes = b"", channel: int = 0) -> bytes:

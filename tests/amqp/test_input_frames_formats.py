@@ -148,10 +148,11 @@ def test_the_scanners_reading_of_a_transfers_fields_is_protons(fields, payload, 
     performative = bytes(d.encode())
     buf = performative + payload
     fast = _transfer_fields(buf, 0, min(cut, len(buf)))
-    if fast is not None:
-        assert fast == _transfer_fields_decoded(performative)
+    if fast is not None:  # (continued, the last, is the scanner's own: see test_input_frames_deferral)
+        assert fast[:5] == _transfer_fields_decoded(performative)[:5]
     if cut >= len(performative):
-        assert _transfer_fields(buf, 0, len(buf)) == _transfer_fields_decoded(performative)
+        whole, decoded = _transfer_fields(buf, 0, len(buf)), _transfer_fields_decoded(performative)
+        assert (whole and whole[:5]) == (decoded and decoded[:5])
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
