@@ -21,6 +21,11 @@ settings.register_profile("make-test", derandomize=True)
 settings.register_profile("soak", derandomize=False)
 settings.load_profile("soak" if os.environ.get("KAFKA_WIRE_SOAK", "") not in ("", "0") else "make-test")
 
+# What an EmulatedBroker sets while it runs (kafka_wire/testing/broker.py), for the whole run:
+# the sync SDK's spinning EventProcessor also starves its own I/O threads when the broker is
+# a subprocess (`kafka-wire serve`), 5 ms at each hand-over.
+sys.setswitchinterval(0.0005)
+
 ROOT = Path(__file__).resolve().parent.parent
 # tests/js: its scripts beside node_modules with package.json's packages (make test installs
 # them); KAFKA_WIRE_JS_DIR names another such folder (make compat's pinned SDK versions).
