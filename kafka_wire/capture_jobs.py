@@ -53,7 +53,8 @@ def jobs_for(hubs: list, data_dir, now_ms: int, first_seen: dict | None = None) 
             name_format=c.name_format,
             blob_connection_string=c.storage_connection_string,
             blob_container=c.blob_container if c.storage_connection_string else None,
-            spark_log_file=str(Path(data_dir).resolve() / "capture-spark.log"))
+            spark_log_file=str(Path(data_dir).resolve() / "capture-spark.log"),
+            spark_scratch_dir=str(Path(data_dir).resolve() / "capture-spark-tmp"))
         enabled_at = c.enabled_at_ms
         if enabled_at is None:
             enabled_at = first_seen.setdefault((ns_name, hub), now_ms)

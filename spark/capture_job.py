@@ -51,6 +51,7 @@ class CaptureJobSettings:
     once: bool = False
     master: str | None = None  # None: local[*], or spark-submit's master
     spark_log_file: str | None = None  # the JVM's own output, when this job starts Spark
+    spark_scratch_dir: str | None = None  # its local and temporary files, when it starts Spark
     checkpoint_dir: str | None = None  # default: <out_dir>/_capture/<namespace>-<encoding>-<hubs hash>
     trigger_seconds: float = 2.0
     grace_seconds: float = 2.0
@@ -186,7 +187,8 @@ def run(
     """Run the job until it is done (``once``), stopped, or interrupted."""
     t0 = time.monotonic()
     if spark is None:
-        spark = get_session(settings.master, log_file=settings.spark_log_file)
+        spark = get_session(settings.master, log_file=settings.spark_log_file,
+                            scratch_dir=settings.spark_scratch_dir)
     else:
         register(spark)  # a session made elsewhere (tests, serve) may not know our formats yet
     started = time.monotonic()

@@ -14,13 +14,16 @@ _start_lock = threading.Lock()  # several capture jobs of one broker share one J
 
 
 def get_session(master: str | None = None, app_name: str = "kafka-wire-capture", conf: dict | None = None,
-                log_file: str | os.PathLike | None = None):
+                log_file: str | os.PathLike | None = None, scratch_dir: str | os.PathLike | None = None):
     """The active SparkSession, or a new one for ``master`` with the UI off
     and few shuffle partitions (capture never shuffles). Our data sources
     are registered on it. Without ``master``: spark-submit's when it started
     us, else ``local[*]``. ``log_file``: where the JVM's own output goes (its
     log lines, warnings and shutdown messages) when this call starts it;
-    without it they share our stderr."""
+    without it they share our stderr. ``scratch_dir``: where the JVM this call starts
+    keeps its block manager, shuffle, Python and artifact files (``spark.local.dir``
+    and ``java.io.tmpdir``; Spark's default is /tmp, where a killed JVM leaves them):
+    the broker's capture jobs keep them in its data directory."""
     # Python workers must run this interpreter (the venv with capture's dependencies);
     # otherwise they fail with "Python worker failed to connect back".
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -37,6 +40,12 @@ def get_session(master: str | None = None, app_name: str = "kafka-wire-capture",
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
         **(conf or {}),
     }
+    if scratch_dir is not None:
+        scratch = Path(scratch_dir).resolve()
+        scratch.mkdir(parents=True, exist_ok=True)
+        settings.setdefault("spark.local.dir", str(scratch))
+        java_options = settings.get("spark.driver.extraJavaOptions", "")
+        settings["spark.driver.extraJavaOptions"] = f"{java_options} -Djava.io.tmpdir={scratch}".strip()
     if master is not None:
         settings["spark.master"] = master
         if master.startswith(("local", "spark://127.0.0.1:", "spark://localhost:")):

@@ -1,6 +1,6 @@
 """`serve` with a capture-enabled hub says, once, that it starts a Spark JVM and where
 Spark's log goes; Spark's own lines (WARN, stage progress bars, shutdown noise) stay
-out of the broker's log."""
+out of the broker's log, and its scratch files in the data directory."""
 from __future__ import annotations
 
 import re
@@ -31,6 +31,10 @@ def test_spark_beside_the_broker_is_announced_and_quiet(tmp_path):
     try:
         serve.wait_for(READY)
         serve.wait_for("Spark ready in", timeout=180)  # the JVM is up and the query starts
+        # Spark's scratch (block manager, Python and artifact files, the JVM's temporary
+        # files) is in the data directory, not in /tmp, where a killed JVM leaves it.
+        scratch = sorted(p.name.split("-")[0] for p in (data / "capture-spark-tmp").iterdir())
+        assert {"blockmgr", "spark"} <= set(scratch), scratch
     finally:
         assert serve.stop(timeout=90) == 0
     out = serve.output()
