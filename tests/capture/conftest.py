@@ -15,12 +15,13 @@ HUB, PARTITIONS, EVENTS = "orders", 4, 20_000
 
 
 @pytest.fixture(scope="session")
-def spark():
+def spark(tmp_path_factory):
     # Workers must run this interpreter, or they fail with "Python worker failed to connect back".
     os.environ["PYSPARK_PYTHON"] = os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from kafka_wire.spark.session import get_session
 
-    session = get_session("local[2]", app_name="kafka-wire-capture-tests")
+    session = get_session("local[2]", app_name="kafka-wire-capture-tests",
+                          scratch_dir=tmp_path_factory.mktemp("spark-scratch"))
     yield session
     session.stop()
 
