@@ -473,84 +473,30 @@ def read_event_columns(batch, header: BatchHeader, offsets: list, keys: list, he
         raise CorruptRecord(f"records of the batch at offset {header.base_offset} do not parse: {exc}") from None
 
 
-def check_records(batch, header: BatchHeader, most: int | None = None, parse: bool = True) -> bool:
+def check_records(batch, header: BatchHeader, most: int | None = None) -> bool:
     """Raise CorruptRecord unless the records of a compressed batch decompress within
-    ``decompressed_limit`` and parse the way Kafka's DefaultRecord.readFrom reads them:
-    ``records_count`` records, each one's fields ending exactly at its length (no
-    negative key, value or header lengths but -1 for null, no negative header name or
-    count), and nothing after the last. Produce calls it for compressed batches only
-    (Kafka's LogValidator decompresses those too), so that every batch stored is one
-    each reader (the cleaner, AMQP receivers, Capture, the console) can read; an
-    uncompressed batch stays on the zero-copy path. UnsupportedCodec if the codec's
-    library is missing.
+    ``decompressed_limit``. Produce calls it for compressed batches only (Kafka's
+    LogValidator decompresses those too), so that no reader (the cleaner, AMQP receivers,
+    Capture, the console) meets a batch it cannot decompress; an uncompressed batch stays
+    on the zero-copy path. The records are not parsed, as Kafka's LogValidator parses
+    them: that walk cost 1-1.5 us a record in Python, thirty times the decompression and
+    the whole of a compressed produce's cost; each reader refuses records that do not
+    parse (CorruptRecord) and its caller goes on past them. UnsupportedCodec if the
+    codec's library is missing.
 
     ``most``: check only a batch of at most ``most`` records decompressing to at most
     ``most`` KiB and answer False for a larger one, unchecked (the event loop checks
-    small batches at once and hands the others to a thread); True when checked.
-    ``parse=False``: decompress only (what Produce asks: the walk of the records costs
-    1-1.5 us a record in Python, thirty times the decompression and the whole of a
-    compressed produce's cost; readers go on past records that do not parse)."""
-    limit = decompressed_limit(header.size - rb.HEADER_SIZE)
-    if most is not None:
-        if header.records_count > most:
-            return False
-        try:
-            data = decompress(header.compression, memoryview(batch)[rb.HEADER_SIZE:header.size],
-                              min(limit, most << 10))
-        except CorruptRecord:
-            return False  # past the small bound, or corrupt: the unbounded check says which
-    else:
-        data = records_bytes(batch, header)
-    if not parse:
+    small batches at once and hands the others to a thread); True when checked."""
+    if most is None:
+        records_bytes(batch, header)
         return True
-    varint = read_varint
-    p, end = 0, len(data)
+    if header.records_count > most:
+        return False
     try:
-        for _ in range(header.records_count):
-            b = data[p]
-            if b < 0x80:
-                length, p = (b >> 1) ^ -(b & 1), p + 1
-            else:
-                length, p = varint(data, p)
-            stop = p + length
-            if length < 6 or stop > end:  # attributes and four one-byte varints at the least
-                raise IndexError(f"a record's length {length} is out of range")
-            # attributes, then timestamp and offset deltas (values not checked: any will do)
-            p += 2 if data[p + 1] < 0x80 else (3 if data[p + 2] < 0x80 else varint(data, p + 1)[1] - p)
-            p += 1 if data[p] < 0x80 else (2 if data[p + 1] < 0x80 else varint(data, p)[1] - p)
-            for _field in (0, 1):  # key, value: -1 is null
-                b = data[p]
-                if b < 0x80:
-                    n, p = (b >> 1) ^ -(b & 1), p + 1
-                else:
-                    n, p = varint(data, p)
-                if n > 0:
-                    p += n
-                elif n < -1:
-                    raise IndexError(f"a key or value length is {n}")
-            if data[p] == 0 and p + 1 == stop:  # no headers (most records)
-                p = stop
-                continue
-            count, p = varint(data, p)
-            if count < 0:
-                raise IndexError(f"a record's header count is {count}")
-            for _h in range(count):
-                if p >= stop:  # (a count of 2**31 is read no further than the record's end)
-                    raise IndexError("a record's headers run past its length")
-                n, p = varint(data, p)
-                if n < 0:
-                    raise IndexError("a header's name has a negative length")
-                n, p = varint(data, p + n)
-                if n > 0:
-                    p += n
-                elif n < -1:
-                    raise IndexError(f"a header value's length is {n}")
-            if p != stop:
-                raise IndexError(f"a record's fields end {p - stop:+d} bytes from its length")
-        if p != end:
-            raise IndexError(f"{end - p} bytes follow the last of {header.records_count} records")
-    except IndexError as exc:
-        raise CorruptRecord(f"records of the batch at offset {header.base_offset} do not parse: {exc}") from None
+        decompress(header.compression, memoryview(batch)[rb.HEADER_SIZE:header.size],
+                   min(decompressed_limit(header.size - rb.HEADER_SIZE), most << 10))
+    except CorruptRecord:
+        return False  # past the small bound, or corrupt: the unbounded check says which
     return True
 
 

@@ -106,7 +106,8 @@ def _published(publications: list, responses: list, request, ctx, faults):
 
 
 # A compressed batch of at most this many records, decompressing to at most this many KiB,
-# is checked on the event loop (~1.5 ms at most); a larger one in a thread.
+# is checked on the event loop (decompressed only: for 1 MiB, 0.1-0.5 ms with lz4, snappy
+# or zstd, 0.8-4 ms with gzip); a larger one in a thread.
 CHECKED_ON_LOOP = 1024
 
 
@@ -124,7 +125,7 @@ def _records_checked(records, header) -> bool:
     if header.is_control:
         return True  # (a producer may not write markers: validate_records refuses them)
     try:
-        return check_records(records, header, CHECKED_ON_LOOP, parse=False)
+        return check_records(records, header, CHECKED_ON_LOOP)
     except UnsupportedCodec:
         return True  # no library to check it with: stored as before, Kafka consumers read it
     except log_errors.CorruptRecord as exc:
@@ -133,7 +134,7 @@ def _records_checked(records, header) -> bool:
 
 def _check_in_thread(records, header) -> log_errors.LogError | None:
     try:
-        check_records(records, header, parse=False)
+        check_records(records, header)
     except UnsupportedCodec:
         pass
     except log_errors.CorruptRecord as exc:
