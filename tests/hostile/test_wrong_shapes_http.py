@@ -14,6 +14,7 @@ before the body is read, however deep it nests.
 from __future__ import annotations
 
 import json
+import re
 import socket
 
 import pytest
@@ -278,14 +279,25 @@ def test_a_content_length_that_is_not_a_number_is_answered(broker, length):
 
 
 def _answers(s: socket.socket, count: int) -> list[bytes]:
-    """The heads of ``count`` answers on one connection (these answers' bodies are short)."""
+    """The first ``count`` answers on one connection, each its head and its body of
+    Content-Length bytes (read no further: the connection is kept open after them)."""
     data = b""
-    while data.count(b"HTTP/1.1 ") < count or not data.endswith(b"\n"):
+    while True:
+        got, rest = [], data
+        while (end := rest.find(b"\r\n\r\n")) >= 0:
+            head = rest[:end + 4]
+            length = re.search(rb"\r\ncontent-length: *(\d+)", head, re.IGNORECASE)
+            size = end + 4 + (int(length.group(1)) if length else 0)
+            if len(rest) < size:
+                break
+            got.append(rest[:size])
+            rest = rest[size:]
+        if len(got) >= count:
+            return got
         chunk = s.recv(65536)
         if not chunk:
-            break
+            return got
         data += chunk
-    return [b"HTTP/1.1 " + a for a in data.split(b"HTTP/1.1 ")[1:]]
 
 
 def test_a_method_no_route_serves_is_405_and_the_connection_goes_on(broker, monkeypatch):
