@@ -22,7 +22,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Coroutine
 
-from kafka_wire.console import explorer, geo
+from kafka_wire.console import decoding, explorer, geo
 from kafka_wire.eventhubs.rights import LISTEN, MANAGE, SEND
 from kafka_wire.eventhubs import connection_string, sas
 from kafka_wire.eventhubs.door import AuthorizationHeader, ConnectionString, Refused
@@ -232,26 +232,74 @@ class ConsoleApi:
             self.services.clock.call_later(delay, lambda: done.done() or done.set_result(None))
             await done
         registry = await self.views.registry(runtime.name) if decode else None
+        now, refused = self._still_readable(runtime, principal, view, rest)
+        if refused is not None:
+            return refused
+        read = self._read_events(runtime, principal, now, rest, query,
+                                 None if registry is None else registry.schemas.get)
+        return await read if asyncio.iscoroutine(read) else read
+
+    def _still_readable(self, runtime, principal, view, rest: list[str]):
+        """(the hub's view now, None), or (None, the refusal): after a wait, the hub may
+        have gone, or changed, or been disabled meanwhile."""
         served = self.services.namespaces.get(runtime.name) is runtime
         now = runtime.topics.get(view.name) if served else None
         if now is None:
-            return refuse(404, f"event hub {view.name!r} does not exist in namespace {runtime.name!r}")
-        return _no_partition(now, rest[1]) or _disabled(runtime, now.name, principal) or \
-            self._read_events(runtime, principal, now, rest, query,
-                              None if registry is None else registry.schemas.get)
+            return None, refuse(404, f"event hub {view.name!r} does not exist in namespace {runtime.name!r}")
+        return now, _no_partition(now, rest[1]) or _disabled(runtime, now.name, principal)
 
-    def _read_events(self, runtime, principal, view, rest: list[str], query: dict, schemas) -> Response:
+    def _read_events(self, runtime, principal, view, rest: list[str], query: dict,
+                     schemas) -> Response | Coroutine:
         """``rest``: partitions/<p>/events[/<sequence number>[/body]], the partition checked;
         ``schemas``: schema id -> its Schema (None: Avro bodies are not decoded). What the
         answer carries is charged to the namespace's egress, as a Kafka fetch's records or
-        an AMQP receiver's events are (by ``principal``: its application group's too)."""
+        an AMQP receiver's events are (by ``principal``: its application group's too).
+        A coroutine where batches too large to decompress on the loop are met: they are
+        decompressed in a thread first (:mod:`kafka_wire.console.decoding`)."""
+        doing = decoding.Decoding()
+        read, events = self._read(runtime, view, rest, query, schemas, doing)
+        if doing.pending:
+            return self._decompressed_then_read(runtime, principal, view, rest, query, schemas, doing)
+        return _charged(runtime, principal, read, events)
+
+    async def _decompressed_then_read(self, runtime, principal, view, rest: list[str], query: dict,
+                                      schemas, doing: decoding.Decoding) -> Response:
+        """Decompress the batches the read met (the nearest first) in a thread, the broker's
+        loop serving everyone else meanwhile, and read again, until the read meets none
+        or :data:`decoding.THREAD_BUDGET_S` is spent (at least one is decompressed): then
+        a page ends early, before the first batch still to decompress."""
+        loop = asyncio.get_running_loop()
+        ends = time.monotonic() + decoding.THREAD_BUDGET_S
+        while True:
+            pending, doing.pending = doing.pending, []
+            for batch in pending:
+                outcome = await loop.run_in_executor(decoding.executor(), decoding.decompress_whole, batch)
+                decoding.resolved(doing, batch, outcome)
+                if time.monotonic() > ends:
+                    break
+            view, refused = self._still_readable(runtime, principal, view, rest)
+            if refused is not None:
+                return refused
+            read, events = self._read(runtime, view, rest, query, schemas, doing)
+            if read is not None and (not doing.pending or time.monotonic() > ends):
+                return _charged(runtime, principal, read, events)
+
+    def _read(self, runtime, view, rest: list[str], query: dict, schemas,
+              doing: decoding.Decoding) -> tuple[Response | None, int]:
+        """(the answer, how many events it carries); (None, 0) when the event asked for is
+        in a batch to decompress in a thread first (``doing.pending``)."""
         partition = whole_number(rest[1])
         plog = runtime.topics.log(view.name, partition)
+        doing.tries = decoding.LOOP_TRIES  # (per read: the loop serves others between two)
         try:
             if len(rest) == 3:
-                read, events = self._events(runtime.name, view.name, partition, plog, query, schemas)
+                read, events = self._events(runtime.name, view.name, partition, plog, query, schemas,
+                                            doing)
             else:
-                event = explorer.find(plog, _number(rest[3], "sequence number"))
+                try:
+                    event = explorer.find(plog, _number(rest[3], "sequence number"), doing)
+                except explorer.Deferred:
+                    return None, 0
                 events = 1
                 if len(rest) == 4:
                     read = answer(explorer.as_json(event, schemas, body_limit=None))
@@ -261,15 +309,13 @@ class ConsoleApi:
                                     {"Content-Disposition": f'attachment; filename="{name}"'})
                 else:
                     return refuse(404, f"no API at /api/namespaces/{runtime.name}/hubs/{view.name}/"
-                                       f"{'/'.join(rest)}")
+                                       f"{'/'.join(rest)}"), 0
         except explorer.ExplorerError as exc:
-            return refuse(exc.status, str(exc))
-        if events:  # (a page of no events carries none: nothing is charged, as for a fetch)
-            runtime.policy.egress(len(read.body), events, principal)
-        return read
+            return refuse(exc.status, str(exc)), 0
+        return read, events
 
     def _events(self, ns: str, hub: str, partition: int, plog, query: dict,
-                schemas) -> tuple[Response, int]:
+                schemas, doing: decoding.Decoding) -> tuple[Response, int]:
         """The page's answer and how many events it carries."""
         count = _number(query.get("count", str(explorer.PAGE_DEFAULT)), "count")
         before = query.get("before")
@@ -279,7 +325,7 @@ class ConsoleApi:
         unreadable: list = []
         events, nxt, scanned = explorer.page(
             plog, start, count, before=None if before is None else _number(before, "before"),
-            query=query.get("q") or None, unreadable=unreadable)
+            query=query.get("q") or None, unreadable=unreadable, decoding=doing)
         shown = explorer.page_json(events, schemas, newest=before is not None)
         if before is None and len(shown) < len(events):  # the page's budget ended it early
             scanned -= nxt - events[len(shown)].sequence_number
@@ -383,6 +429,12 @@ class ConsoleApi:
                        "sequence_number": done.sequence_number}, 201)
         return Later(done.throttle_ms, sent) if done.throttle_ms > 0 else sent
 
+
+
+def _charged(runtime, principal, read: Response, events: int) -> Response:
+    if events:  # (a page of no events carries none: nothing is charged, as for a fetch)
+        runtime.policy.egress(len(read.body), events, principal)
+    return read
 
 
 def _number(text: str, what: str) -> int:

@@ -20,6 +20,8 @@ from typing import Callable, Iterator, NamedTuple
 from proton import Data
 
 from kafka_wire.console import avro_measure
+from kafka_wire.console import decoding as decoding_
+from kafka_wire.console.decoding import Decoding, Unreadable, Unresolved
 from kafka_wire.log import batch as rb
 from kafka_wire.log import errors as log_errors
 from kafka_wire.log.read_committed import CommittedFilter
@@ -102,25 +104,6 @@ class Skipped(NamedTuple):
     next_offset: int
 
 
-class Unreadable(NamedTuple):
-    """What :func:`walk` yields for a batch whose records cannot be read (they do not
-    decompress, a decompression bomb included, or do not parse: stored by a broker before
-    Produce checked compressed batches, or sent uncompressed; or its codec's library is
-    missing), and goes on past: one bad batch does not hide the partition's other events."""
-    first: int             # the batch's sequence numbers, first..last
-    last: int
-    reason: str
-
-    @property
-    def next_offset(self) -> int:
-        return self.last + 1
-
-    def as_json(self) -> dict:
-        return {"first_sequence_number": self.first, "last_sequence_number": self.last,
-                "error": f"the batch at sequence numbers {self.first}..{self.last} cannot be read: "
-                         f"{self.reason}"}
-
-
 # -- positions --------------------------------------------------------------------------
 def start_sequence(plog, start: str, value: str | None) -> int:
     """The sequence number a start names, clamped to the partition."""
@@ -161,12 +144,15 @@ def parse_time_ms(value: str) -> int:
 
 # -- reading ----------------------------------------------------------------------------
 def walk(plog, start: int, upper: int | None = None, holding: bytes | None = None,
-         read_headers: int = HEADERS_PREVIEW) -> Iterator[Stored]:
+         read_headers: int = HEADERS_PREVIEW, decoding: Decoding | None = None) -> Iterator[Stored]:
     """The partition's events from sequence number ``start`` up to ``upper`` (default:
     the last stable offset), batch by batch, each with its first ``read_headers`` headers.
     ``holding`` (lower-case ASCII): skip, unparsed, the batches whose records do not
-    hold it anywhere (a search's fast path: most batches hold no match), yielding
-    :class:`Skipped`; a batch that cannot be read yields :class:`Unreadable`."""
+    hold it anywhere, ASCII case folded (a search's fast path: most batches hold no
+    match; bytes.lower and ``in`` beat a case-insensitive regex 1.5x), yielding
+    :class:`Skipped`; a batch that cannot be read yields :class:`Unreadable`; with
+    ``decoding``, one too large to decompress on the loop yields :class:`Unresolved`
+    (see :mod:`kafka_wire.console.decoding`)."""
     stop = plog.last_stable_offset if upper is None else min(upper, plog.last_stable_offset)
     offset = max(start, plog.log_start_offset)
     while offset < stop:
@@ -188,19 +174,32 @@ def walk(plog, start: int, upper: int | None = None, holding: bytes | None = Non
             if header.attributes & (rb.CONTROL_BIT | rb.TRANSACTIONAL_BIT) and committed.hidden(header):
                 offset = header.last_offset + 1
                 continue
+            section = decoding_.records(plog, position, data, header, decoding) \
+                if header.compression else None  # (decompressed, or why not, or Unresolved)
+            if type(section) is Unresolved:
+                offset = header.last_offset + 1
+                yield section
+                continue
+            why = section if type(section) is str else None
             try:
-                if holding is not None and not _holds(holding, data, header):
+                if why is None and holding is not None and \
+                        holding not in (records_bytes(data, header) if section is None else section).lower():
                     offset = header.last_offset + 1
                     yield Skipped(offset)
                     continue
                 deltas, keys, headers, values, counts = [], [], [], [], {}
-                read_event_columns(data, header, deltas, keys, headers, values,
-                                   max_headers=read_headers, header_counts=counts)
+                if why is None:
+                    batch, plain = (data, header) if section is None else decoding_.as_uncompressed(section, header)
+                    read_event_columns(batch, plain, deltas, keys, headers, values,
+                                       max_headers=read_headers, header_counts=counts)
             except log_errors.LogError as exc:  # bad records, or a codec that is not installed
+                why = str(exc)
+                decoding_.unreadable(plog, position, header, why)
+            if why is not None:
                 log.warning("console: the batch at sequence numbers %d..%d of %s cannot be read: %s",
-                            header.base_offset, header.last_offset, plog, exc)
+                            header.base_offset, header.last_offset, plog, why)
                 offset = header.last_offset + 1
-                yield Unreadable(header.base_offset, header.last_offset, str(exc))
+                yield Unreadable(header.base_offset, header.last_offset, why)
                 continue
             amqp = bool(header.attributes & rb.AMQP_HEADERS_BIT)
             base = header.base_offset
@@ -212,16 +211,14 @@ def walk(plog, start: int, upper: int | None = None, holding: bytes | None = Non
             offset = header.last_offset + 1
 
 
-def _holds(needle: bytes, data, header) -> bool:
-    """Does the batch's records section hold ``needle`` (lower-case ASCII) anywhere,
-    ASCII case folded? (bytes.lower and ``in`` beat a case-insensitive regex 1.5x.)"""
-    return needle in records_bytes(data, header).lower()
-
-
 def page(plog, start: int, count: int, *, before: int | None = None,
-         query: str | None = None, unreadable: list | None = None) -> tuple[list[Stored], int, int]:
+         query: str | None = None, unreadable: list | None = None,
+         decoding: Decoding | None = None) -> tuple[list[Stored], int, int]:
     """(events, next sequence number, events looked at); the :class:`Unreadable`
-    batches met on the way are added to ``unreadable`` (in order).
+    batches met on the way are added to ``unreadable`` (in order). With ``decoding``,
+    a batch too large to decompress on the loop ends the page before it (a 'before'
+    page: after it), and is added to ``decoding.pending``, to be decompressed in a
+    thread and the page read again.
 
     Forward from ``start``; with ``before``, the ``count`` events before that
     sequence number; with ``query``, only events that contain it (a
@@ -232,14 +229,18 @@ def page(plog, start: int, count: int, *, before: int | None = None,
     count = max(1, min(count, PAGE_MAX))
     unreadable = [] if unreadable is None else unreadable
     if before is not None:
-        return _page_before(plog, before, count, query, unreadable)
+        return _page_before(plog, before, count, query, unreadable, decoding)
     match = matcher(query) if query else None
     out: list[Stored] = []
     deadline = time.perf_counter() + SCAN_BUDGET_S
     nxt = first = max(start, plog.log_start_offset)
-    for event in walk(plog, nxt, holding=_ascii(query)):
+    for event in walk(plog, nxt, holding=_ascii(query), decoding=decoding):
         if type(event) is Skipped:
             nxt = event.next_offset
+        elif type(event) is Unresolved:
+            nxt = max(nxt, event.first)  # (a start inside it: from there)
+            decoding.pending.append(event)
+            break
         elif type(event) is Unreadable:
             nxt = event.next_offset
             unreadable.append(event)
@@ -264,21 +265,31 @@ def _ascii(query: str | None) -> bytes | None:
     return needle.encode() if needle and needle.isascii() else None
 
 
-def _page_before(plog, before: int, count: int, query: str | None,
-                 unreadable: list) -> tuple[list[Stored], int, int]:
+def _page_before(plog, before: int, count: int, query: str | None, unreadable: list,
+                 decoding: Decoding | None) -> tuple[list[Stored], int, int]:
     first = plog.log_start_offset
     before = min(before, plog.log_end_offset)
     match = matcher(query) if query else None
     span = count
     while True:
         lo = max(first, before - span)
-        found, bad = [], []
-        for e in walk(plog, lo, before, holding=_ascii(query)):
+        found, bad, unresolved = [], [], []
+        for e in walk(plog, lo, before, holding=_ascii(query), decoding=decoding):
             if type(e) is Stored:
                 if match is None or match(e):
                     found.append(e)
             elif type(e) is Unreadable:
                 bad.append(e)
+            elif type(e) is Unresolved:
+                unresolved.append(e)
+        if unresolved:  # the page holds what is after the newest of them, at most
+            cut = unresolved[-1].next_offset
+            found = [e for e in found if e.sequence_number >= cut]
+            bad = [u for u in bad if u.first >= cut]
+            if len(found) < count:  # it needs them: newest first, the nearest to its end
+                decoding.pending.extend(reversed(unresolved))
+                unreadable.extend(bad)
+                return found, before, before - cut
         # Gaps (transaction markers, aborted records, unreadable batches) or a search: widen, bounded.
         if len(found) >= count or lo <= first or span >= SCAN_EVENTS // 4:
             found = found[-count:]
@@ -288,11 +299,19 @@ def _page_before(plog, before: int, count: int, query: str | None,
         span *= 4
 
 
-def find(plog, sequence_number: int) -> Stored:
+class Deferred(Exception):
+    """:func:`find` met a batch to decompress in a thread first (``decoding.pending``)."""
+
+
+def find(plog, sequence_number: int, decoding: Decoding | None = None) -> Stored:
     if not plog.log_start_offset <= sequence_number < plog.log_end_offset:
         raise ExplorerError(404, f"sequence number {sequence_number} is not in the partition "
                                  f"({plog.log_start_offset}..{plog.log_end_offset - 1})")
-    for event in walk(plog, sequence_number, sequence_number + 1, read_headers=HEADERS_WHOLE):
+    for event in walk(plog, sequence_number, sequence_number + 1, read_headers=HEADERS_WHOLE,
+                      decoding=decoding):
+        if type(event) is Unresolved:
+            decoding.pending.append(event)
+            raise Deferred
         if type(event) is Unreadable:  # bad data: not a 500
             raise ExplorerError(422, f"sequence number {sequence_number} is in an unreadable batch: "
                                      f"{event.as_json()['error']}")
