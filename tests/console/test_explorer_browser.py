@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+import urllib.request
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
@@ -303,3 +304,64 @@ def test_a_namespace_with_auth_shows_nothing_until_signed_in(tmp_path, chromium)
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"
                   and "401" not in e["message"]]  # the refused requests themselves are logged
         assert not errors, f"JavaScript errors in the console page: {errors}"
+
+
+def _table(driver) -> list[str]:
+    """The events table's rows, in order: an event's sequence number, or ``u<first>-<last>``
+    for an unreadable batch's entry."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll('#ex-events tbody tr[data-seq], #ex-events tbody tr[data-unreadable]')]"
+        ".map((r) => r.dataset.seq !== undefined ? r.dataset.seq : 'u' + r.dataset.unreadable)")
+
+
+def test_explorer_shows_an_unreadable_batch_at_its_place(tmp_path, chromium, monkeypatch):
+    """A batch that cannot be read (a decompression bomb, bytes that do not decompress:
+    stored by an older version) is a row of its own between the events around it, with
+    its sequence numbers and why, as text; before, the page showed the events around it
+    and nothing where it was."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from kafka_wire.log import records as rec
+    from tests.rawclient import RawClient
+    from tests.undecodable_batches import batch, bomb, not_decompressing, produce, stored_unchecked
+
+    driver = chromium
+    with EmulatedBroker(tmp_path / "data", http=True) as broker:
+        broker.create_hub("broken", 1)
+        stored_unchecked(monkeypatch)
+        with RawClient(broker.bootstrap_servers) as c:
+            for blob in (batch([b"good0"]), not_decompressing(), batch([b"good2"], codec_id=rec.GZIP), bomb(),
+                         batch([b"good4"])):
+                assert produce(c, "broken", blob).error_code == 0
+        api = f"/api/namespaces/{NS}/hubs/broken/partitions/0/events"
+        errors = {u["first_sequence_number"]: u["error"] for u in requests_json(broker.http_url + api)["unreadable_batches"]}
+        assert sorted(errors) == [1, 3]
+
+        wait = WebDriverWait(driver, WAIT_S)
+        for where in ("from=earliest", "from=latest"):
+            driver.get(broker.http_url + f"/#/{NS}/broken/events?partition=0&{where}")
+            driver.refresh()
+            wait.until(lambda d: _table(d) == ["0", "u1-1", "2", "u3-3", "4"])
+            for first in (1, 3):
+                row = driver.find_element(By.CSS_SELECTOR, f'#ex-events tr[data-unreadable="{first}-{first}"]')
+                assert row.find_element(By.CSS_SELECTOR, "th").text == str(first)
+                cell = row.find_element(By.CSS_SELECTOR, "td")
+                assert cell.text == f"UNREADABLE {errors[first]}"  # (the badge's text is upper-cased)
+                assert [e.tag_name for e in cell.find_elements(By.CSS_SELECTOR, "*")] == ["span"]  # text, not markup
+            assert "2 unreadable batches" in driver.find_element(By.ID, "ex-status").text
+        # A page that starts at one: Older goes on before it, not before the first event shown.
+        driver.get(broker.http_url + f"/#/{NS}/broken/events?partition=0&from=sequence&value=3")
+        driver.refresh()
+        wait.until(lambda d: _table(d) == ["u3-3", "4"])
+        assert "showing 3–4" in driver.find_element(By.ID, "ex-status").text
+        _click(driver, "#ex-older")
+        wait.until(lambda d: _table(d) == ["0", "u1-1", "2"])
+        assert "before=3" in driver.current_url
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert not errors, f"JavaScript errors in the console page: {errors}"
+
+
+def requests_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=WAIT_S) as r:
+        return json.loads(r.read())

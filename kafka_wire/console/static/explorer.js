@@ -7,7 +7,7 @@
 const FOLLOW_MS = 1000;
 const KEEP_ROWS = 500;  // follow mode keeps the newest this many events on the page
 const SEARCH_ROUNDS = 200;
-const ex = { key: null, hub: null, partitions: 0, events: [], open: new Set(), page: null, timer: null, loading: false };
+const ex = { key: null, hub: null, partitions: 0, events: [], unreadable: [], open: new Set(), page: null, timer: null, loading: false };
 
 function explorerShow(hub, r) {
   ex.hub = hub;
@@ -90,13 +90,14 @@ async function load(params) {
     const r = await api(eventsUrl(params), ex.hub.namespace);
     const body = await r.json();
     if (r.status !== 200) {
-      ex.events = []; ex.page = null;
+      ex.events = []; ex.unreadable = []; ex.page = null;
       $("ex-status").textContent = body.error || `refused (${r.status})`;
       renderEvents();
       return;
     }
     if (paramsOf(params).get("q") && !paramsOf(params).get("before")) await searchOn(params, body);
     ex.events = body.events;
+    ex.unreadable = body.unreadable_batches || [];
     ex.page = body;
     ex.params = paramsOf(params);
     renderEvents();
@@ -129,6 +130,7 @@ async function searchOn(params, body) {
     if (r.status !== 200) break;
     const next = await r.json();
     body.events = body.events.concat(next.events);
+    body.unreadable_batches = (body.unreadable_batches || []).concat(next.unreadable_batches || []);
     body.scanned += next.scanned;
     body.next_sequence_number = next.next_sequence_number;
     body.last_sequence_number = next.last_sequence_number;
@@ -154,8 +156,11 @@ async function followTick() {
       ex.page.next_sequence_number = body.next_sequence_number;
       ex.page.last_sequence_number = body.last_sequence_number;
       ex.page.first_sequence_number = body.first_sequence_number;
-      if (body.events.length) {
+      if (body.events.length || (body.unreadable_batches || []).length) {
         ex.events = ex.events.concat(body.events).slice(-KEEP_ROWS);
+        const kept = ex.events.length ? ex.events[0].sequence_number : -1;
+        ex.unreadable = ex.unreadable.concat(body.unreadable_batches || [])
+          .filter((u) => u.last_sequence_number >= kept).slice(-KEEP_ROWS);
         renderEvents();
         const box = document.querySelector(".ex-events");
         box.scrollTop = box.scrollHeight;
@@ -181,26 +186,47 @@ function searchText(e) {
   return parts.join("\n").toLowerCase();
 }
 
+// The oldest and newest sequence numbers the page shows: of its events and of the batches it
+// went past because they cannot be read (docs/console-api.md: unreadable_batches).
+function pageSpan() {
+  const firsts = ex.events.map((e) => e.sequence_number).concat(ex.unreadable.map((u) => u.first_sequence_number));
+  const lasts = ex.events.map((e) => e.sequence_number).concat(ex.unreadable.map((u) => u.last_sequence_number));
+  return firsts.length ? [Math.min(...firsts), Math.max(...lasts)] : null;
+}
+
 function renderStatus() {
   const pg = ex.page;
   if (!pg) return;
   const shown = visibleEvents();
-  const range = ex.events.length ? `showing ${fmtInt(ex.events[0].sequence_number)}–${fmtInt(ex.events[ex.events.length - 1].sequence_number)}` : "no events here";
+  const span = pageSpan();
+  const bad = ex.unreadable.length ? ` (${fmtInt(ex.unreadable.length)} unreadable batch${ex.unreadable.length === 1 ? "" : "es"})` : "";
+  const range = span ? `showing ${fmtInt(span[0])}–${fmtInt(span[1])}${bad}` : "no events here";
   const retained = pg.last_sequence_number >= pg.first_sequence_number
     ? `sequence numbers ${fmtInt(pg.first_sequence_number)}–${fmtInt(pg.last_sequence_number)} retained` : "the partition is empty";
   const search = ex.params.get("q") ? ` · ${fmtInt(ex.events.length)} match${ex.events.length === 1 ? "" : "es"} for “${ex.params.get("q")}” in ${fmtInt(pg.scanned)} events looked at` : "";
   const filtered = shown.length !== ex.events.length ? ` · ${fmtInt(shown.length)} of them match the filter` : "";
   const follow = $("ex-follow").checked ? " · following new events" : "";
   $("ex-status").textContent = `Partition ${pg.partition}: ${retained}; ${range}${search}${filtered}${follow}`;
-  $("ex-older").disabled = !ex.events.length || ex.events[0].sequence_number <= pg.first_sequence_number;
+  $("ex-older").disabled = !span || span[0] <= pg.first_sequence_number;
   $("ex-newer").disabled = pg.next_sequence_number > pg.last_sequence_number;
+}
+
+// A batch the page went past because it cannot be read: a row at its place, saying why.
+function unreadableRow(u) {
+  const first = u.first_sequence_number, last = u.last_sequence_number;
+  return h("tr", { class: "unreadable", "data-unreadable": `${first}-${last}` },
+    h("th", { scope: "row", class: "num" }, first === last ? fmtInt(first) : `${fmtInt(first)}–${fmtInt(last)}`),
+    h("td", { colspan: 5 }, h("span", { class: "fmt fmt-unreadable" }, "unreadable"), " ", String(u.error)));
 }
 
 function renderEvents() {
   renderStatus();
   const mark = ex.params ? ex.params.get("mark") : null;
   const rows = [];
+  const bad = ex.unreadable.slice().sort((a, b) => a.first_sequence_number - b.first_sequence_number);
+  let next = 0;  // the next unreadable batch to place: before the first event after it
   for (const e of visibleEvents()) {
+    while (next < bad.length && bad[next].last_sequence_number < e.sequence_number) rows.push(unreadableRow(bad[next++]));
     const seq = String(e.sequence_number);
     const open = ex.open.has(seq);
     const toggle = h("button", { type: "button", class: "expand", "aria-expanded": String(open), "data-key": "ev:" + seq,
@@ -215,6 +241,7 @@ function renderEvents() {
       h("td", { class: "preview" }, h("span", { class: "fmt fmt-" + bodyFormat(e.body) }, bodyFormat(e.body)), " ", preview(e.body))));
     if (open) rows.push(h("tr", { class: "detail" }, h("td", { colspan: 6 }, detail(e))));
   }
+  while (next < bad.length) rows.push(unreadableRow(bad[next++]));
   const cols = ["Seq. no.", "Offset", "Enqueued (UTC)", "Partition key", "Props", "Body"];
   rebuild($("ex-events"), h("thead", null, h("tr", null, cols.map((c, i) => h("th", { scope: "col", class: i === 0 || i === 1 || i === 4 ? "num" : null }, c)))),
     h("tbody", null, rows.length ? rows : h("tr", { class: "empty" }, h("td", { colspan: cols.length },
@@ -361,8 +388,9 @@ document.addEventListener("DOMContentLoaded", () => {
     if (q) go(formParams({ q })); else $("ex-status").textContent = "Type the text to look for in Filter first.";
   });
   $("ex-older").addEventListener("click", () => {
-    if (!ex.events.length) return;
-    const p = { partition: ex.page.partition, before: ex.events[0].sequence_number, count: $("ex-count").value };
+    const span = pageSpan();
+    if (!span) return;
+    const p = { partition: ex.page.partition, before: span[0], count: $("ex-count").value };
     if (ex.params.get("q")) p.q = ex.params.get("q");
     go(p);
   });
