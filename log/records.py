@@ -218,10 +218,15 @@ def _lz4_decompress(data: bytes, limit: int) -> bytes:
         chunk = frame.decompress(b"", max_length=step)
 
 
+_GZIP_MEMBER = b"\x1f\x8b\x08"  # magic and deflate: what Java's GZIPInputStream takes as a header
+
+
 def _gunzip(data: bytes, limit: int) -> bytes:
-    """gzip.decompress (every member, each one's CRC and size checked) with at most ``limit`` bytes out."""
+    """gzip.decompress (every member, each one's CRC and size checked) with at most ``limit``
+    bytes out. Bytes after a member that do not start another (zero padding, say) end the
+    stream, as Kafka's GZIPInputStream takes them; a member begun there must be whole."""
     parts, total = [], 0
-    while data:
+    while data and (not parts or data[:3] == _GZIP_MEMBER):
         member = zlib.decompressobj(wbits=31)  # gzip framing
         chunk = member.decompress(data, limit - total + 1)
         total += len(chunk)

@@ -92,3 +92,17 @@ def test_what_librdkafka_compresses_is_stored(module_broker, compression):
     assert p.flush(30) == 0 and errors == []
     got = _read(module_broker.bootstrap_servers, topic, 3000)
     assert got == [b"value %d " % i * (i % 7 + 1) for i in range(3000)]
+
+
+def test_a_gzip_batch_with_zero_padding_is_stored_as_kafka_stores_it(module_broker):
+    """Bytes after the gzip member that begin no other (here zeros) end the stream for
+    Kafka's GZIPInputStream: Kafka stores such a batch, so does the broker, and readers
+    read its records."""
+    topic = "gzip-padded"
+    module_broker.create_hub(topic)
+    body = rec.compress(rec.GZIP, b"".join(rec.encode_record(i, 0, b"k", v)
+                                           for i, v in enumerate([b"a", b"b"])))
+    with RawClient(module_broker.bootstrap_servers) as c:
+        stored = produce(c, topic, batch([b"a", b"b"], codec_id=rec.GZIP, body=body + bytes(32)))
+        assert (stored.error_code, stored.base_offset) == (0, 0), stored
+    assert _read(module_broker.bootstrap_servers, topic, 2) == [b"a", b"b"]

@@ -107,3 +107,25 @@ def test_the_cleaner_keeps_a_compression_bomb_as_it_is_and_compacts_the_rest(tmp
     kept = {h.base_offset: bytes(data[p + 8:p + h.size]) for p, h in rb.iter_batches(data)}
     assert sorted(kept) == [1, 2]  # k's old value went, the bomb and k's new value stay
     assert kept[1] == bomb[8:]  # byte for byte (the base offset, before byte 8, is the log's)
+
+
+@given(records=st.binary(min_size=1, max_size=2048),
+       tail=st.binary(max_size=64).filter(lambda t: t[:3] != b"\x1f\x8b\x08"))
+def test_bytes_after_a_gzip_member_that_start_no_other_end_the_stream(records, tail):
+    """Kafka's GZIPInputStream ends the stream at bytes after a member that are not the
+    header of another (zero padding, say): the broker and its readers take it so too."""
+    import gzip
+
+    packed = gzip.compress(records, mtime=0)
+    assert rec.decompress(rec.GZIP, packed + tail) == records
+    assert rec.decompress(rec.GZIP, packed + gzip.compress(tail, mtime=0) + tail) == records + tail
+
+
+def test_a_gzip_member_begun_after_another_must_be_whole():
+    import gzip
+
+    first = gzip.compress(b"first", mtime=0)
+    with pytest.raises(CorruptRecord):
+        rec.decompress(rec.GZIP, first + gzip.compress(b"second", mtime=0)[:-3])
+    with pytest.raises(CorruptRecord):
+        rec.decompress(rec.GZIP, b"\0" * 16 + first)  # nothing before the first member
