@@ -53,7 +53,10 @@ class TopicManager:
         self.num_partitions = num_partitions
         self.auto_create = auto_create
         self.topic_defaults = dict(topic_defaults or {})
-        self._waiters: dict[tuple[str, int], list[asyncio.Future]] = {}
+        # Fetches (and AMQP receivers) waiting for data: topic -> partition -> their futures,
+        # in arrival order (a dict as an ordered set: a waiter leaves in O(1)). By topic, so
+        # that a deletion wakes its own hub's and touches no other's.
+        self._waiters: dict[str, dict[int, dict[asyncio.Future, None]]] = {}
         # Indexes of the log manager's topics, kept by create, delete and create_partitions
         # (each changes one entry: a namespace of 10,000 hubs makes one more without a walk)
         # and rebuilt when the topics are loaded (here, switch_logs). The log manager is
@@ -89,8 +92,8 @@ class TopicManager:
         self.logs = logs
         self._views.clear()
         self._index_all()
-        for key in list(self._waiters):
-            self._wake(key)
+        for topic in list(self._waiters):
+            self._wake_topic(topic)
 
     # -- the indexes ----------------------------------------------------------
     def _index_all(self) -> None:
@@ -302,8 +305,7 @@ class TopicManager:
         self._epochs.pop(name, None)
         for hook in list(self.on_delete):
             hook(name)
-        for key in [k for k in self._waiters if k[0] == name]:
-            self._wake(key)
+        self._wake_topic(name)
         log.info("deleted topic %s", name)
         if self.replication is not None:
             self.replication.changed()
@@ -330,15 +332,15 @@ class TopicManager:
     def append(self, topic: str, partition: int, records, now_ms: int, headers=None):
         """``headers``: the batch headers from validating ``records``, when done already."""
         plog = self.logs.get_log(topic, partition)
-        key = (topic, partition)
         history = self._history(topic, partition) if self._epochs else None
         # Records are views of the request frame, which nothing else reads: patch in place.
         # Every batch gets the leader's epoch (Kafka's LogValidator): what OffsetForLeaderEpoch
         # answers is the epochs' history, and a consumer validates its position with the one read.
         info = plog.append(records, now_ms=now_ms, in_place=True, headers=headers,
                            leader_epoch=history[-1][0] if history else LEADER_EPOCH)
-        if key in self._waiters:
-            self._wake(key)
+        waiting = self._waiters.get(topic)
+        if waiting is not None and partition in waiting:
+            self._wake(topic, partition)
         if self.on_append is not None:
             self.on_append(topic, partition, info)
         if self.replication is not None:
@@ -351,32 +353,46 @@ class TopicManager:
         plog = self.logs.get_log(topic, partition)
         info = plog.append_control(producer_id, producer_epoch, commit, coordinator_epoch, now_ms=now_ms,
                                    leader_epoch=self.leader_epoch(topic, partition))
-        key = (topic, partition)
-        if key in self._waiters:
-            self._wake(key)
+        waiting = self._waiters.get(topic)
+        if waiting is not None and partition in waiting:
+            self._wake(topic, partition)
         if self.replication is not None:
             self.replication.appended(topic, partition, info)
         return info
 
-    def _wake(self, key: tuple[str, int]) -> None:
-        for fut in self._waiters.pop(key, ()):
+    # -- waiting fetches --------------------------------------------------------
+    def _wake(self, topic: str, partition: int) -> None:
+        waiting = self._waiters[topic]
+        futures = waiting.pop(partition, ())
+        if not waiting:
+            del self._waiters[topic]
+        for fut in futures:
             if not fut.done():
                 fut.set_result(None)
 
+    def _wake_topic(self, topic: str) -> None:
+        """Every waiter on ``topic``'s partitions (a deletion, another log manager)."""
+        for futures in self._waiters.pop(topic, {}).values():
+            for fut in futures:
+                if not fut.done():
+                    fut.set_result(None)
+
     def wait_for_data(self, keys: Iterable[tuple[str, int]]) -> asyncio.Future:
-        """A future resolved at the next append to any of ``keys``."""
+        """A future resolved at the next append to any of ``keys`` ((topic, partition)),
+        or when its topic is deleted; the waiter calls :meth:`forget_waiter` when done."""
         fut = asyncio.get_running_loop().create_future()
-        for key in keys:
-            self._waiters.setdefault(key, []).append(fut)
+        for topic, partition in keys:
+            self._waiters.setdefault(topic, {}).setdefault(partition, {})[fut] = None
         return fut
 
     def forget_waiter(self, fut: asyncio.Future, keys: Iterable[tuple[str, int]]) -> None:
-        for key in keys:
-            waiters = self._waiters.get(key)
-            if waiters:
-                try:
-                    waiters.remove(fut)
-                except ValueError:
-                    pass
-                if not waiters:
-                    del self._waiters[key]
+        for topic, partition in keys:
+            waiting = self._waiters.get(topic)
+            futures = waiting.get(partition) if waiting is not None else None
+            if futures is None:
+                continue
+            futures.pop(fut, None)
+            if not futures:
+                del waiting[partition]
+                if not waiting:
+                    del self._waiters[topic]
