@@ -5,8 +5,9 @@ first and last time, the latest message and client id. Strict namespaces
 refused the request (``enforced``); relaxed ones let it through and the entry
 says what Event Hubs would have done. Entries go to
 ``DATA_DIR/compatibility-report.json`` (merged across restarts; a new kind of
-violation is written at once, repeats on a timer and at shutdown) and to the
-log (the first of each kind, then at most once a minute with the count).
+violation is written at once, added at the file's end; repeats on a timer and at
+shutdown, which rewrite it whole) and to the log (the first of each kind, then at
+most once a minute with the count).
 ``kafka-wire report --data-dir DIR`` prints it.
 
 An entry names its rule and its protocol-neutral ``reason`` (a
@@ -20,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import textwrap
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -34,6 +36,9 @@ REPORT_FILE = "compatibility-report.json"
 _MAX_ENTRIES = 2000
 _LOG_EVERY_MS = 60_000
 _FLUSH_MS = 5_000
+# How the file ends when it holds entries (json.dumps({"entries": [...]}, indent=1)):
+# a new entry is written over it, followed by it again.
+_TAIL = "\n ]\n}"
 
 
 def _iso(ms: int) -> str:
@@ -50,6 +55,9 @@ class CompatibilityReport:
         self._logged: dict[tuple, tuple[int, int]] = {}  # key -> (last log ms, count then)
         self._dirty = False
         self._timer = None
+        # The file's size as this report last wrote it, when it ends with _TAIL; None
+        # until then (written by another run, or by hand: the next write is whole).
+        self._size: int | None = None
         for e in load(self.path):
             self.entries[self._key(e)] = e
 
@@ -79,6 +87,8 @@ class CompatibilityReport:
         entry["message"] = message
         entry["client_id"] = client_id
         self._log(key, entry, now)
+        if new and self._append(entry):
+            return
         self._dirty = True
         if new:
             self.flush()
@@ -112,6 +122,39 @@ class CompatibilityReport:
                 entry["namespace"], hub, entry["message"], what,
                 f" ({count} times)" if count > 1 else "")
 
+    def _append(self, entry: dict) -> bool:
+        """Write new ``entry`` at the file's end, in one write whatever the report holds
+        (a relaxed namespace past its tier's hub limit makes an entry per new hub: a
+        rewrite would cost the whole report at each). False when the file is not as this
+        report last wrote it, or cannot be written: the caller rewrites it whole."""
+        size, self._size = self._size, None  # (kept again only when the write is whole)
+        if size is None:
+            return False
+        block = (",\n" + textwrap.indent(json.dumps(entry, indent=1), "  ") + _TAIL).encode()
+        at = size - len(_TAIL)
+        try:
+            fd = os.open(self.path, os.O_RDWR)
+        except OSError:
+            return False
+        try:
+            if os.fstat(fd).st_size != size or os.pread(fd, len(_TAIL), at) != _TAIL.encode():
+                return False  # (changed by another hand)
+            try:
+                # One write, over the tail and past it: the file is whole before and after.
+                written = os.pwrite(fd, block, at)
+            except OSError:
+                written = -1
+            if written != len(block):  # (a full disk): the old end back, in the old blocks
+                os.ftruncate(fd, size)
+                os.pwrite(fd, _TAIL.encode(), at)
+                return False
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+        self._size = size + len(block) - len(_TAIL)
+        return True
+
     def _on_timer(self) -> None:
         self._timer = None
         self.flush()
@@ -120,15 +163,19 @@ class CompatibilityReport:
         if not self._dirty:
             return
         self._dirty = False
-        data = sorted(self.entries.values(), key=lambda e: (e["namespace"], e["rule"],
-                                                            e.get("event_hub") or ""))
+        data = sorted(self.entries.values(), key=_order)
         tmp = self.path.with_suffix(".tmp")
+        text = json.dumps({"entries": data}, indent=1)  # (ASCII: a character is a byte)
+        self._size = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps({"entries": data}, indent=1))
+            tmp.write_text(text, encoding="ascii")
             os.replace(tmp, self.path)
         except OSError as exc:
             log.error("cannot write the compatibility report %s: %s", self.path, exc)
+            return
+        if text.endswith(_TAIL):
+            self._size = len(text)
 
     def close(self) -> None:
         if self._timer is not None:
@@ -141,14 +188,25 @@ def load(path: Path) -> list[dict]:
     path = Path(path)
     if path.is_dir():
         path = path / REPORT_FILE
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        return []
-    except (OSError, ValueError) as exc:
-        log.warning("ignoring unreadable compatibility report %s: %s", path, exc)
-        return []
-    return [e for e in data.get("entries", []) if isinstance(e, dict) and "rule" in e]
+    for attempt in range(2):
+        try:
+            data = json.loads(path.read_text())
+            break
+        except FileNotFoundError:
+            return []
+        except (OSError, ValueError) as exc:
+            # Once more: a read can meet a new entry being written at the end (one write,
+            # done at once), which the second finds whole.
+            if attempt:
+                log.warning("ignoring unreadable compatibility report %s: %s", path, exc)
+                return []
+    entries = [e for e in data.get("entries", []) if isinstance(e, dict) and "rule" in e]
+    # New entries are added at the end; the file's whole rewrites keep this order.
+    return sorted(entries, key=_order)
+
+
+def _order(e: dict) -> tuple:
+    return (str(e.get("namespace")), str(e["rule"]), str(e.get("event_hub") or ""))
 
 
 def format_report(entries: list[dict]) -> str:
