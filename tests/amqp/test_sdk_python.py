@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
@@ -91,7 +92,9 @@ def test_partition_key_lands_where_event_hubs_hashes_it(broker):
     with producer(broker, "keyed") as p:
         for key in keys:
             p.send_batch([EventData(key)], partition_key=key)
-    got = receive(consumer(broker, "keyed"), len(keys), starting_position="-1")
+    # One thread serves all eight partitions in turn, blocking socket_timeout (0.2 s by
+    # default) on each that has nothing more; a shorter one only shortens those turns.
+    got = receive(consumer(broker, "keyed", socket_timeout=0.05), len(keys), starting_position="-1")
     where = {e.body_as_str(): int(pid) for pid, e in got}
     assert set(where) == set(keys)
     for key in keys:
@@ -127,12 +130,14 @@ def test_starting_positions(broker):
                       starting_position=position, starting_position_inclusive=inclusive)
         return got[0][1].body_as_str()
 
-    assert first(3, inclusive=True) == "3"           # a sequence number
-    assert first(3) == "4"
-    assert first(events[5].offset, inclusive=True) == "5"   # an offset
-    assert first(events[5].offset) == "6"
-    assert first(events[7].enqueued_time, inclusive=True) == "7"   # an enqueued time
-    assert first(events[7].enqueued_time) == "8"
+    # Each reader is its own client, independent of the others: they run side by side,
+    # as opening each one's connection and link takes most of a second.
+    cases = [(3, True, "3"), (3, False, "4"),                                  # a sequence number
+             (events[5].offset, True, "5"), (events[5].offset, False, "6"),        # an offset
+             (events[7].enqueued_time, True, "7"), (events[7].enqueued_time, False, "8")]  # a time
+    with ThreadPoolExecutor(len(cases)) as pool:
+        firsts = list(pool.map(lambda case: first(case[0], case[1]), cases))
+    assert firsts == [want for _, _, want in cases]
 
 
 def test_events_of_one_batch_have_their_own_offsets(broker):
