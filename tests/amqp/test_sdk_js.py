@@ -149,8 +149,11 @@ def test_js_keyed_sends_land_where_the_js_sdk_mapper_predicts(node, broker):
         assert [e["sequenceNumber"] for e in es] == list(range(len(es))), pid
     assert len(set(where.values())) == partitions  # the keys spread over all of them
 
+    # The sync processor serves the 8 partitions in turn, blocking socket_timeout (0.2 s by
+    # default) on each that has nothing more: a shorter one only shortens those turns.
     client = EventHubConsumerClient.from_connection_string(
-        sdk_cs(broker), consumer_group="$Default", eventhub_name=hub, load_balancing_interval=1)
+        sdk_cs(broker), consumer_group="$Default", eventhub_name=hub, load_balancing_interval=1,
+        socket_timeout=0.05)
     got = receive(client, 2 * len(keys), starting_position="-1")
     assert {e.body_as_str(): pid for pid, e in got} == where
 
@@ -194,8 +197,9 @@ def test_js_sdk_sends_and_python_sdk_receives(node, broker):
     ]
     assert run_js(node, "send", sdk_cs(broker), hub, stdin={"batches": batches}) == {"sent": 8}
 
-    client = EventHubConsumerClient.from_connection_string(
-        sdk_cs(broker), consumer_group="$Default", eventhub_name=hub, load_balancing_interval=1)
+    client = EventHubConsumerClient.from_connection_string(  # socket_timeout: as above
+        sdk_cs(broker), consumer_group="$Default", eventhub_name=hub, load_balancing_interval=1,
+        socket_timeout=0.05)
     got = receive(client, 8, starting_position="-1")
     keyed = str(partition_for_key("js-key", 2))
     parts: dict[str, list] = defaultdict(list)
