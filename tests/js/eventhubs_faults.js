@@ -122,18 +122,20 @@ async function withheldReceiver() {
   }
 }
 
-// Every event of the partition, read from the start until `quietMs` pass with none new.
-async function readAll(quietMs) {
+// Every event of the partition, read from the start through its last enqueued one.
+async function readAll() {
   const client = new EventHubConsumerClient('$Default', cs, hub)
+  const { lastEnqueuedSequenceNumber: last } = await client.getPartitionProperties('0')
   const events = []
-  let last = Date.now()
+  let upto = -1
   const sub = client.subscribe('0', {
-    processEvents: async (received) => { for (const e of received) { events.push(Number(Buffer.from(e.body).toString('utf8'))); last = Date.now() } },
+    processEvents: async (received) => { for (const e of received) { events.push(Number(Buffer.from(e.body).toString('utf8'))); upto = e.sequenceNumber } },
     processError: async () => {},
   }, { startPosition: earliestEventPosition, maxWaitTimeInSeconds: 1 })
-  await waitFor(() => Date.now() - last > quietMs, 30000)
+  const complete = await waitFor(() => upto >= last, 30000)
   await sub.close()
   await client.close()
+  if (!complete) throw new Error(`read through ${upto} of ${last}: ${events}`)
   return events
 }
 
@@ -220,7 +222,7 @@ async function main() {
   await step('withhold-flow-receiver', withheldReceiver())
   const listing = await control('GET')
   await control('DELETE')
-  const stored = await readAll(3000)
+  const stored = await readAll()
   clearTimeout(timer)
   out({ cases, fired: listing.fired.map((f) => f.kind), stored, tryMs: TRY_MS, claimMs: CLAIM_MS })
 }

@@ -5,8 +5,9 @@
 //
 // The client is made from the connection string (the emulator's plain AMQP), then given
 // a TokenCredential handing out JWT with an expiry 124 s ahead: the SDK renews a bearer
-// token 2 minutes before it expires, so every ~4 s. It sends one event a second for
-// 12 s and prints {sends: [...], renewals: N, fired: [...]}; exit 1 on its own failure.
+// token 2 minutes before it expires, so every ~4 s. It sends one event a second until two
+// renewals were refused and once more (30 s at most), then prints {sends: [...],
+// renewals: N, fired: [...]}; exit 1 on its own failure.
 'use strict'
 const { EventHubProducerClient } = require('@azure/event-hubs')
 
@@ -34,7 +35,9 @@ async function main() {
   const sends = []
   const started = Date.now()
   try {
-    for (let i = 0; Date.now() - started < 12000; i++) {
+    // until two renewals were refused (issued 3) and one more send followed them
+    for (let i = 0, after = 0; after < 1 && Date.now() - started < 30000; i++) {
+      if (issued >= 3) after += 1
       const t = Date.now()
       try {
         await client.sendBatch([{ body: String(i) }], { partitionId: '0' })
