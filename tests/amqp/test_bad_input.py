@@ -6,6 +6,7 @@ from __future__ import annotations
 import socket
 import time
 import struct
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from azure.eventhub import EventData
@@ -115,12 +116,17 @@ def test_a_performative_of_the_wrong_shape_gets_an_amqp_answer(broker, payload):
 
 def test_the_broker_keeps_serving_while_others_send_garbage(broker):
     broker.create_hub("steady", 1)
-    with producer(broker, "steady") as p:
+    garbage = (b"\xff" * 4096, AMQP_HEADER + struct.pack(">IBBH", 1 << 30, 2, 0, 0))
+    # the garbage connections run beside the sends (each one is closed only after our
+    # close frame's 2 s linger); every one of them must still end in a close
+    with producer(broker, "steady") as p, ThreadPoolExecutor(10) as pool:
+        closed = []
         for i in range(5):
-            exchange(broker, b"\xff" * 4096)
-            exchange(broker, AMQP_HEADER + struct.pack(">IBBH", 1 << 30, 2, 0, 0))
+            closed += [pool.submit(exchange, broker, g) for g in garbage]
             p.send_batch([EventData(f"e{i}")], partition_id="0")
         assert p.get_eventhub_properties()["partition_ids"] == ["0"]
+        for done in closed:
+            done.result()
     got = receive(consumer(broker, "steady"), 5, partition_id="0", starting_position="-1")
     assert [e.body_as_str() for _, e in got] == [f"e{i}" for i in range(5)]
 
