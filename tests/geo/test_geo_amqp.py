@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
@@ -100,6 +101,13 @@ def read(b: EmulatedBroker, count: int, timeout: float = 20.0, retry_total: int 
     return got, errors
 
 
+def side_by_side(b: EmulatedBroker, *reads: dict) -> list:
+    """``read(b, **r)`` for each of ``reads``, run side by side (each its own client,
+    independent of the others; opening one takes most of a second), in their order."""
+    with ThreadPoolExecutor(len(reads)) as pool:
+        return list(pool.map(lambda r: read(b, **r), reads))
+
+
 @pytest.fixture
 def geob(tmp_path):
     with geo_broker(tmp_path, amqp=True, max_lag=300) as b:
@@ -129,11 +137,15 @@ def test_offsets_are_segment_and_sequence_and_are_taken_back(geob):
     assert props["last_enqueued_offset"] == "0:5" and props["last_enqueued_sequence_number"] == 5
     # the SDK's starting positions: an offset it was handed (exclusive, inclusive) and a
     # sequence number
-    got, errors = read(geob, 3, starting_position=got[2].offset)
+    after, inclusive, by_sequence = side_by_side(
+        geob, dict(count=3, starting_position=got[2].offset),
+        dict(count=4, starting_position="0:2", starting_position_inclusive=True),
+        dict(count=2, starting_position=3))
+    got, errors = after
     assert errors == [] and [e.body_as_str() for e in got] == ["e3", "e4", "e5"]
-    got, errors = read(geob, 4, starting_position="0:2", starting_position_inclusive=True)
+    got, errors = inclusive
     assert errors == [] and [e.body_as_str() for e in got] == ["e2", "e3", "e4", "e5"]
-    got, errors = read(geob, 2, starting_position=3)
+    got, errors = by_sequence
     assert errors == [] and [e.body_as_str() for e in got] == ["e4", "e5"]
 
 
@@ -174,19 +186,24 @@ def test_after_a_forced_promotion_a_lost_offset_is_refused_and_a_kept_one_taken(
     assert promotion.lost_events == 2 and geob.call(lambda: g.segment) == 1
     assert geob.call(lambda: g.segment_starts("orders", 0)) == [(0, 0), (1, 3)]
     send(geob, ["n3", "n4"])
-    got, errors = read(geob, 5, starting_position="-1")
+    every, kept, lost, unknown, by_sequence = side_by_side(
+        geob, dict(count=5, starting_position="-1"), dict(count=2, starting_position="0:2"),
+        dict(count=1, retry_total=0, starting_position="0:3"),
+        dict(count=1, retry_total=0, starting_position="7:1"),
+        dict(count=2, starting_position=3, starting_position_inclusive=True))
+    got, errors = every
     assert errors == [] and [(e.body_as_str(), e.offset) for e in got] == [
         ("k0", "0:0"), ("k1", "0:1"), ("k2", "0:2"), ("n3", "1:3"), ("n4", "1:4")]
     # a checkpoint taken on the old primary at k2 is still good; at lost3 it is not
-    got, errors = read(geob, 2, starting_position="0:2")
+    got, errors = kept
     assert errors == [] and [e.body_as_str() for e in got] == ["n3", "n4"]
-    got, errors = read(geob, 1, retry_total=0, starting_position="0:3")
+    got, errors = lost
     assert got == [] and errors and INVALID in str(errors[0]), errors
     assert "replication segment 0 ended at sequence number 2" in str(errors[0])
-    got, errors = read(geob, 1, retry_total=0, starting_position="7:1")
+    got, errors = unknown
     assert got == [] and errors and INVALID in str(errors[0]), errors
     # a sequence number positions without an offset (what the SDKs fall back to)
-    got, errors = read(geob, 2, starting_position=3, starting_position_inclusive=True)
+    got, errors = by_sequence
     assert errors == [] and [e.body_as_str() for e in got] == ["n3", "n4"]
 
 
