@@ -166,6 +166,25 @@ def log_end(broker) -> int:
     return broker.call(lambda: broker.broker.services.namespaces[NS].topics.log(HUB, 0).log_end_offset)
 
 
+def _hub_hidden(client, errors: list) -> bool:
+    """Does the broker's metadata answer this client that HUB is unknown or not authorized?
+    librdkafka then never sends a Produce or a Fetch for it: the record would only time out
+    and the consumer poll on, so the surface is not served. False without an answer (a
+    refused sign-in: ``errors``, the client's error callback's, tell the caller)."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    deadline = time.monotonic() + 5
+    while not errors and time.monotonic() < deadline:
+        try:
+            topic = client.list_topics(HUB, timeout=0.2).topics.get(HUB)
+        except KafkaException:
+            client.poll(0)  # (serves the error callback)
+            continue
+        return topic is None or (topic.error is not None and topic.error.code() in (
+            KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError.TOPIC_AUTHORIZATION_FAILED))
+    return False
+
+
 def kafka_produce(broker, credential: Credential) -> bool:
     from confluent_kafka import Producer
 
@@ -174,6 +193,8 @@ def kafka_produce(broker, credential: Credential) -> bool:
     before = log_end(broker)
     p = Producer({**_kafka_conf(broker, credential), "message.timeout.ms": 6000,
                   "error_cb": errors.append})
+    if _hub_hidden(p, errors):
+        return False
     p.produce(HUB, b"kafka", partition=0, on_delivery=lambda err, msg: reports.append(err))
     # A refused sign-in or a closed connection (the error callback, as _Admin) is the
     # answer: the record would only time out after message.timeout.ms.
@@ -191,6 +212,8 @@ def kafka_fetch(broker, credential: Credential) -> bool:
     c = Consumer({**_kafka_conf(broker, credential), "group.id": "hostile", "enable.auto.commit": False,
                   "error_cb": errors.append})
     try:
+        if _hub_hidden(c, errors):
+            return False
         c.assign([TopicPartition(HUB, 0, 0)])
         deadline = time.monotonic() + 8
         while time.monotonic() < deadline and not errors:
