@@ -10,7 +10,6 @@ from __future__ import annotations
 import threading
 import time
 
-import pytest
 from azure.eventhub import EventHubConsumerClient
 from azure.eventhub.extensions.checkpointstoreblob import BlobCheckpointStore
 from azure.storage.blob import BlobServiceClient

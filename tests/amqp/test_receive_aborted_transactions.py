@@ -139,7 +139,7 @@ def test_a_receiver_in_a_gap_below_an_open_transaction_waits(broker):
         partition_id="0", starting_position=1, starting_position_inclusive=True, max_wait_time=1), daemon=True)
     thread.start()
     try:
-        wait_for(lambda: reads, timeout=20)
+        assert wait_for(lambda: reads, timeout=20), "the receiver never read the partition"
         seen = len(reads)
         time.sleep(1)  # (an interval to count reads in: a spinning receiver makes thousands)
         assert len(reads) - seen < 10 and not got
