@@ -4,13 +4,19 @@ or 25 ms) and a search of the whole partition request by request, as the console
 makes it, and one whole event. The broker answers on its event loop, so each time is also
 how long Kafka and AMQP clients of that broker wait behind the request.
 
+Then ``--bombs N`` (0: not) decompression bombs stored between events (as a broker
+before Produce refused them stored them), paged through to the end as the console goes
+on: the time it takes, and the longest a Kafka client (ApiVersions round trips, all the
+while) waited for the broker meanwhile (before the console decompressed them off the
+loop: ~0.2 s a bomb, ~2 s a page over 10).
+
 A program, not a test: an in-process broker with HTTP on an ephemeral port,
 ``--events`` JSON events of ``--size`` bytes produced to one partition with
 confluent-kafka, then each request ``--repeat`` times with ``requests``; prints
 median and max milliseconds, and checks every answer (the page starts where it
 should, holds the events it should).
 
-    python -m bench.explorer [--events 200000] [--size 1024] [--repeat 15]
+    python -m bench.explorer [--events 200000] [--size 1024] [--repeat 15] [--bombs 10]
 """
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ import argparse
 import json
 import statistics
 import tempfile
+import threading
 import time
 
 import requests
@@ -32,6 +39,7 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=200_000)
     ap.add_argument("--size", type=int, default=1024)
     ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--bombs", type=int, default=10)
     args = ap.parse_args()
     n = args.events
     with tempfile.TemporaryDirectory() as tmp, EmulatedBroker(f"{tmp}/data", http=True) as broker:
@@ -96,6 +104,52 @@ def main() -> None:
             times.append((time.perf_counter() - t0) * 1000)
             assert r.json()["sequence_number"] == mid
         print(f"  {'one whole event':<38} {statistics.median(times):8.1f} ms  ({max(times):.1f})")
+        if args.bombs:
+            bombs(broker, args.bombs)
+
+
+def bombs(broker, count: int) -> None:
+    """Pages over ``count`` bombs, and how long another client waited meanwhile."""
+    import pytest
+
+    from kafka_wire import codec
+    from kafka_wire.log import records as rec
+    from tests.rawclient import RawClient
+    from tests.undecodable_batches import batch, bomb, produce, stored_unchecked
+
+    broker.create_hub("bombs", 1)
+    blob = bomb()
+    with pytest.MonkeyPatch.context() as mp, RawClient(broker.bootstrap_servers) as c:
+        stored_unchecked(mp)
+        for i in range(count):
+            assert produce(c, "bombs", batch([f"good{i}".encode()], codec_id=rec.ZSTD)).error_code == 0
+            assert produce(c, "bombs", blob).error_code == 0
+    base = f"{broker.http_url}/api/namespaces/emulatorNs1/hubs/bombs/partitions/0/events"
+    stop, waits = threading.Event(), []
+
+    def kafka_client():
+        with RawClient(broker.bootstrap_servers) as c:
+            while not stop.is_set():
+                t0 = time.perf_counter()
+                c.request(codec.ApiKey.ApiVersions, 0)
+                waits.append(time.perf_counter() - t0)
+    other = threading.Thread(target=kafka_client)
+    other.start()
+    try:
+        t0, pages, met, query = time.perf_counter(), 0, 0, {}
+        while True:
+            body = requests.get(base, params=query, timeout=120).json()
+            pages, met = pages + 1, met + len(body["unreadable_batches"])
+            if body["next_sequence_number"] > body["last_sequence_number"]:
+                break
+            query = {"from": "sequence", "value": body["next_sequence_number"]}
+        took = time.perf_counter() - t0
+    finally:
+        stop.set()
+        other.join()
+    assert met == count, (met, count)
+    print(f"  {f'{count} bombs, paged to the end':<38} {took * 1000:8.1f} ms  in {pages} pages; "
+          f"another client's longest wait {max(waits) * 1000:.1f} ms ({len(waits):,} round trips)")
 
 
 if __name__ == "__main__":

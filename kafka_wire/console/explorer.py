@@ -26,9 +26,11 @@ from kafka_wire.log import batch as rb
 from kafka_wire.log import errors as log_errors
 from kafka_wire.log.read_committed import CommittedFilter
 from kafka_wire.log.records import read_event_columns, records_bytes
+from kafka_wire.log_lines import RepeatedWarnings
 from kafka_wire.whole_numbers import whole_number
 
 log = logging.getLogger(__name__)
+_repeats = RepeatedWarnings(log)
 
 PAGE_DEFAULT = 50
 PAGE_MAX = 200                # ~20 ms of the event loop for 1 KiB events (python -m bench.explorer)
@@ -196,8 +198,10 @@ def walk(plog, start: int, upper: int | None = None, holding: bytes | None = Non
                 why = str(exc)
                 decoding_.unreadable(plog, position, header, why)
             if why is not None:
-                log.warning("console: the batch at sequence numbers %d..%d of %s cannot be read: %s",
-                            header.base_offset, header.last_offset, plog, why)
+                # Once a minute a batch at most, not at every page that shows it.
+                _repeats.warn(f"unreadable batch {header.base_offset}", str(plog),
+                              f"console: the batch at sequence numbers {header.base_offset}..{header.last_offset} "
+                              f"of {plog} cannot be read: {why}")
                 offset = header.last_offset + 1
                 yield Unreadable(header.base_offset, header.last_offset, why)
                 continue
