@@ -37,28 +37,31 @@ def sdk_first_event(runs: int, interval: float) -> list[float]:
     from kafka_wire.eventhubs import connection_string
     from kafka_wire.testing import broker as testing_broker
 
-    testing_broker.SWITCH_INTERVAL = interval
+    saved, testing_broker.SWITCH_INTERVAL = testing_broker.SWITCH_INTERVAL, interval
     took = []
-    with EmulatedBroker(in_memory=True, amqp=True) as b:
-        b.create_hub("bench", 1)
-        cs = connection_string.build(f"127.0.0.1:{b.amqp_port}", key_name="k", key="a2V5",
-                                     emulator=True)
-        with EventHubProducerClient.from_connection_string(cs, eventhub_name="bench") as p:
-            p.send_batch([EventData(b"x")], partition_id="0")
-        for _ in range(runs):
-            client = EventHubConsumerClient.from_connection_string(
-                cs, consumer_group="$Default", eventhub_name="bench", load_balancing_interval=1)
-            got = threading.Event()
-            thread = threading.Thread(target=client.receive, daemon=True, kwargs=dict(
-                on_event=lambda _c, e: e is not None and got.set(), partition_id="0",
-                starting_position="-1", max_wait_time=1))
-            started = time.perf_counter()
-            thread.start()
-            if not got.wait(30):
-                raise RuntimeError("no event in 30 s")
-            took.append(time.perf_counter() - started)
-            client.close()
-            thread.join(15)
+    try:
+        with EmulatedBroker(in_memory=True, amqp=True) as b:
+            b.create_hub("bench", 1)
+            cs = connection_string.build(f"127.0.0.1:{b.amqp_port}", key_name="k", key="a2V5",
+                                         emulator=True)
+            with EventHubProducerClient.from_connection_string(cs, eventhub_name="bench") as p:
+                p.send_batch([EventData(b"x")], partition_id="0")
+            for _ in range(runs):
+                client = EventHubConsumerClient.from_connection_string(
+                    cs, consumer_group="$Default", eventhub_name="bench", load_balancing_interval=1)
+                got = threading.Event()
+                thread = threading.Thread(target=client.receive, daemon=True, kwargs=dict(
+                    on_event=lambda _c, e: e is not None and got.set(), partition_id="0",
+                    starting_position="-1", max_wait_time=1))
+                started = time.perf_counter()
+                thread.start()
+                if not got.wait(30):
+                    raise RuntimeError("no event in 30 s")
+                took.append(time.perf_counter() - started)
+                client.close()
+                thread.join(15)
+    finally:  # (the module's value, for what runs after in this process)
+        testing_broker.SWITCH_INTERVAL = saved
     return took
 
 
