@@ -40,9 +40,9 @@ def get_session(master: str | None = None, app_name: str = "kafka-wire-capture",
         "spark.sql.streaming.stopGracefullyOnShutdown": "true",
         **(conf or {}),
     }
+    scratch = None
     if scratch_dir is not None:
         scratch = Path(scratch_dir).resolve()
-        scratch.mkdir(parents=True, exist_ok=True)
         settings.setdefault("spark.local.dir", str(scratch))
         java_options = settings.get("spark.driver.extraJavaOptions", "")
         settings["spark.driver.extraJavaOptions"] = f"{java_options} -Djava.io.tmpdir={scratch}".strip()
@@ -53,6 +53,10 @@ def get_session(master: str | None = None, app_name: str = "kafka-wire-capture",
             settings.setdefault("spark.driver.bindAddress", "127.0.0.1")
             settings.setdefault("spark.driver.host", "127.0.0.1")
     with _start_lock:
+        from pyspark import SparkContext
+
+        if scratch is not None and SparkContext._active_spark_context is None:
+            scratch.mkdir(parents=True, exist_ok=True)  # (a running JVM keeps its own: made only to start one)
         if log_file is not None:
             _start_context_logging_to(log_file, settings)
         builder = SparkSession.builder
