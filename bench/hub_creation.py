@@ -16,13 +16,16 @@ written into the data directory before the start as the door would have.
 ``--parked N --deletes D``: instead, what deleting a hub costs while long-poll Fetch
 requests wait on N other one-partition hubs (one Fetch a hub, each on its connection;
 ``--fetches F``: F connections, each parking one Fetch of N / F hubs): ms of
-TopicManager.delete, timed on the broker's loop, for D hubs no fetch waits on (for
-thousands of hubs give F: one connection a hub parks slowly).
+TopicManager.delete, timed on the broker's loop, for D hubs no fetch waits on. The broker
+runs in this process, so each connection takes two of its descriptors (the client's end and
+the broker's): past half the process's RLIMIT_NOFILE (20,000 here: 10,000 connections did not
+all connect, 9,000 parked at once) give F.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import socket
 import statistics
 import struct
@@ -79,6 +82,12 @@ def park(bootstrap: str, hubs: list[str]) -> socket.socket:
 
 
 def deletions(args) -> int:
+    per = max(1, args.parked // (args.fetches or args.parked or 1))
+    connections = -(-args.parked // per)
+    room = resource.getrlimit(resource.RLIMIT_NOFILE)[0] - 512  # (the broker's own files)
+    if 2 * connections > room:
+        raise SystemExit(f"{connections} connections take {2 * connections} descriptors here (both "
+                         f"ends), more than the {room} this process may open: give --fetches")
     with tempfile.TemporaryDirectory(prefix="hub-deletion-", dir="/dev/shm") as tmp:
         data_dir = Path(tmp)
         logs = LogManager(data_dir / NAMESPACE, LogConfig())
@@ -93,7 +102,6 @@ def deletions(args) -> int:
         bounds = Bounds(hubs_per_namespace=total, partitions_per_namespace=total)
         with EmulatedBroker(data_dir, bounds=bounds) as broker:
             topics = broker.broker.services.default.topics
-            per = max(1, args.parked // (args.fetches or args.parked or 1))
             names = [f"parked-{i:05d}" for i in range(args.parked)]
             socks = [park(broker.bootstrap_servers, names[i:i + per]) for i in range(0, len(names), per)]
             deadline = time.monotonic() + 60
