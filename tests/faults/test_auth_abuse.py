@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import selectors
 import socket
 import struct
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import kafka.errors as Errors
 from confluent_kafka import Producer
@@ -44,34 +46,82 @@ def _good_conf(bootstrap: str) -> dict:
 _GARBAGE = random.Random(56).randbytes(64)  # seeded: the same token every run
 
 
-def _attempt(port: int, kind: int) -> str:
-    """One failed authentication; how the broker answered it."""
-    with RawClient(f"127.0.0.1:{port}", timeout=10) as c:
-        try:
-            if kind == 0:    # wrong key
-                hs = c.request(codec.ApiKey.SaslHandshake, 1, mechanism="PLAIN")
-                assert hs.error_code == 0
-                r = c.request(codec.ApiKey.SaslAuthenticate, 2,
-                              auth_bytes=b"\x00$ConnectionString\x00" + WRONG_CS.encode())
-                return f"error {r.error_code}"
-            if kind == 1:    # garbage token
-                c.request(codec.ApiKey.SaslHandshake, 1, mechanism="PLAIN")
-                r = c.request(codec.ApiKey.SaslAuthenticate, 2, auth_bytes=_GARBAGE)
-                return f"error {r.error_code}"
-            if kind == 2:    # unknown mechanism
-                r = c.request(codec.ApiKey.SaslHandshake, 1, mechanism="SCRAM-SHA-512")
-                return f"error {r.error_code}"
-            if kind == 3:    # authenticate without handshake
-                r = c.request(codec.ApiKey.SaslAuthenticate, 2, auth_bytes=b"\x00a\x00b")
-                return f"error {r.error_code}"
-            # v0: bare token after the handshake; a refusal closes the connection
-            c.request(codec.ApiKey.SaslHandshake, 0, mechanism="PLAIN")
-            token = b"\x00$ConnectionString\x00" + WRONG_CS.encode()
-            c.send_raw(struct.pack(">i", len(token)) + token)
-            c.read_frame()
-            return "accepted"
-        except (ConnectionError, OSError):
-            return "closed"
+def _attempt(port: int, kind: int, v0: "_V0Verdicts") -> str | None:
+    """One failed authentication; how the broker answered it (None: a v0 attempt, whose
+    verdict ``v0`` gives later)."""
+    c = RawClient(f"127.0.0.1:{port}", timeout=10)
+    try:
+        if kind == 0:    # wrong key
+            hs = c.request(codec.ApiKey.SaslHandshake, 1, mechanism="PLAIN")
+            assert hs.error_code == 0
+            r = c.request(codec.ApiKey.SaslAuthenticate, 2,
+                          auth_bytes=b"\x00$ConnectionString\x00" + WRONG_CS.encode())
+            return f"error {r.error_code}"
+        if kind == 1:    # garbage token
+            c.request(codec.ApiKey.SaslHandshake, 1, mechanism="PLAIN")
+            r = c.request(codec.ApiKey.SaslAuthenticate, 2, auth_bytes=_GARBAGE)
+            return f"error {r.error_code}"
+        if kind == 2:    # unknown mechanism
+            r = c.request(codec.ApiKey.SaslHandshake, 1, mechanism="SCRAM-SHA-512")
+            return f"error {r.error_code}"
+        if kind == 3:    # authenticate without handshake
+            r = c.request(codec.ApiKey.SaslAuthenticate, 2, auth_bytes=b"\x00a\x00b")
+            return f"error {r.error_code}"
+        # v0: bare token after the handshake; a refusal closes the connection
+        c.request(codec.ApiKey.SaslHandshake, 0, mechanism="PLAIN")
+        token = b"\x00$ConnectionString\x00" + WRONG_CS.encode()
+        c.send_raw(struct.pack(">i", len(token)) + token)
+        v0.add(c)
+        c = None
+        return None
+    except (ConnectionError, OSError):
+        return "closed"
+    finally:
+        if c is not None:
+            c.close()
+
+
+class _V0Verdicts:
+    """An attacker's v0 attempts awaiting their verdict: v0 has no error answer, a refusal
+    is only the close, failed_authentication_delay_ms (100 ms) after the token. The
+    attacker goes on meanwhile instead of sitting out each delay (600 in a row)."""
+
+    def __init__(self) -> None:
+        self._sel = selectors.DefaultSelector()
+
+    def add(self, c: RawClient) -> None:
+        # The 10 s the other attempts' socket timeout allows.
+        self._sel.register(c.sock, selectors.EVENT_READ, (c, time.monotonic() + 10))
+
+    def pending(self) -> int:
+        return len(self._sel.get_map())
+
+    def take(self, wait: float) -> list[str]:
+        """The verdicts that came within ``wait`` s (and those of attempts past their 10 s):
+        "accepted" for any answer, "closed" for a close (or a silent socket, as a timeout
+        is for the other attempts)."""
+        out = []
+        for key, _ in self._sel.select(wait):
+            try:
+                out.append("accepted" if key.fileobj.recv(1) else "closed")
+            except OSError:
+                out.append("closed")
+            self._drop(key)
+        now = time.monotonic()
+        for key in list(self._sel.get_map().values()):
+            if now > key.data[1]:
+                out.append("closed")
+                self._drop(key)
+        return out
+
+    def _drop(self, key) -> None:
+        self._sel.unregister(key.fileobj)
+        key.data[0].close()
+
+    def close(self) -> None:
+        for key in list(self._sel.get_map().values()):
+            self._drop(key)
+        self._sel.close()
 
 
 def test_failed_sasl_attempts_are_refused_without_slowing_authenticated_clients(tmp_path):
@@ -84,16 +134,28 @@ def test_failed_sasl_attempts_are_refused_without_slowing_authenticated_clients(
     counter = [0]
 
     def attacker(n: int) -> None:
-        while not stop.is_set():
+        v0 = _V0Verdicts()
+
+        def count(kind: int, outs: list[str]) -> None:
             with lock:
-                if counter[0] >= attempts_target:
-                    return
-                counter[0] += 1
-                kind = counter[0] % 5
-            out = _attempt(port, kind)
-            with lock:
-                key = f"kind{kind}:{out}"
-                outcomes[key] = outcomes.get(key, 0) + 1
+                for out in outs:
+                    key = f"kind{kind}:{out}"
+                    outcomes[key] = outcomes.get(key, 0) + 1
+        try:
+            while not stop.is_set():
+                with lock:
+                    if counter[0] >= attempts_target:
+                        break
+                    counter[0] += 1
+                    kind = counter[0] % 5
+                out = _attempt(port, kind, v0)
+                if out is not None:
+                    count(kind, [out])
+                count(4, v0.take(0))
+            while v0.pending() and not stop.is_set():
+                count(4, v0.take(1))
+        finally:
+            v0.close()
 
     def latencies(p: Producer, n: int) -> list[float]:
         out = []
@@ -186,28 +248,36 @@ def test_no_request_on_unauthenticated_connection_reaches_a_handler(tmp_path):
             frames.append((api_key, version, body))
 
     build()
+
+    def unauthenticated(bootstrap: str, api_key: int, version: int, body: bytes, prelude: str):
+        with RawClient(bootstrap) as c:
+            data = b""
+            if prelude != "none":
+                data += c.frame(codec.ApiKey.SaslHandshake, 1, b"\x00\x05PLAIN")
+            if prelude == "failed-auth":
+                token = b"\x00$ConnectionString\x00" + WRONG_CS.encode()
+                data += c.frame(codec.ApiKey.SaslAuthenticate, 0,
+                                struct.pack(">i", len(token)) + token)
+            data += c.frame(api_key, version, body)   # pipelined behind
+            try:
+                c.send_raw(data)
+            except OSError:
+                pass
+            return f"api {api_key} v{version} ({prelude})", _closed_after_answers(c.sock)
+
     sent = 0
     try:
         with EmulatedBroker(tmp_path / "data", config_file=CONFIG_JSON) as broker:
-            for api_key, version, body in frames:
-                for prelude in ("none", "handshake", "failed-auth"):
-                    with RawClient(broker.bootstrap_servers) as c:
-                        data = b""
-                        if prelude != "none":
-                            data += c.frame(codec.ApiKey.SaslHandshake, 1,
-                                            b"\x00\x05PLAIN")
-                        if prelude == "failed-auth":
-                            token = b"\x00$ConnectionString\x00" + WRONG_CS.encode()
-                            data += c.frame(codec.ApiKey.SaslAuthenticate, 0,
-                                            struct.pack(">i", len(token)) + token)
-                        data += c.frame(api_key, version, body)   # pipelined behind
-                        try:
-                            c.send_raw(data)
-                        except OSError:
-                            pass
-                        assert _closed_after_answers(c.sock), \
-                            f"api {api_key} v{version} ({prelude}) left open"
-                        sent += 1
+            # Side by side: a failed authentication closes its connection only after
+            # failed_authentication_delay_ms (100 ms), 205 times in a row otherwise.
+            with ThreadPoolExecutor(16) as pool:
+                outcomes = list(pool.map(
+                    lambda case: unauthenticated(broker.bootstrap_servers, *case),
+                    [(*frame, prelude) for frame in frames
+                     for prelude in ("none", "handshake", "failed-auth")]))
+            for case, closed in outcomes:
+                assert closed, f"{case} left open"
+                sent += 1
             assert not calls, f"handlers reached before authentication: {calls[:10]}"
             # Control: the spies do see requests once the connection authenticated.
             with RawClient(broker.bootstrap_servers) as c:
