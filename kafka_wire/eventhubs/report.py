@@ -6,8 +6,9 @@ refused the request (``enforced``); relaxed ones let it through and the entry
 says what Event Hubs would have done. Entries go to
 ``DATA_DIR/compatibility-report.json`` (merged across restarts; a new kind of
 violation is written at once, added at the file's end; repeats on a timer and at
-shutdown, which rewrite it whole) and to the log (the first of each kind, then at
-most once a minute with the count).
+shutdown, which rewrite it whole; a crash in the middle of an addition loses at most
+that entry: the next start reads the file up to it and the next write makes it whole)
+and to the log (the first of each kind, then at most once a minute with the count).
 ``kafka-wire report --data-dir DIR`` prints it.
 
 An entry names its rule and its protocol-neutral ``reason`` (a
@@ -39,6 +40,8 @@ _FLUSH_MS = 5_000
 # How the file ends when it holds entries (json.dumps({"entries": [...]}, indent=1)):
 # a new entry is written over it, followed by it again.
 _TAIL = "\n ]\n}"
+# How an entry ends there: no value holds a raw newline (escaped), nested ones are deeper.
+_ENTRY_END = b"\n  }"
 
 
 def _iso(ms: int) -> str:
@@ -140,7 +143,8 @@ class CompatibilityReport:
             if os.fstat(fd).st_size != size or os.pread(fd, len(_TAIL), at) != _TAIL.encode():
                 return False  # (changed by another hand)
             try:
-                # One write, over the tail and past it: the file is whole before and after.
+                # One write, over the tail and past it: the file is whole before and after
+                # (cut by a crash within it, it ends at an entry's end: see _recovered).
                 written = os.pwrite(fd, block, at)
             except OSError:
                 written = -1
@@ -189,20 +193,63 @@ def load(path: Path) -> list[dict]:
     if path.is_dir():
         path = path / REPORT_FILE
     for attempt in range(2):
+        raw = None
         try:
-            data = json.loads(path.read_text())
+            raw = path.read_bytes()
+            data = json.loads(raw.decode())
             break
         except FileNotFoundError:
             return []
         except (OSError, ValueError) as exc:
             # Once more: a read can meet a new entry being written at the end (one write,
             # done at once), which the second finds whole.
-            if attempt:
-                log.warning("ignoring unreadable compatibility report %s: %s", path, exc)
-                return []
-    entries = [e for e in data.get("entries", []) if isinstance(e, dict) and "rule" in e]
+            error = exc
+    else:
+        data = _recovered(path, raw) if raw is not None else None
+        if data is None:
+            log.warning("ignoring unreadable compatibility report %s: %s", path, error)
+            return []
+    entries = data.get("entries") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        log.warning("ignoring compatibility report %s: not {\"entries\": [...]}", path)
+        return []
+    entries = [e for e in entries if isinstance(e, dict) and "rule" in e and "namespace" in e]
     # New entries are added at the end; the file's whole rewrites keep this order.
     return sorted(entries, key=_order)
+
+
+def _recovered(path: Path, raw: bytes) -> dict | None:
+    """The report as it was before the append a crash cut (a kill or a power loss in
+    ``_append``'s write), or None when ``raw`` is not the report's own writing so cut.
+
+    The file is then the report up to the end of an entry, followed by the cut write: the
+    new entry's first bytes, or the whole entry without all of its tail (kept), or, after
+    a power loss, the old tail with the entry's later bytes or zeros past it. So the end of
+    one of the last two entries, with the tail put back, is the report before the cut. Only
+    a prefix that ``json.dumps(..., indent=1)`` writes again byte for byte counts: a file
+    edited by hand is not cut back to some entry of its."""
+    end = len(raw)
+    for _ in range(2):
+        end = raw.rfind(_ENTRY_END, 0, end)
+        if end < 0:
+            return None
+        text = raw[:end + len(_ENTRY_END)] + _TAIL.encode()
+        try:
+            data = json.loads(text.decode("ascii"))
+        except ValueError:
+            continue
+        if (json.dumps(data, indent=1).encode() != text or not isinstance(data, dict)
+                or not isinstance(data.get("entries"), list)):
+            continue
+        cut = raw[end + len(_ENTRY_END):]
+        if _TAIL.encode().startswith(cut):  # (only the tail was cut: no entry lost)
+            log.warning("compatibility report %s: a crash cut its end; read all its %d entries",
+                        path, len(data["entries"]))
+        else:
+            log.warning("compatibility report %s: a crash cut the entry being added; dropped "
+                        "it, read the %d whole entries before it", path, len(data["entries"]))
+        return data
+    return None
 
 
 def _order(e: dict) -> tuple:
