@@ -338,35 +338,122 @@ def records_bytes(batch, header: BatchHeader) -> bytes:
     return decompress(header.compression, memoryview(batch)[rb.HEADER_SIZE : header.size])
 
 
+# Where a record whose length is a varint of one byte ends, less where it starts, by that
+# byte; of two bytes, less where it starts and 64 times the second byte, by the first one.
+# A negative length's (an odd first byte) is far before any record: the fields never end there.
+_ENDS = [-(1 << 62) if b & 1 else (1 + (b >> 1) if b < 0x80 else (b >> 1) - 62) for b in range(256)]
+
+
 def read_records(batch, header: BatchHeader) -> list[Record]:
     """Every record of the batch at the start of ``batch``. Raises CorruptRecord
-    if they do not parse, UnsupportedCodec if the codec is missing."""
+    if they do not parse, UnsupportedCodec if the codec is missing.
+
+    The rule is Kafka's (DefaultRecord.readFrom and the batch's record iterator),
+    and every reader's (read_event_columns, the AMQP receivers' batch_events): each of
+    records_count records parses in full, headers included, and ends exactly where
+    its length says; no byte follows the last one. The cleaner keeps a batch it
+    cannot read as it is, so it never rewrites one the readers refuse into one they
+    read (or the other way round)."""
     data = records_bytes(batch, header)
+    varint, ends = read_varint, _ENDS
     out: list[Record] = []
-    p, end = 0, len(data)
+    add = out.append
+    p = 0
     try:
         for _ in range(header.records_count):
+            # Varints of one or two bytes (nearly all) are read inline, as read_event_columns does
             start = p
-            length, p = read_varint(data, p)
-            stop = p + length
-            if length < 6 or stop > end:
-                raise IndexError("record length out of range")
-            p += 1  # attributes
-            ts_delta, p = read_varint(data, p)
-            offset_delta, p = read_varint(data, p)
-            key_len, p = read_varint(data, p)
-            key = None
-            if key_len >= 0:
-                key = data[p : p + key_len]
-                p += key_len
-            value_len, p = read_varint(data, p)
-            if p + max(value_len, 0) > stop:
-                raise IndexError("value runs past the record")
-            out.append(Record(offset_delta, ts_delta, key, value_len < 0, data[start:stop]))
-            p = stop
+            b = data[p]  # the length: where the fields must end
+            if b < 0x80:
+                stop = p + ends[b]
+                p += 2  # (past the attributes)
+            elif (z := data[p + 1]) < 0x80:
+                stop = p + ends[b] + (z << 6)
+                p += 3
+            else:
+                n, p = varint(data, p)
+                stop, p = p + n, p + 1
+            b = data[p]
+            if b < 0x80:
+                ts_delta, p = (b >> 1) ^ -(b & 1), p + 1
+            elif data[p + 1] < 0x80:
+                z = (b & 0x7F) | (data[p + 1] << 7)
+                ts_delta, p = (z >> 1) ^ -(z & 1), p + 2
+            else:
+                ts_delta, p = varint(data, p)
+            b = data[p]
+            if b < 0x80:
+                offset_delta, p = (b >> 1) ^ -(b & 1), p + 1
+            elif data[p + 1] < 0x80:
+                z = (b & 0x7F) | (data[p + 1] << 7)
+                offset_delta, p = (z >> 1) ^ -(z & 1), p + 2
+            else:
+                offset_delta, p = varint(data, p)
+            b = data[p]
+            if b == 1:  # a null key (-1)
+                key, p = None, p + 1
+            else:
+                n, p = varint(data, p)
+                key = None
+                if n >= 0:
+                    key = data[p:p + n]
+                    p += n
+            b = data[p]
+            if b < 0x80:
+                n, p = (b >> 1) ^ -(b & 1), p + 1
+            elif data[p + 1] < 0x80:
+                z = (b & 0x7F) | (data[p + 1] << 7)
+                n, p = (z >> 1) ^ -(z & 1), p + 2
+            else:
+                n, p = varint(data, p)
+            if n > 0:
+                p += n
+            if data[p]:
+                p = _skip_headers(data, p)
+            else:
+                p += 1
+            if p != stop:
+                raise IndexError(_misfit(data, start, p))
+            add(Record(offset_delta, ts_delta, key, n < 0, data[start:stop]))
+        if p != len(data):
+            raise IndexError(f"{len(data) - p} bytes follow the last of {header.records_count} records")
     except IndexError as exc:
         raise CorruptRecord(f"records of the batch at offset {header.base_offset} do not parse: {exc}") from None
     return out
+
+
+def _misfit(data, start: int, p: int) -> str:
+    """Why the record at ``start``, whose fields end at ``p``, is refused (Kafka's words)."""
+    length, body = read_varint(data, start)
+    return f"invalid record size: expected to read {length} bytes in record payload, but instead read {p - body}"
+
+
+def _skip_headers(data, p: int) -> int:
+    """Where the headers whose count is at ``p`` end; IndexError unless they parse
+    (a negative count or name length: Kafka refuses them too)."""
+    count, p = read_varint(data, p)
+    if count < 0:
+        raise IndexError(f"invalid number of record headers: {count}")
+    if count > len(data) - p:  # (two bytes a header at least: never a long walk)
+        raise IndexError("the headers run past the batch")
+    varint = read_varint
+    for _ in range(count):
+        b = data[p]
+        if b < 0x80 and not b & 1:  # a name's length of one byte (most), not negative
+            p += 1 + (b >> 1)
+        else:
+            n, p = varint(data, p)
+            if n < 0:
+                raise IndexError("a header's name has a negative length")
+            p += n
+        b = data[p]
+        if b < 0x80:
+            p += 1 + (0 if b & 1 else b >> 1)  # (odd: a null value, or -2 and less)
+        else:
+            n, p = varint(data, p)
+            if n > 0:
+                p += n
+    return p
 
 
 def read_events(batch, header: BatchHeader) -> list[tuple[int, bytes | None, bytes | None, list]]:
@@ -388,7 +475,8 @@ def read_event_columns(batch, header: BatchHeader, offsets: list, keys: list, he
     (None where null) to the lists: what an Event Hubs reader needs, without
     building kafka-python's record objects (Capture's hot loop: ~1.5 µs a record).
     Varints of one or two bytes (nearly all: lengths under 8 KiB, deltas under
-    8,192) are read inline. Raises CorruptRecord if the records do not parse,
+    8,192) are read inline. Raises CorruptRecord if the records do not parse by
+    Kafka's rule (``read_records``': a record ends where its length says),
     UnsupportedCodec if the codec is missing.
 
     ``max_headers``: a record's headers past its first ``max_headers`` are not read
@@ -396,14 +484,23 @@ def read_event_columns(batch, header: BatchHeader, offsets: list, keys: list, he
     each to read: the console shows 100); ``header_counts[i]`` then says how many
     the record whose headers are ``headers[i]`` has (only those cut are entered)."""
     data = records_bytes(batch, header)
-    varint = read_varint
+    varint, ends = read_varint, _ENDS
     add_offset, add_key, add_headers, add_value = offsets.append, keys.append, headers.append, values.append
     p = 0
     try:
         for _ in range(header.records_count):
-            start = p  # (where a record cut at max_headers finds its length again)
-            # length (the fields say where the record ends), attributes
-            p += 2 if data[p] < 0x80 else (3 if data[p + 1] < 0x80 else varint(data, p)[1] - p + 1)
+            start = p
+            # length (where the fields must end), attributes
+            b = data[p]
+            if b < 0x80:
+                stop = p + ends[b]
+                p += 2
+            elif (z := data[p + 1]) < 0x80:
+                stop = p + ends[b] + (z << 6)
+                p += 3
+            else:
+                n, p = varint(data, p)
+                stop, p = p + n, p + 1
             # timestamp delta: skipped (readers use the batch's time)
             p += 1 if data[p] < 0x80 else (2 if data[p + 1] < 0x80 else varint(data, p)[1] - p)
             b = data[p]
@@ -444,8 +541,12 @@ def read_event_columns(batch, header: BatchHeader, offsets: list, keys: list, he
             if data[p] == 0:
                 add_headers([])
                 p += 1
+                if p != stop:
+                    raise IndexError(_misfit(data, start, p))
                 continue
             count, p = varint(data, p)
+            if count < 0:
+                raise IndexError(f"invalid number of record headers: {count}")
             hs = []
             for _ in range(count if count <= max_headers else max_headers):
                 b = data[p]
@@ -463,13 +564,13 @@ def read_event_columns(batch, header: BatchHeader, offsets: list, keys: list, he
                 else:
                     hs.append((name, None))
             if count > max_headers:
-                n, end = varint(data, start)
-                end += n
-                if end < p:
+                if stop < p:
                     raise IndexError("a record's headers run past its length")
-                p = end  # (past the end of the records: the check below)
+                p = stop  # (past the end of the records: the check below)
                 if header_counts is not None:
                     header_counts[len(headers)] = count
+            elif p != stop:
+                raise IndexError(_misfit(data, start, p))
             add_headers(hs)
         if p != len(data):  # (as Kafka's record iterator: garbage is seldom read to the exact end)
             raise IndexError("records run past the batch" if p > len(data) else
