@@ -12,6 +12,7 @@ import pytest
 from azure.eventhub import EventData, EventHubConsumerClient, EventHubProducerClient
 from azure.eventhub._buffered_producer._partition_resolver import generate_hash_code
 from azure.eventhub.exceptions import AuthenticationError, ConnectionLostError
+from confluent_kafka import Producer
 
 from kafka_wire.eventhubs import sas
 from kafka_wire.eventhubs.partition_key import key_hash, partition_for_key
@@ -47,10 +48,15 @@ def attached(broker, hub: str, partition: int = 0, group: str = "$default",
 
 
 def send_one_by_one(broker, hub: str, bodies: list[str], partition_id: str = "0") -> None:
-    with producer(broker, hub) as p:
-        for body in bodies:
-            p.send_batch([EventData(body)], partition_id=partition_id)
-            time.sleep(0.003)  # distinct enqueued times
+    """Each body acknowledged before the next, over Kafka: the tests that call this read with
+    the SDK (its sending is pinned above), and a new SDK producer takes ~1 s to open."""
+    p = Producer({"bootstrap.servers": broker.bootstrap_servers, "security.protocol": "SASL_PLAINTEXT",
+                  "sasl.mechanism": "PLAIN", "sasl.username": "$ConnectionString",
+                  "sasl.password": broker.connection_string(), "linger.ms": 0})
+    for body in bodies:
+        p.produce(hub, body.encode(), partition=int(partition_id))
+        assert p.flush(10) == 0
+        time.sleep(0.003)  # distinct enqueued times
 
 
 def test_hub_and_partition_properties(broker):
