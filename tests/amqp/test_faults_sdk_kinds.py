@@ -33,7 +33,7 @@ from azure.eventhub.exceptions import EventDataSendError, OperationTimeoutError
 from kafka_wire.eventhubs import sas
 
 from .conftest import ROOT, sdk_cs, wait_for
-from .test_faults_sdk import hub, read_all, receiving, send  # noqa: F401  (fixtures)
+from .test_faults_sdk import hub, kafka_send, read_all, receiving, send  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.usefixtures("no_faults")
 
@@ -88,8 +88,7 @@ def test_a_slow_append_holds_its_sender_only(broker, hub):
 
 
 def test_an_unavailable_partition_is_retried_by_the_producer_until_it_returns(broker, hub):
-    with EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name=hub) as producer:
-        send(producer, [0])
+    kafka_send(broker, hub, [0])
     broker.faults.add("partition-unavailable", scope={"hub": hub, "partition": 0}, count=1000,
                       for_ms=1500)
     with EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name=hub) as producer:
@@ -101,8 +100,7 @@ def test_an_unavailable_partition_is_retried_by_the_producer_until_it_returns(br
 
 
 def test_an_unavailable_partition_is_retried_by_the_receiver_and_nothing_is_lost(broker, hub):
-    with EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name=hub) as producer:
-        send(producer, range(3))
+    kafka_send(broker, hub, range(3))
     broker.faults.add("partition-unavailable", scope={"hub": hub, "consumer_group": "$Default"},
                       count=2)
     with receiving(broker, hub) as (got, errors):
@@ -140,14 +138,13 @@ def test_a_withheld_disposition_on_a_link_that_has_sent_is_sent_again_and_double
 
 def test_withheld_flow_delays_a_receiver_without_losing_or_reordering(broker, hub):
     with receiving(broker, hub, stamped=True) as (got, errors):
-        with EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name=hub) as producer:
-            send(producer, [0])
-            assert wait_for(lambda: got, 20)
-            broker.faults.add("withhold-flow", scope={"hub": hub, "consumer_group": "$Default"},
-                              params={"ms": 1500})
-            sent = time.monotonic()
-            send(producer, [1, 2])
-            assert wait_for(lambda: len(got) >= 3, 20), got
+        kafka_send(broker, hub, [0])
+        assert wait_for(lambda: got, 20)
+        broker.faults.add("withhold-flow", scope={"hub": hub, "consumer_group": "$Default"},
+                          params={"ms": 1500})
+        sent = time.monotonic()
+        kafka_send(broker, hub, [1, 2])
+        assert wait_for(lambda: len(got) >= 3, 20), got
     assert [v for v, _ in got] == [0, 1, 2] and errors == []
     assert got[1][1] - sent >= 1.3, got[1][1] - sent
     assert [f["kind"] for f in broker.faults.fired] == ["withhold-flow"]
