@@ -223,9 +223,13 @@ def _publish(publications: list, timeout_ms: int, ctx, faults) -> int:
         accepted = []
         for publication in publications:
             view, idx, records, headers, invalid, parts, slot = publication
-            admission = policy.produce(
-                principal, view.name, None if invalid else summarize(headers, len(records)), timeout_ms,
-                client_id, lambda records=records: record_keys(records))
+            try:  # (a publisher's keys are read from the records: they may not parse)
+                admission = policy.produce(
+                    principal, view.name, None if invalid else summarize(headers, len(records)), timeout_ms,
+                    client_id, lambda records=records: record_keys(records))
+            except log_errors.LogError as exc:
+                parts[slot] = _part(idx, for_log_error(exc), message=str(exc) or None)
+                continue
             ctx.throttled_by(view.name, admission.throttle_ms)
             if admission.denial:
                 code, message = kafka_error(admission.denial)

@@ -211,3 +211,24 @@ def test_publisher_token_cannot_send_another_key(broker):
     assert err is not None and err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
     err = produce_one(conf, "payments", b"bad", key=b"device-1", timeout=3)
     assert err is not None and err.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+@pytest.mark.parametrize("shape", ["records that do not parse", "a byte after the last record"])
+def test_publisher_token_with_unreadable_records_gets_corrupt_message(broker, shape):
+    """A publisher's keys are read to check them: records that cannot be read answer
+    CORRUPT_MESSAGE for their partition (as Kafka refuses them), and the connection
+    goes on serving."""
+    from tests.undecodable_batches import batch, produce
+
+    password = token_cs(f"https://{HOST}/orders/publishers/device-1", "RootManageSharedAccessKey",
+                        ROOT_KEY)
+    good = batch([b"v"], key=b"device-1")
+    if shape == "records that do not parse":
+        blob = batch([b"x", b"y"], body=b"\x7f" * 40, key=b"device-1")
+    else:
+        blob = batch([b"v"], body=good[61:] + b"\x00", key=b"device-1")
+    with RawClient(broker.bootstrap_servers) as c:
+        assert sasl_raw(c, password).error_code == 0
+        answer = produce(c, "orders", blob)
+        assert answer.error_code == Errors.CorruptRecordError.errno, answer
+        assert produce(c, "orders", good).error_code == 0  # the same connection, served
