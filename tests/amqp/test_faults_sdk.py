@@ -183,7 +183,8 @@ def test_a_stolen_receiver_reports_connection_lost_and_stops(broker, hub):
 
 def test_a_failed_management_read_is_retried(broker, hub):
     broker.faults.add("management-fail", scope={"hub": hub}, count=1, params={"status": 503})
-    producer = EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name=hub)
+    producer = EventHubProducerClient.from_connection_string(sdk_cs(broker), eventhub_name=hub,
+                                                             retry_backoff_factor=BACKOFF)
     with producer:
         assert producer.get_partition_ids() == ["0"]
     fired = broker.faults.fired
