@@ -220,8 +220,7 @@ def test_latest_reads_only_what_comes_after(broker):
 
 def test_receive_batch(broker):
     broker.create_hub("rbatch", 1)
-    with producer(broker, "rbatch") as p:
-        p.send_batch([EventData(str(i)) for i in range(30)])
+    send_one_by_one(broker, "rbatch", [str(i) for i in range(30)])
     client = consumer(broker, "rbatch")
     batches: list = []
     thread = threading.Thread(target=client.receive_batch, kwargs=dict(
