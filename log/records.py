@@ -341,7 +341,7 @@ def records_bytes(batch, header: BatchHeader) -> bytes:
 # Where a record whose length is a varint of one byte ends, less where it starts, by that
 # byte; of two bytes, less where it starts and 64 times the second byte, by the first one.
 # A negative length's (an odd first byte) is far before any record: the fields never end there.
-_ENDS = [-(1 << 62) if b & 1 else (1 + (b >> 1) if b < 0x80 else (b >> 1) - 62) for b in range(256)]
+LENGTH_ENDS = [-(1 << 62) if b & 1 else (1 + (b >> 1) if b < 0x80 else (b >> 1) - 62) for b in range(256)]
 
 
 def read_records(batch, header: BatchHeader) -> list[Record]:
@@ -355,7 +355,7 @@ def read_records(batch, header: BatchHeader) -> list[Record]:
     cannot read as it is, so it never rewrites one the readers refuse into one they
     read (or the other way round)."""
     data = records_bytes(batch, header)
-    varint, ends = read_varint, _ENDS
+    varint, ends = read_varint, LENGTH_ENDS
     out: list[Record] = []
     add = out.append
     p = 0
@@ -413,7 +413,7 @@ def read_records(batch, header: BatchHeader) -> list[Record]:
             else:
                 p += 1
             if p != stop:
-                raise IndexError(_misfit(data, start, p))
+                raise IndexError(misfit(data, start, p))
             add(Record(offset_delta, ts_delta, key, n < 0, data[start:stop]))
         if p != len(data):
             raise IndexError(f"{len(data) - p} bytes follow the last of {header.records_count} records")
@@ -422,7 +422,7 @@ def read_records(batch, header: BatchHeader) -> list[Record]:
     return out
 
 
-def _misfit(data, start: int, p: int) -> str:
+def misfit(data, start: int, p: int) -> str:
     """Why the record at ``start``, whose fields end at ``p``, is refused (Kafka's words)."""
     length, body = read_varint(data, start)
     return f"invalid record size: expected to read {length} bytes in record payload, but instead read {p - body}"
@@ -484,7 +484,7 @@ def read_event_columns(batch, header: BatchHeader, offsets: list, keys: list, he
     each to read: the console shows 100); ``header_counts[i]`` then says how many
     the record whose headers are ``headers[i]`` has (only those cut are entered)."""
     data = records_bytes(batch, header)
-    varint, ends = read_varint, _ENDS
+    varint, ends = read_varint, LENGTH_ENDS
     add_offset, add_key, add_headers, add_value = offsets.append, keys.append, headers.append, values.append
     p = 0
     try:
@@ -542,7 +542,7 @@ def read_event_columns(batch, header: BatchHeader, offsets: list, keys: list, he
                 add_headers([])
                 p += 1
                 if p != stop:
-                    raise IndexError(_misfit(data, start, p))
+                    raise IndexError(misfit(data, start, p))
                 continue
             count, p = varint(data, p)
             if count < 0:
@@ -570,7 +570,7 @@ def read_event_columns(batch, header: BatchHeader, offsets: list, keys: list, he
                 if header_counts is not None:
                     header_counts[len(headers)] = count
             elif p != stop:
-                raise IndexError(_misfit(data, start, p))
+                raise IndexError(misfit(data, start, p))
             add_headers(hs)
         if p != len(data):  # (as Kafka's record iterator: garbage is seldom read to the exact end)
             raise IndexError("records run past the batch" if p > len(data) else

@@ -20,7 +20,7 @@ from kafka_wire.amqp import messages
 from kafka_wire.log import batch as rb
 from kafka_wire.log.batch import BatchHeader, read_varint
 from kafka_wire.log.errors import CorruptRecord
-from kafka_wire.log.records import encode_varint, records_bytes
+from kafka_wire.log.records import LENGTH_ENDS, encode_varint, misfit, records_bytes
 
 __all__ = ["batch_events", "SharedEvents"]
 
@@ -67,12 +67,22 @@ def batch_events(data, header: BatchHeader, skip: int, position: int, append_ms:
     pack = _SEQ_OFFSET.pack
     encode = messages.encode_event
     plain = messages._plain_event
-    varint = read_varint
+    varint, ends = read_varint, LENGTH_ENDS
     p = 0
     try:
         for _ in range(header.records_count):
-            # length (the fields say where the record ends), attributes
-            p += 2 if recs[p] < 0x80 else (3 if recs[p + 1] < 0x80 else varint(recs, p)[1] - p + 1)
+            start = p
+            # length (where the fields must end: log.records' rule, Kafka's), attributes
+            b = recs[p]
+            if b < 0x80:
+                stop = p + ends[b]
+                p += 2
+            elif (z := recs[p + 1]) < 0x80:
+                stop = p + ends[b] + (z << 6)
+                p += 3
+            else:
+                n, p = varint(recs, p)
+                stop, p = p + n, p + 1
             # timestamp delta: skipped (readers use the batch's time)
             p += 1 if recs[p] < 0x80 else (2 if recs[p + 1] < 0x80 else varint(recs, p)[1] - p)
             b = recs[p]
@@ -106,6 +116,8 @@ def batch_events(data, header: BatchHeader, skip: int, position: int, append_ms:
                 p += 1
             else:
                 count, p = varint(recs, p)
+                if count < 0:
+                    raise IndexError(f"invalid number of record headers: {count}")
                 headers = []
                 for _ in range(count):
                     n, p = varint(recs, p)
@@ -118,6 +130,8 @@ def batch_events(data, header: BatchHeader, skip: int, position: int, append_ms:
                         p += n
                     else:
                         headers.append((name, None))
+            if p != stop:
+                raise IndexError(misfit(recs, start, p))
             if delta < skip:
                 continue
             sequence = base + delta
