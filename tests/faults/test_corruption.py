@@ -39,8 +39,11 @@ def _produce(bootstrap: str, values: list[bytes]) -> list[int]:
 
 
 def _read(bootstrap: str, timeout: float = 20) -> list[bytes]:
+    # The end (PARTITION_EOF) is the first Fetch at the high watermark coming back empty,
+    # which the broker holds for fetch.wait.max.ms (default 500 ms) as Kafka does.
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "damage-check",
-                  "enable.partition.eof": True, "check.crcs": True, "enable.auto.commit": False})
+                  "enable.partition.eof": True, "check.crcs": True, "enable.auto.commit": False,
+                  "fetch.wait.max.ms": 10})
     c.assign([TopicPartition(TOPIC, 0, 0)])
     out: list[bytes] = []
     deadline = time.monotonic() + timeout
