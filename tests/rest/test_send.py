@@ -61,7 +61,7 @@ def test_single_events_by_key_and_to_a_partition(broker):
     assert [m.value() for m in got] == [b"keyed \xe2\x9c\x93"]
     r = post(broker, f"/{hub}/partitions/1/messages", b"to partition 1")
     assert r.status_code == 201, r.text
-    assert b"to partition 1" in [m.value() for m in kafka_read(broker, hub, 1, 10, timeout=3)]
+    assert b"to partition 1" in [m.value() for m in read_stored(broker, hub, 1)]
 
 
 def test_a_batch_with_properties_reaches_kafka_and_the_sdk_typed(broker):
@@ -84,7 +84,7 @@ def test_a_publisher_sends_under_its_own_name_only(broker):
     r = post(broker, f"/{hub}/publishers/device-1/messages", b"from device-1", auth=mine)
     assert r.status_code == 201, r.text
     p = partition_for_key("device-1", 2)
-    assert [m.key() for m in kafka_read(broker, hub, p, 10, timeout=3)
+    assert [m.key() for m in read_stored(broker, hub, p)
             if m.value() == b"from device-1"] == [b"device-1"]
     r = post(broker, f"/{hub}/publishers/device-2/messages", b"spoofed", auth=mine)
     assert r.status_code == 403 and "<Code>403</Code>" in r.text
@@ -98,14 +98,14 @@ def test_a_publisher_send_is_stamped_x_opt_publisher_for_receivers(broker):
              auth=token(SENDER, hub, "device-5"))
     assert r.status_code == 201, r.text
     p = partition_for_key("device-5", 2)
-    stored = len(kafka_read(broker, hub, p, 100_000, timeout=3))  # (other tests' events too)
+    stored = len(read_stored(broker, hub, p))  # (other tests' events too)
     received = receive(consumer(broker, hub), stored, partition_id=str(p), starting_position="-1")
     got = [e for _, e in received if e.body_as_str().startswith("stamped-")]
     assert [e.body_as_str() for e in got] == ["stamped-0", "stamped-1"]
     assert [(e.system_properties.get(b"x-opt-publisher"), e.partition_key) for e in got] == \
         [(b"device-5", b"device-5")] * 2
     assert got[0].properties == {b"n": 1}
-    kafka = [m for m in kafka_read(broker, hub, p, 1000, timeout=3) if m.value() == b"stamped-1"]
+    kafka = [m for m in read_stored(broker, hub, p) if m.value() == b"stamped-1"]
     assert [m.key() for m in kafka] == [b"device-5"]
 
 
@@ -116,18 +116,18 @@ def test_a_publisher_send_is_stamped_x_opt_publisher_for_receivers(broker):
 def test_a_publisher_event_keyed_otherwise_fails_the_send(broker, events):
     # It was re-keyed to the publisher and stored, where AMQP and Kafka refuse it.
     hub = "orders"
-    before = {p: len(kafka_read(broker, hub, p, 1000, timeout=1)) for p in range(2)}
+    before = _end_offsets(broker, hub)
     r = post(broker, f"/{hub}/publishers/device-1/messages", events, batch=True,
              auth=token(SENDER, hub, "device-1"))
     assert r.status_code == 403 and "device-1" in r.text, r.text
-    assert {p: len(kafka_read(broker, hub, p, 1000, timeout=1)) for p in range(2)} == before
+    assert _end_offsets(broker, hub) == before
     # Through the path's other spelling, unkeyed events take the token's name.
     body = f"spelled-{len(events)}"
     r = post(broker, f"/{hub}/Publishers/DEVICE-1/messages", [{"Body": body}], batch=True,
              auth=token(SENDER, hub, "device-1"))
     assert r.status_code == 201, r.text
     p = partition_for_key("device-1", 2)
-    assert [m.key() for m in kafka_read(broker, hub, p, 1000, timeout=3)
+    assert [m.key() for m in read_stored(broker, hub, p)
             if m.value() == body.encode()] == [b"device-1"]
 
 
@@ -176,6 +176,15 @@ def test_bad_sends_get_the_service_status_and_store_nothing(broker, path, body, 
     assert r.text.startswith(f"<Error><Code>{status}</Code>")
     assert _end_offsets(broker, "orders") == before
     assert post(broker, "/orders/partitions/0/messages", b"still serving").status_code == 201
+
+
+def read_stored(broker, hub: str, partition: int) -> list:
+    """Every record the partition holds now, read by a Kafka consumer up to its end offset
+    (a send is answered once stored), instead of polling out a fixed timeout for more."""
+    end = _end_offsets(broker, hub)[partition]
+    got = kafka_read(broker, hub, partition, end)
+    assert len(got) == end, f"read {len(got)} of the {end} records stored"
+    return got
 
 
 def _end_offsets(broker, hub: str) -> list[int]:
