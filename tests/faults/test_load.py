@@ -147,7 +147,7 @@ def test_thousand_connections_no_errors_bounded_memory_and_latency(tmp_path):
                     samples["peak_sockets"] = max(samples["peak_sockets"], _socket_count(pid))
                 except OSError:
                     return
-                time.sleep(1)
+                producers_done.wait(1)   # a sample a second; none to sit out at the end
 
         drain_deadline = [float("inf")]
         threads = ([threading.Thread(target=produce, args=(n,), daemon=True) for n in range(PRODUCERS)]
@@ -167,11 +167,17 @@ def test_thousand_connections_no_errors_bounded_memory_and_latency(tmp_path):
             t.join(60)
         mon.join(5)
         elapsed = time.monotonic() - started
-        # Every idle connection is still open and answers.
+        # Every idle connection is still open and answers (all asked, then all read).
         dead = 0
+        asked = []
         for i, s in enumerate(idle):
             try:
                 s.sendall(_api_versions_frame(100_000 + i))
+                asked.append((i, s))
+            except OSError:
+                dead += 1
+        for i, s in asked:
+            try:
                 if struct.unpack_from(">i", _read_frame(s))[0] != 100_000 + i:
                     dead += 1  # answered, but not this request
             except OSError:
@@ -230,6 +236,7 @@ def test_client_that_never_reads_fetch_responses_does_not_grow_broker_memory(tmp
             p.produce("slow", rng.randbytes(10_000), partition=0)
         assert p.flush(30) == 0
         before = proc_memory_kib(pid)["VmRSS"]
+        sockets_before = _socket_count(pid)
         s = socket.socket()
         s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
         s.connect(("127.0.0.1", proc.port))
@@ -251,7 +258,10 @@ def test_client_that_never_reads_fetch_responses_does_not_grow_broker_memory(tmp
         with RawClient(bootstrap) as c:
             assert c.request(codec.ApiKey.ApiVersions, 0).error_code == 0
         s.close()
-        time.sleep(1)
+        # The figure after the close: once the broker has let go of the slow connection.
+        closed_by = time.monotonic() + 10
+        while _socket_count(pid) > sockets_before and time.monotonic() < closed_by:
+            time.sleep(0.02)
         assert proc.proc.poll() is None
         after = proc_memory_kib(pid)
     finally:
