@@ -1,0 +1,3 @@
+from kafka_wire.kafka_python import defer_package_init
+
+defer_package_init()
