@@ -63,3 +63,47 @@ def test_an_unknown_name_is_an_attribute_error_after_the_real_init():
             raise SystemExit("no AttributeError")
         assert "KafkaConsumer" in vars(kafka)
         """)
+
+
+@pytest.mark.parametrize("first", [
+    "import kafka.cluster",  # (kafka-python's own modules import each other in cycles its __init__ orders)
+    "from kafka.cluster import ClusterMetadata",
+    "import kafka.producer.sender",
+    "from kafka.admin import KafkaAdminClient",
+])
+def test_a_module_of_its_clients_imported_first_runs_the_real_init_first(first):
+    run(f"""
+        import sys
+        import kafka_wire.broker
+        {first}
+        import kafka, kafka.cluster
+        assert "KafkaConsumer" in vars(kafka) and sys.modules["kafka.cluster"] is kafka.cluster
+        assert kafka.cluster.ClusterMetadata.__module__ == "kafka.cluster"
+        assert not [f for f in sys.meta_path if type(f).__module__ == "kafka_wire.kafka_python"]
+        """)
+
+
+def test_threads_asking_at_once_all_get_the_real_package():
+    run("""
+        import threading
+        import kafka_wire.broker
+        barrier, errors, got = threading.Barrier(8), [], []
+
+        def ask(i):
+            barrier.wait()
+            try:
+                if i % 2:
+                    from kafka import KafkaConsumer
+                    got.append(KafkaConsumer)
+                else:
+                    import kafka
+                    got.append(kafka.KafkaConsumer)
+            except Exception as exc:
+                errors.append(repr(exc))
+        threads = [threading.Thread(target=ask, args=(i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert errors == [] and len(got) == 8 and len(set(got)) == 1, (errors, got)
+        """)
